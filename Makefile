@@ -1,0 +1,51 @@
+# The two set-up commands of the README. Each works on a fresh machine with
+# only Python (>= 3.11) and make: the virtualenv is created when missing.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+RUN_STAMP := $(VENV)/.sealeval-run
+DEV_STAMP := $(VENV)/.sealeval-dev
+
+.PHONY: demo test lint types unit bench clean contracts
+
+$(BIN)/python:
+	$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
+	  { echo "sealeval needs Python >= 3.11 (set PYTHON=...)"; exit 1; }
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(RUN_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e .
+	touch $@
+
+$(DEV_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $@ $(RUN_STAMP)
+
+## make demo: create .venv if missing, install, run the end-to-end walkthrough into ./demo-out/
+demo: $(RUN_STAMP)
+	$(BIN)/sealeval demo --out demo-out
+
+## make test: install the dev extras, then lint, types and the whole suite with branch coverage
+test: lint types unit
+
+lint: $(DEV_STAMP)
+	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff format --check src tests bench
+
+types: $(DEV_STAMP)
+	$(BIN)/mypy --strict src
+
+unit: $(DEV_STAMP)
+	$(BIN)/python -m pytest --cov=sealeval --cov-branch --cov-report=term:skip-covered
+
+bench: $(RUN_STAMP)
+	$(BIN)/python bench/digest_throughput.py
+
+clean:
+	rm -rf $(VENV) demo-out .pytest_cache .mypy_cache .ruff_cache .coverage build src/*.egg-info
+
+## make contracts: copy contracts/*.schema.json into the package data (a test checks they match)
+contracts:
+	rm -f src/sealeval/_data/contracts/*.schema.json
+	cp contracts/*.schema.json src/sealeval/_data/contracts/

@@ -1,0 +1,298 @@
+r"""The two canonical JSON profiles, their digests, and one strict JSON decoder.
+
+Profiles (see ``docs/canonical.md``):
+
+* **openmed** — sorted keys (code-point order), no whitespace, ASCII-only
+  output with lowercase ``\\uXXXX`` escapes (surrogate pairs above U+FFFF),
+  shortest round-trip floats, no trailing newline. Used by the sealed
+  manifest, release gates and evaluation sessions.
+* **invarlock** — the same layout but strings are emitted raw as UTF-8 (only
+  ``"``, ``\\`` and C0 controls are escaped) and one final LF is appended.
+  Used by captured runs, policies, comparisons and evidence packs.
+
+Both refuse NaN and infinities, non-string keys, unpaired surrogates and any
+type outside JSON (``dict``/read-only mapping, ``list``/``tuple``, ``str``,
+``int``, ``float``, ``bool``, ``None``). ``digest_*`` return
+``"sha256:" + 64 lowercase hex`` of the canonical bytes.
+
+:func:`decode` is the one strict decoder for every JSON input: UTF-8 only, no
+byte-order mark, RFC 8259 grammar, duplicate keys, ``NaN``/``Infinity``,
+overflowing numbers, over-long integers, unpaired surrogate escapes, and the
+configured size, depth and string-length limits are refused with a closed
+:class:`~sealeval.errors.CanonicalError` code. The decoded value uses ``dict``,
+``list``, ``str``, ``int``, ``float``, ``bool`` and ``None``; integers and
+floats keep their distinction (``1`` vs ``1.0``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from sealeval.errors import CanonicalError
+
+__all__ = [
+    "DEFAULT_LIMITS",
+    "DIGEST_PATTERN",
+    "DecodeLimits",
+    "decode",
+    "digest_bytes",
+    "digest_invarlock",
+    "digest_openmed",
+    "encode_invarlock",
+    "encode_openmed",
+    "is_digest",
+]
+
+DIGEST_PATTERN: Final = re.compile(r"sha256:[0-9a-f]{64}")
+MAX_ENCODE_DEPTH: Final = 256
+_BOM: Final = b"\xef\xbb\xbf"
+# A lone surrogate can only enter a decoded value through a \uD800-\uDFFF escape
+# (raw surrogates are not valid UTF-8), so the walk is needed only when one occurs.
+_SURROGATE_ESCAPE: Final = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
+def is_digest(value: object) -> bool:
+    """Return whether ``value`` is exactly a ``str`` of the form ``sha256:<64 hex>``."""
+    return type(value) is str and DIGEST_PATTERN.fullmatch(value) is not None
+
+
+def digest_bytes(data: bytes | bytearray | memoryview) -> str:
+    """Return ``sha256:<hex>`` of the exact bytes given."""
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+# ---------------------------------------------------------------------------
+# Encoding
+
+
+def _mapping_as_dict(value: object) -> dict[str, Any]:
+    """Serialize read-only mappings like dicts (their keys were checked beforehand)."""
+    if isinstance(value, Mapping):
+        return dict(value)
+    raise CanonicalError("unsupported_type")
+
+
+_ASCII_ENCODER: Final = json.JSONEncoder(
+    ensure_ascii=True,
+    allow_nan=False,
+    sort_keys=True,
+    separators=(",", ":"),
+    check_circular=False,
+    default=_mapping_as_dict,
+)
+_UTF8_ENCODER: Final = json.JSONEncoder(
+    ensure_ascii=False,
+    allow_nan=False,
+    sort_keys=True,
+    separators=(",", ":"),
+    check_circular=False,
+    default=_mapping_as_dict,
+)
+
+
+def _check_string(text: str) -> None:
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            raise CanonicalError("unpaired_surrogate") from None
+
+
+def _check_value(value: object, depth: int = 0) -> None:
+    """Refuse anything the canonical profiles cannot represent exactly."""
+    kind = type(value)
+    if kind is str:
+        _check_string(value)  # type: ignore[arg-type]
+    elif kind is float:
+        if not math.isfinite(value):  # type: ignore[arg-type]
+            raise CanonicalError("non_finite")
+    elif kind is int or kind is bool or value is None:
+        return
+    elif kind is list or kind is tuple:
+        if depth >= MAX_ENCODE_DEPTH:
+            raise CanonicalError("too_deep")
+        for item in value:  # type: ignore[attr-defined]
+            _check_value(item, depth + 1)
+    elif isinstance(value, Mapping):
+        if depth >= MAX_ENCODE_DEPTH:
+            raise CanonicalError("too_deep")
+        for key, item in value.items():
+            if type(key) is not str:
+                raise CanonicalError("non_string_key")
+            _check_string(key)
+            _check_value(item, depth + 1)
+    else:
+        raise CanonicalError("unsupported_type")
+
+
+def _encode(encoder: json.JSONEncoder, value: object) -> str:
+    _check_value(value)
+    try:
+        return encoder.encode(value)
+    except CanonicalError:
+        raise
+    except ValueError:
+        # The only ValueError left after the checks is CPython's integer
+        # string-conversion limit (more than 4300 digits).
+        raise CanonicalError("integer_too_long") from None
+
+
+def encode_openmed(value: object) -> str:
+    """Return the openmed canonical JSON text (pure ASCII, no trailing newline)."""
+    return _encode(_ASCII_ENCODER, value)
+
+
+def encode_invarlock(value: object) -> bytes:
+    """Return the invarlock canonical bytes (raw UTF-8 strings, final LF)."""
+    return (_encode(_UTF8_ENCODER, value) + "\n").encode("utf-8")
+
+
+def digest_openmed(value: object) -> str:
+    """Return ``sha256:<hex>`` of the openmed canonical text of ``value``."""
+    return digest_bytes(encode_openmed(value).encode("ascii"))
+
+
+def digest_invarlock(value: object) -> str:
+    """Return ``sha256:<hex>`` of the invarlock canonical bytes of ``value``."""
+    return digest_bytes(encode_invarlock(value))
+
+
+# ---------------------------------------------------------------------------
+# Strict decoding
+
+
+@dataclass(frozen=True, slots=True)
+class DecodeLimits:
+    """Limits enforced by :func:`decode`.
+
+    Attributes:
+        max_bytes: largest accepted input, in UTF-8 bytes.
+        max_depth: deepest accepted nesting of arrays and objects (a scalar
+            document has depth 0, ``[0]`` has depth 1).
+        max_string_length: longest accepted string or key, in code points.
+    """
+
+    max_bytes: int = 134_217_728
+    max_depth: int = 128
+    max_string_length: int = 16_777_216
+
+    def __post_init__(self) -> None:
+        """Refuse limits that are not positive integers."""
+        for name in ("max_bytes", "max_depth", "max_string_length"):
+            value = getattr(self, name)
+            if type(value) is not int or value < 1:
+                raise ValueError("DecodeLimits: every limit must be a positive int")
+
+
+DEFAULT_LIMITS: Final = DecodeLimits()
+
+
+def _pairs_to_dict(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result = dict(pairs)
+    if len(result) != len(pairs):
+        raise CanonicalError("duplicate_key")
+    return result
+
+
+def _refuse_constant(_token: str) -> Any:
+    raise CanonicalError("non_standard_constant")
+
+
+def _finite_float(token: str) -> float:
+    value = float(token)
+    if not math.isfinite(value):
+        raise CanonicalError("non_finite_number")
+    return value
+
+
+_DECODER: Final = json.JSONDecoder(
+    object_pairs_hook=_pairs_to_dict,
+    parse_constant=_refuse_constant,
+    parse_float=_finite_float,
+    strict=True,
+)
+
+
+def _walk_decoded(
+    value: object, limits: DecodeLimits, check_depth: bool, check_strings: bool
+) -> None:
+    """Check depth, string length and surrogates over a decoded value, iteratively."""
+    max_len = limits.max_string_length
+    stack: list[tuple[object, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        kind = type(item)
+        if kind is str:
+            if check_strings:
+                if len(item) > max_len:  # type: ignore[arg-type]
+                    raise CanonicalError("string_too_long")
+                _check_string(item)  # type: ignore[arg-type]
+        elif kind is list:
+            if check_depth and depth >= limits.max_depth:
+                raise CanonicalError("too_deep")
+            stack.extend((child, depth + 1) for child in item)  # type: ignore[attr-defined]
+        elif kind is dict:
+            if check_depth and depth >= limits.max_depth:
+                raise CanonicalError("too_deep")
+            for key, child in item.items():  # type: ignore[attr-defined]
+                if check_strings:
+                    if len(key) > max_len:
+                        raise CanonicalError("string_too_long")
+                    _check_string(key)
+                stack.append((child, depth + 1))
+
+
+def decode(
+    data: bytes | bytearray | memoryview | str, *, limits: DecodeLimits = DEFAULT_LIMITS
+) -> Any:
+    """Strictly decode one JSON document.
+
+    Args:
+        data: the document as bytes (must be UTF-8) or as text.
+        limits: size, depth and string-length limits.
+
+    Returns:
+        The decoded value (``dict``, ``list``, ``str``, ``int``, ``float``,
+        ``bool`` or ``None``).
+
+    Raises:
+        CanonicalError: with one of the decoding codes; never echoes the input.
+    """
+    if isinstance(data, str):
+        try:
+            raw = data.encode("utf-8")
+        except UnicodeEncodeError:
+            raise CanonicalError("not_utf8") from None
+    else:
+        raw = bytes(data)
+    if len(raw) > limits.max_bytes:
+        raise CanonicalError("too_large")
+    if raw.startswith(_BOM):
+        raise CanonicalError("byte_order_mark")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise CanonicalError("not_utf8") from None
+    try:
+        value = _DECODER.decode(text)
+    except CanonicalError as error:
+        raise CanonicalError(error.code) from None
+    except RecursionError:
+        raise CanonicalError("too_deep") from None
+    except json.JSONDecodeError:
+        raise CanonicalError("invalid_json") from None
+    except ValueError:
+        # CPython's integer string-conversion limit (more than 4300 digits).
+        raise CanonicalError("integer_too_long") from None
+    # The walk is skipped when the bytes alone prove it cannot fail.
+    check_depth = raw.count(b"[") + raw.count(b"{") > limits.max_depth
+    check_strings = len(raw) > limits.max_string_length or _SURROGATE_ESCAPE.search(raw) is not None
+    if check_depth or check_strings:
+        _walk_decoded(value, limits, check_depth, check_strings)
+    return value

@@ -1,0 +1,38 @@
+"""The ``sealeval`` command line: one module per command group, thin by design.
+
+Exit codes: 0 success (eligible), 1 a negative verdict (not eligible), 2 a
+usage or input error. Errors print ``sealeval: error: <field>: <code>`` to
+standard error and never echo submitted values.
+"""
+
+from __future__ import annotations
+
+import click
+
+from sealeval import __version__
+from sealeval.cli.demo import demo
+from sealeval.cli.manifest import manifest
+
+__all__ = ["cli", "main"]
+
+
+@click.group(
+    context_settings={
+        "help_option_names": ["-h", "--help"],
+        # A fixed width keeps --help identical on every terminal (the README embeds it).
+        "terminal_width": 88,
+        "max_content_width": 88,
+    }
+)
+@click.version_option(__version__, prog_name="sealeval")
+def cli() -> None:
+    """Make evaluation results trustworthy: seal, verify, gate and sign."""
+
+
+cli.add_command(manifest)
+cli.add_command(demo)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    cli(prog_name="sealeval")

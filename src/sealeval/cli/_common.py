@@ -1,0 +1,45 @@
+"""Shared CLI plumbing: error reporting, exit codes and canonical output."""
+
+from __future__ import annotations
+
+import functools
+import sys
+from collections.abc import Callable
+from typing import Final, ParamSpec, TypeVar
+
+import click
+
+from sealeval.errors import SealevalError
+
+__all__ = ["EXIT_ERROR", "EXIT_NEGATIVE", "EXIT_OK", "fail", "refusals_exit"]
+
+EXIT_OK: Final = 0
+EXIT_NEGATIVE: Final = 1
+EXIT_ERROR: Final = 2
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def fail(error: SealevalError) -> click.exceptions.Exit:
+    """Print a refusal (field and code only) and return the exit to raise."""
+    click.echo(f"sealeval: error: {error}", err=True)
+    return click.exceptions.Exit(EXIT_ERROR)
+
+
+def refusals_exit(command: Callable[P, R]) -> Callable[P, R]:
+    """Turn any :class:`SealevalError` raised by a command into exit status 2."""
+
+    @functools.wraps(command)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return command(*args, **kwargs)
+        except SealevalError as error:
+            raise fail(error) from None
+
+    return wrapper
+
+
+def is_terminal() -> bool:
+    """Return whether standard error is an interactive terminal."""
+    return sys.stderr.isatty()

@@ -1,0 +1,338 @@
+"""Canonical JSON profiles, digests and the strict decoder."""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import hashlib
+import json
+import math
+import types
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from _vectors import cases, decode_input, load
+from sealeval.canonical import (
+    DecodeLimits,
+    decode,
+    digest_bytes,
+    digest_invarlock,
+    digest_openmed,
+    encode_invarlock,
+    encode_openmed,
+    is_digest,
+)
+from sealeval.errors import CanonicalError
+
+# ---------------------------------------------------------------------------
+# openmed profile vectors
+
+
+@pytest.mark.parametrize("case", cases("openmed/canonical_json.json"))
+def test_openmed_canonical_vector(case: dict[str, Any]) -> None:
+    value = decode_input(case["input"]["value"])
+    expected = case["expected"]
+    if set(expected) == {"canonical", "sha256"}:
+        text = encode_openmed(value)
+        assert text == expected["canonical"]
+        assert digest_openmed(value) == expected["sha256"]
+        assert hashlib.sha256(text.encode("ascii")).hexdigest() == expected["sha256"][7:]
+    elif set(expected) == {"error_code"}:
+        with pytest.raises(CanonicalError) as caught:
+            encode_openmed(value)
+        assert caught.value.code == expected["error_code"]
+    else:
+        pytest.fail("vector case shape not understood")
+
+
+# ---------------------------------------------------------------------------
+# invarlock profile vectors (strict parse, then canonical bytes)
+
+# The reference's messages are informational (they quote input, which sealeval
+# never does); each maps to the closed code sealeval raises instead.
+_INVARLOCK_MESSAGE_CODES = (
+    ("JSON object has duplicate key", "duplicate_key"),
+    ("JSON contains non-standard constant", "non_standard_constant"),
+    ("JSON contains non-finite number", "non_finite_number"),
+    ("vector is not UTF-8 JSON", "not_utf8"),
+    ("vector is not valid JSON", "invalid_json"),
+    ("value is not canonical JSON", "unpaired_surrogate"),
+)
+# Cases whose reference behaviour is laxer than sealeval (docs/decisions/compat.md):
+# the reference parses an unpaired surrogate escape and refuses only when encoding;
+# sealeval refuses it while decoding.
+_EXPECTED_DEVIATIONS = {
+    "reject-lone-high-surrogate-escape": ("decode", "unpaired_surrogate"),
+    "reject-lone-low-surrogate-escape": ("decode", "unpaired_surrogate"),
+    "reject-key-lone-surrogate": ("decode", "unpaired_surrogate"),
+}
+# The reference reports the 4300-digit limit as generic invalid JSON; sealeval names it.
+_NAMED_CODES = {
+    "reject-int-over-4300-digits": "integer_too_long",
+    "reject-utf8-bom-prefix": "byte_order_mark",
+}
+
+
+def _invarlock_input(case: dict[str, Any]) -> bytes:
+    source = case["input"]
+    if set(source) == {"json_text"}:
+        return source["json_text"].encode("utf-8", "surrogatepass")
+    if set(source) == {"json_bytes_b64"}:
+        return base64.b64decode(source["json_bytes_b64"])
+    pytest.fail("vector input shape not understood")
+
+
+@pytest.mark.parametrize("case", cases("invarlock/canonical_json.json"))
+def test_invarlock_canonical_vector(case: dict[str, Any]) -> None:
+    raw = _invarlock_input(case)
+    expected = case["expected"]
+    if "error" in expected:
+        error = expected["error"]
+        name = case["name"]
+        if name in _EXPECTED_DEVIATIONS:
+            assert error["stage"] == "encode"
+            _, code = _EXPECTED_DEVIATIONS[name]
+            with pytest.raises(CanonicalError) as caught:
+                decode(raw)
+            assert caught.value.code == code
+            return
+        matches = [
+            code for prefix, code in _INVARLOCK_MESSAGE_CODES if error["message"].startswith(prefix)
+        ]
+        assert len(matches) == 1, "vector error message not understood"
+        code = _NAMED_CODES.get(name, matches[0])
+        assert error["stage"] == "parse"
+        with pytest.raises(CanonicalError) as caught:
+            decode(raw)
+        assert caught.value.code == code
+        return
+    if set(expected) not in ({"canonical", "digest", "utf8_length"}, {"digest", "utf8_length"}):
+        pytest.fail("vector case shape not understood")
+    canonical = encode_invarlock(decode(raw))
+    if "canonical" in expected:
+        assert canonical == expected["canonical"].encode("utf-8")
+    assert len(canonical) == expected["utf8_length"]
+    assert digest_bytes(canonical) == expected["digest"]
+    assert digest_invarlock(decode(raw)) == expected["digest"]
+
+
+def test_openmed_index_counts_match_files() -> None:
+    index = load("openmed/index.json")
+    for entry in index["cases"]:
+        if entry["name"].endswith(".json"):
+            assert len(load(f"openmed/{entry['name']}")["cases"]) == entry["expected"]["case_count"]
+
+
+# ---------------------------------------------------------------------------
+# Encoder refusals, one per rule
+
+
+class _IntSub(int):
+    pass
+
+
+class _FloatSub(float):
+    pass
+
+
+@pytest.mark.parametrize(
+    ("value", "code"),
+    [
+        pytest.param(math.nan, "non_finite", id="nan"),
+        pytest.param([math.inf], "non_finite", id="inf-nested"),
+        pytest.param({1: "x"}, "non_string_key", id="int-key"),
+        pytest.param({None: "x"}, "non_string_key", id="none-key"),
+        pytest.param({"\ud800": 1}, "unpaired_surrogate", id="surrogate-key"),
+        pytest.param("a\udc00", "unpaired_surrogate", id="surrogate-value"),
+        pytest.param(b"bytes", "unsupported_type", id="bytes"),
+        pytest.param({1, 2}, "unsupported_type", id="set"),
+        pytest.param(_IntSub(3), "unsupported_type", id="int-subclass"),
+        pytest.param(_FloatSub(3.0), "unsupported_type", id="float-subclass"),
+        pytest.param(10**5000, "integer_too_long", id="int-over-4300-digits"),
+    ],
+)
+def test_encoder_refusals(value: object, code: str) -> None:
+    for encode in (encode_openmed, encode_invarlock):
+        with pytest.raises(CanonicalError) as caught:
+            encode(value)
+        assert caught.value.code == code
+
+
+def test_encoder_refuses_excessive_depth() -> None:
+    value: Any = 0
+    for _ in range(300):
+        value = [value]
+    with pytest.raises(CanonicalError) as caught:
+        encode_openmed(value)
+    assert caught.value.code == "too_deep"
+
+
+def test_read_only_mappings_encode_like_dicts() -> None:
+    proxy = types.MappingProxyType({"b": 1, "a": types.MappingProxyType({"d": (1, 2)})})
+    assert encode_openmed(proxy) == '{"a":{"d":[1,2]},"b":1}'
+    assert encode_invarlock(proxy) == b'{"a":{"d":[1,2]},"b":1}\n'
+
+
+def test_profiles_differ_only_in_escaping_and_newline() -> None:
+    value = {"k": "\u00e9\U0001f600\x7f"}
+    assert encode_openmed(value) == '{"k":"\\u00e9\\ud83d\\ude00\\u007f"}'
+    assert encode_invarlock(value) == '{"k":"\u00e9\U0001f600\x7f"}\n'.encode()
+
+
+# ---------------------------------------------------------------------------
+# Decoder refusals, one per rule
+
+
+@pytest.mark.parametrize(
+    ("raw", "code"),
+    [
+        pytest.param(b'{"a":1,"a":2}', "duplicate_key", id="duplicate-key"),
+        pytest.param(b"[NaN]", "non_standard_constant", id="nan"),
+        pytest.param(b"-Infinity", "non_standard_constant", id="neg-infinity"),
+        pytest.param(b"1e999", "non_finite_number", id="overflow-exponent"),
+        pytest.param(b"1" + b"0" * 400 + b".0", "non_finite_number", id="overflow-digits"),
+        pytest.param(b"1" * 4301, "integer_too_long", id="int-4301-digits"),
+        pytest.param(b"\xef\xbb\xbf{}", "byte_order_mark", id="bom"),
+        pytest.param(b'"\xff"', "not_utf8", id="invalid-utf8"),
+        pytest.param(b'"\xed\xa0\x80"', "not_utf8", id="raw-surrogate-utf8"),
+        pytest.param(b"", "invalid_json", id="empty"),
+        pytest.param(b"[1,]", "invalid_json", id="trailing-comma"),
+        pytest.param(b'"\\ud800"', "unpaired_surrogate", id="lone-surrogate-escape"),
+        pytest.param(b'{"\\udc00":1}', "unpaired_surrogate", id="lone-surrogate-key"),
+        pytest.param(b'"\\uDBFF"', "unpaired_surrogate", id="lone-surrogate-uppercase"),
+    ],
+)
+def test_decoder_refusals(raw: bytes, code: str) -> None:
+    with pytest.raises(CanonicalError) as caught:
+        decode(raw)
+    assert caught.value.code == code
+    assert caught.value.__cause__ is None
+    assert caught.value.__context__ is None or caught.value.__suppress_context__
+
+
+def test_decoder_limits() -> None:
+    limits = DecodeLimits(max_bytes=16, max_depth=3, max_string_length=4)
+    assert decode(b"[[[0]]]", limits=limits) == [[[0]]]
+    assert decode(b'["abcd"]', limits=limits) == ["abcd"]
+    for raw, code in [
+        (b"[[[[0]]]]", "too_deep"),
+        (b'{"a":{"b":{"c":{}}}}', "too_large"),
+        (b'["abcde"]', "string_too_long"),
+        (b'{"abcde":1}', "string_too_long"),
+        (b" " * 17, "too_large"),
+    ]:
+        with pytest.raises(CanonicalError) as caught:
+            decode(raw, limits=limits)
+        assert caught.value.code == code
+    with pytest.raises(CanonicalError) as caught:
+        decode(b'{"a":{"b":{"c":{}}}}', limits=DecodeLimits(max_depth=3))
+    assert caught.value.code == "too_deep"
+
+
+def test_decoder_recursion_is_a_depth_refusal() -> None:
+    with pytest.raises(CanonicalError) as caught:
+        decode(b"[" * 100_000 + b"]" * 100_000, limits=DecodeLimits(max_depth=1_000_000))
+    assert caught.value.code == "too_deep"
+
+
+def test_decode_limits_must_be_positive_ints() -> None:
+    with pytest.raises(ValueError, match="positive int"):
+        DecodeLimits(max_depth=0)
+
+
+def test_decode_accepts_text_and_keeps_number_kinds() -> None:
+    assert decode('{"i":1,"f":1.0,"z":-0}') == {"i": 1, "f": 1.0, "z": 0}
+    assert type(decode("1.0")) is float
+    assert type(decode("-0")) is int
+    with pytest.raises(CanonicalError) as caught:
+        decode("\ud800")
+    assert caught.value.code == "not_utf8"
+
+
+def test_is_digest_is_exact() -> None:
+    good = "sha256:" + "a" * 64
+    assert is_digest(good)
+
+    class _Str(str):
+        __slots__ = ()
+
+    for bad in [
+        good.upper(),
+        good + "\n",
+        good[:-1],
+        "sha256:" + "g" * 64,
+        _Str(good),
+        good.encode(),
+        None,
+    ]:
+        assert not is_digest(bad)
+
+
+# ---------------------------------------------------------------------------
+# Properties
+
+_keys = st.text(max_size=8)
+_scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=16)
+)
+_json_values = st.recursive(
+    _scalars,
+    lambda children: st.lists(children, max_size=5) | st.dictionaries(_keys, children, max_size=5),
+    max_leaves=30,
+)
+
+
+def _same(left: Any, right: Any) -> bool:
+    """Structural equality that also distinguishes int from float and -0.0 from 0.0."""
+    if type(left) is not type(right):
+        return False
+    if isinstance(left, dict):
+        return left.keys() == right.keys() and all(_same(left[k], right[k]) for k in left)
+    if isinstance(left, list):
+        return len(left) == len(right) and all(
+            _same(a, b) for a, b in zip(left, right, strict=True)
+        )
+    if isinstance(left, float):
+        return left == right and math.copysign(1.0, left) == math.copysign(1.0, right)
+    return bool(left == right)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_json_values)
+def test_decode_inverts_both_encoders(value: Any) -> None:
+    assert _same(decode(encode_openmed(value)), value)
+    assert _same(decode(encode_invarlock(value)), value)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(_keys, _json_values, max_size=8), st.randoms(use_true_random=False))
+def test_encoding_ignores_insertion_order(value: dict[str, Any], rng: Any) -> None:
+    items = list(value.items())
+    rng.shuffle(items)
+    shuffled = dict(items)
+    assert encode_openmed(shuffled) == encode_openmed(value)
+    assert encode_invarlock(shuffled) == encode_invarlock(value)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_json_values)
+def test_openmed_text_is_ascii_and_matches_reference_layout(value: Any) -> None:
+    text = encode_openmed(value)
+    assert text.isascii()
+    assert "\n" not in text
+    # The layout is CPython's sorted, compact, ASCII-escaped JSON.
+    assert text == json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=False)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=64))
+def test_decoder_never_raises_anything_but_canonical_error(raw: bytes) -> None:
+    with contextlib.suppress(CanonicalError):
+        decode(raw)

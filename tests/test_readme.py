@@ -1,0 +1,48 @@
+"""The README embeds the real ``--help`` of every command; this checks it has not drifted.
+
+Regenerate after changing the CLI: ``SEALEVAL_UPDATE_README=1 pytest tests/test_readme.py``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+import click
+from click.testing import CliRunner
+
+from _vectors import PROJECT_ROOT
+from sealeval.cli import cli
+
+README = PROJECT_ROOT / "README.md"
+BLOCK = re.compile(r"<!-- help: (?P<command>[a-z -]+) -->\n```text\n(?P<body>.*?)```\n", re.DOTALL)
+
+
+def _help(command: str) -> str:
+    args = [*command.split()[1:], "--help"]
+    result = CliRunner().invoke(cli, args, prog_name="sealeval", catch_exceptions=False)
+    assert result.exit_code == 0
+    return result.stdout
+
+
+def _all_commands(group: click.Command, prefix: str) -> list[str]:
+    found = [prefix]
+    if isinstance(group, click.Group):
+        for name, command in sorted(group.commands.items()):
+            found += _all_commands(command, f"{prefix} {name}")
+    return found
+
+
+def test_readme_help_blocks_match_the_cli() -> None:
+    text = README.read_text(encoding="utf-8")
+    if os.environ.get("SEALEVAL_UPDATE_README"):
+        text = BLOCK.sub(
+            lambda m: f"<!-- help: {m['command']} -->\n```text\n{_help(m['command'])}```\n", text
+        )
+        README.write_text(text, encoding="utf-8")
+    blocks = {m["command"]: m["body"] for m in BLOCK.finditer(text)}
+    assert sorted(blocks) == sorted(_all_commands(cli, "sealeval")), (
+        "every command needs a help block"
+    )
+    for command, body in blocks.items():
+        assert body == _help(command), f"README help for `{command}` drifted"
