@@ -37,7 +37,7 @@ types: $(DEV_STAMP)
 	$(BIN)/mypy --strict src
 
 unit: $(DEV_STAMP)
-	$(BIN)/python -m pytest --cov=sealeval --cov-branch --cov-report=term:skip-covered
+	$(BIN)/python -m pytest --cov=sealeval --cov-branch --cov-report=term:skip-covered --cov-fail-under=95
 
 bench: $(RUN_STAMP)
 	$(BIN)/python bench/digest_throughput.py

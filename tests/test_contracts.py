@@ -11,6 +11,8 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from _vectors import PROJECT_ROOT, load
+from sealeval.manifest.components import load_config_document
+from sealeval.manifest.tool_inventory import build_tool_inventory
 
 CONTRACTS = PROJECT_ROOT / "contracts"
 SCHEMA_FILES = sorted(CONTRACTS.glob("*.schema.json"))
@@ -32,24 +34,44 @@ def test_package_copies_match_contracts() -> None:
         assert (packaged / path.name).read_bytes() == path.read_bytes(), "run `make contracts`"
 
 
+# Keywords whose value is a schema, a list of schemas, or a map of name -> schema.
+_SCHEMA_VALUED = ("items", "not", "if", "then", "else", "contains", "propertyNames")
+_SCHEMA_LISTS = ("allOf", "anyOf", "oneOf", "prefixItems")
+_SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "dependentSchemas")
+
+
 def _open_objects(node: Any, where: str = "#") -> list[str]:
+    """Return the locations of object schemas that accept unknown properties."""
+    if not isinstance(node, dict):
+        return []
     found: list[str] = []
-    if isinstance(node, dict):
-        if node.get("type") == "object" or "properties" in node:
-            closed = (
-                node.get("additionalProperties") is False
-                or node.get("unevaluatedProperties") is False
-            )
-            # A map whose values follow one schema is closed by that schema.
-            is_map = isinstance(node.get("additionalProperties"), dict) and "properties" not in node
-            if not closed and not is_map:
-                found.append(where)
-        for key, value in node.items():
-            found.extend(_open_objects(value, f"{where}/{key}"))
-    elif isinstance(node, list):
-        for index, value in enumerate(node):
-            found.extend(_open_objects(value, f"{where}/{index}"))
+    additional = node.get("additionalProperties")
+    if node.get("type") == "object" or "properties" in node:
+        closed = additional is False or node.get("unevaluatedProperties") is False
+        # A map whose values all follow one schema is closed by that schema.
+        is_map = isinstance(additional, dict) and "properties" not in node
+        if not closed and not is_map:
+            found.append(where)
+    if isinstance(additional, dict):
+        found += _open_objects(additional, f"{where}/additionalProperties")
+    for key in _SCHEMA_VALUED:
+        found += _open_objects(node.get(key), f"{where}/{key}")
+    for key in _SCHEMA_LISTS:
+        for index, child in enumerate(node.get(key, ())):
+            found += _open_objects(child, f"{where}/{key}/{index}")
+    for key in _SCHEMA_MAPS:
+        for name, child in node.get(key, {}).items():
+            found += _open_objects(child, f"{where}/{key}/{name}")
     return found
+
+
+def test_open_object_check_finds_open_objects() -> None:
+    assert _open_objects({"type": "object", "properties": {"a": {"type": "object"}}}) == [
+        "#",
+        "#/properties/a",
+    ]
+    closed = {"type": "object", "additionalProperties": False, "properties": {"properties": {}}}
+    assert _open_objects(closed) == []
 
 
 @pytest.mark.parametrize("path", SCHEMA_FILES, ids=lambda p: p.name)
@@ -77,3 +99,28 @@ def test_verification_vectors_match_the_verification_schema() -> None:
     )
     for case in load("openmed/manifest_verify.json")["cases"]:
         validator.validate(case["expected"]["parsed"])
+
+
+def test_tool_inventory_output_matches_its_schema() -> None:
+    source = resources.files("sealeval") / "_data" / "demo" / "artifacts" / "tool_inventory.yaml"
+    with resources.as_file(source) as path:
+        inventory = build_tool_inventory(load_config_document(path))
+    Draft202012Validator(schema("sealeval.tool_inventory.v1")).validate(inventory.to_dict())
+    nested = build_tool_inventory(
+        [
+            {
+                "name": "t",
+                "parameters": {
+                    "$defs": {
+                        "dose": {"type": "object", "properties": {"properties": {"type": "string"}}}
+                    },
+                    "type": "object",
+                    "properties": {
+                        "d": {"$ref": "#/$defs/dose"},
+                        "n": {"anyOf": [{"type": "null"}]},
+                    },
+                },
+            }
+        ]
+    )
+    Draft202012Validator(schema("sealeval.tool_inventory.v1")).validate(nested.to_dict())

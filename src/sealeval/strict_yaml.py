@@ -179,7 +179,7 @@ class _EventSource(Reader, Scanner, Parser):
         Scanner.__init__(self)
         Parser.__init__(self)
 
-    def get_token(self) -> Any:  # noqa: ANN401 - PyYAML tokens are untyped
+    def get_token(self) -> Any:
         """Return the next token, refusing anchors, aliases, tags and directives."""
         token = Scanner.get_token(self)  # type: ignore[no-untyped-call]
         if isinstance(token, AnchorToken | AliasToken):
@@ -300,7 +300,7 @@ def _float(text: str) -> float:
     return value
 
 
-def _scalar(event: ScalarEvent) -> Any:  # noqa: ANN401 - any JSON scalar
+def _scalar(event: ScalarEvent) -> Any:
     """Return the JSON value of a scalar that is not a mapping key."""
     tag = _RESOLVER.resolve(ScalarNode, event.value, event.implicit)  # type: ignore[no-untyped-call]
     text = event.value
@@ -323,7 +323,7 @@ def _scalar(event: ScalarEvent) -> Any:  # noqa: ANN401 - any JSON scalar
     _refuse("invalid_yaml")  # no other tag is resolved implicitly
 
 
-def _build(events: list[NodeEvent | CollectionEndEvent]) -> Any:  # noqa: ANN401
+def _build(events: list[NodeEvent | CollectionEndEvent]) -> Any:
     """Build the value of a checked event stream, iteratively."""
     if not events:
         _refuse("empty_document")
@@ -374,7 +374,7 @@ def _build(events: list[NodeEvent | CollectionEndEvent]) -> Any:  # noqa: ANN401
 
 
 def _check_forbidden_keys(
-    value: Any,  # noqa: ANN401 - loaded JSON data
+    value: Any,
     forbidden: frozenset[str],
     exempt: Callable[[tuple[str, ...]], bool] | None,
 ) -> None:
@@ -410,7 +410,7 @@ def load_strict_yaml(
     require_mapping: bool = False,
     forbidden_keys: frozenset[str] = frozenset(),
     forbidden_keys_exempt: Callable[[tuple[str, ...]], bool] | None = None,
-) -> Any:  # noqa: ANN401 - any JSON value
+) -> Any:
     """Load one strict YAML document as plain JSON data.
 
     Checks run in this order, so the first failing group decides the code:

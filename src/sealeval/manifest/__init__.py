@@ -10,14 +10,26 @@ from sealeval.manifest.sealed import (
     seal_workflow_manifest,
     verify_at_evaluation_start,
 )
+from sealeval.manifest.tool_inventory import (
+    TOOL_INVENTORY_SCHEMA,
+    ToolEntry,
+    ToolInventory,
+    build_tool_inventory,
+    tool_inventory_digest,
+)
 
 __all__ = [
     "COMPONENTS",
     "MANIFEST_SCHEMA",
     "REASON_CODES",
+    "TOOL_INVENTORY_SCHEMA",
     "VERIFICATION_SCHEMA",
     "ManifestVerification",
     "SealedWorkflowManifest",
+    "ToolEntry",
+    "ToolInventory",
+    "build_tool_inventory",
     "seal_workflow_manifest",
+    "tool_inventory_digest",
     "verify_at_evaluation_start",
 ]
