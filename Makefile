@@ -30,8 +30,8 @@ demo: $(RUN_STAMP)
 test: lint types unit
 
 lint: $(DEV_STAMP)
-	$(BIN)/ruff check src tests bench
-	$(BIN)/ruff format --check src tests bench
+	$(BIN)/ruff check --no-cache src tests bench
+	$(BIN)/ruff format --no-cache --check src tests bench
 
 types: $(DEV_STAMP)
 	$(BIN)/mypy --strict src

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 import re
 
+import sealeval
 from _vectors import PROJECT_ROOT
-
-import sealeval.manifest.snapshot  # noqa: F401 - registers every error class
-import sealeval.strict_yaml  # noqa: F401
 from sealeval.errors import error_classes
+
+# Import every module so that every error class is registered, whatever ran before.
+for _module in pkgutil.walk_packages(sealeval.__path__, "sealeval."):
+    if _module.name != "sealeval.__main__":
+        importlib.import_module(_module.name)
 
 DOCS = PROJECT_ROOT / "docs"
 
