@@ -124,3 +124,12 @@ def test_tool_inventory_output_matches_its_schema() -> None:
         ]
     )
     Draft202012Validator(schema("sealeval.tool_inventory.v1")).validate(nested.to_dict())
+
+
+def test_gate_vectors_match_the_evidence_and_report_schemas() -> None:
+    evidence = Draft202012Validator(schema("openmed.eval.agent_release_evidence.v1"))
+    report = Draft202012Validator(schema("openmed.eval.agent_release_report.v1"))
+    for case in load("openmed/gates_reports.json")["cases"]:
+        report.validate(case["expected"]["parsed"])
+        for item in case["input"]["evidence"]:
+            evidence.validate(item)

@@ -20,6 +20,7 @@ from sealeval.gates import (
     evaluate_agent_release_gates,
     gate_policy_digest,
 )
+from sealeval.gates.fixtures import load_fixture
 
 # Vector cases that encode the reference's lax parsing; sealeval refuses them
 # (docs/decisions/compat.md).
@@ -256,3 +257,22 @@ def test_field_coverage_every_evidence_field_changes_the_report() -> None:
         )
     other = evaluate_agent_release_gates(base, candidate_digest="sha256:" + "d" * 64)
     assert other.report_digest != reference
+
+
+def test_bundled_fixtures_are_one_pass_and_one_critical_failure() -> None:
+    passing = evaluate_agent_release_gates(
+        load_fixture("baseline_pass"), candidate_digest=CANDIDATE
+    )
+    failing = evaluate_agent_release_gates(
+        load_fixture("critical_failure"), candidate_digest=CANDIDATE
+    )
+    assert passing.ready
+    assert not failing.ready
+    failed = [r for r in failing.gate_results if not r.passed]
+    assert [r.gate.metric for r in failed] == ["unauthorized_action_escape_rate"]
+    assert failed[0].gate.critical
+    assert failed[0].reason_code == "threshold_failed"
+    for evidence in load_fixture("baseline_pass"):
+        assert {"synthetic_only", "smoke_fixture"} <= set(evidence.limitations)
+    with pytest.raises(ValueError, match="unknown fixture"):
+        load_fixture("nope")  # type: ignore[arg-type]
