@@ -254,6 +254,10 @@ def test_demo_runs_and_reruns_into_its_own_folder(tmp_path: Path) -> None:
         "eligible"
     ]
     assert sealed.manifest_digest.startswith("sha256:")
+    baseline = decode((out_dir / "gates-baseline_pass.json").read_bytes())
+    failure = decode((out_dir / "gates-critical_failure.json").read_bytes())
+    assert (baseline["decision"], failure["decision"]) == ("READY", "NOT_READY")
+    assert baseline["candidate_digest"] == sealed.manifest_digest
 
 
 def test_demo_refuses_a_folder_it_did_not_make(tmp_path: Path) -> None:

@@ -17,11 +17,14 @@ from rich.console import Console
 from rich.rule import Rule
 from rich.table import Table
 
-from sealeval.cli._common import EXIT_NEGATIVE, refusals_exit
+from sealeval.cli._common import EXIT_NEGATIVE, is_terminal, refusals_exit
 from sealeval.errors import UsageError
+from sealeval.gates.evaluation import AgentReleaseReport, evaluate_agent_release_gates
+from sealeval.gates.fixtures import load_fixture
 from sealeval.manifest.sealed import (
     COMPONENTS,
     ManifestVerification,
+    SealedWorkflowManifest,
     seal_workflow_manifest,
     verify_at_evaluation_start,
 )
@@ -82,6 +85,45 @@ def _verification_table(console: Console, result: ManifestVerification) -> None:
     console.print("reason codes: " + ", ".join(result.reason_codes))
 
 
+def _bound_text(report: AgentReleaseReport, index: int) -> str:
+    result = report.gate_results[index]
+    bound = "-" if result.evaluated_bound is None else f"{result.evaluated_bound:g}"
+    mark = "[green]pass[/green]" if result.passed else "[red]FAIL[/red]"
+    return f"{bound} {mark}"
+
+
+def _gates_section(console: Console, out: Path, candidate_digest: str) -> bool:
+    """Evaluate the two bundled fixtures side by side; return whether it behaved."""
+    console.print(Rule("4. Release gates: passing baseline vs critical failure (smoke fixtures)"))
+    reports = {
+        name: evaluate_agent_release_gates(load_fixture(name), candidate_digest=candidate_digest)
+        for name in ("baseline_pass", "critical_failure")
+    }
+    table = Table(show_header=True)
+    table.add_column("gate")
+    table.add_column("critical")
+    table.add_column("threshold")
+    table.add_column("baseline_pass")
+    table.add_column("critical_failure")
+    baseline = reports["baseline_pass"]
+    for index, result in enumerate(baseline.gate_results):
+        gate = result.gate
+        sign = "<=" if gate.direction == "maximum" else ">="
+        table.add_row(
+            gate.metric,
+            "[bold]yes[/bold]" if gate.critical else "",
+            f"{sign} {gate.threshold:g}",
+            _bound_text(baseline, index),
+            _bound_text(reports["critical_failure"], index),
+        )
+    console.print(table)
+    for name, report in reports.items():
+        (out / f"gates-{name}.json").write_text(report.to_json(), encoding="ascii")
+        console.print(f"{name}: decision [bold]{report.decision}[/bold]  {report.report_digest}")
+    console.print("evidence is synthetic smoke data: it exercises the gates, it proves nothing.")
+    return baseline.ready and not reports["critical_failure"].ready
+
+
 def _manifest_section(console: Console, out: Path) -> bool:
     """Seal, verify, tamper with one byte, verify again; return whether it behaved."""
     artifacts = out / "artifacts"
@@ -139,14 +181,18 @@ def demo(out: Path) -> None:
     Writes into --out (default ./demo-out), replacing only a folder that an
     earlier demo created.
     """
-    console = Console(highlight=False)
+    # A wide page when writing to a file or pipe (a terminal keeps its own width).
+    console = Console(highlight=False, width=None if is_terminal() else 110)
     _prepare(out)
     console.print("[bold]sealeval demo[/bold]: synthetic artifacts, no real model or data")
     behaved = _manifest_section(console, out)
+    sealed = SealedWorkflowManifest.from_json((out / "manifest.json").read_bytes())
+    behaved = _gates_section(console, out, sealed.manifest_digest) and behaved
     console.print(Rule())
     if behaved:
         console.print(
-            "demo complete: the untouched submission was eligible; one changed byte was refused."
+            "demo complete: the untouched submission was eligible, one changed byte was "
+            "refused, and the critical failure blocked the release."
         )
     else:
         console.print("[bold red]demo did not behave as expected[/bold red]")
