@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 RUN_STAMP := $(VENV)/.sealeval-run
 DEV_STAMP := $(VENV)/.sealeval-dev
 
-.PHONY: demo test lint types unit bench clean contracts
+.PHONY: demo test lint types unit bench clean contracts interop
 
 $(BIN)/python:
 	$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
@@ -30,8 +30,8 @@ demo: $(RUN_STAMP)
 test: lint types unit
 
 lint: $(DEV_STAMP)
-	$(BIN)/ruff check --no-cache src tests bench
-	$(BIN)/ruff format --no-cache --check src tests bench
+	$(BIN)/ruff check --no-cache src tests bench scripts
+	$(BIN)/ruff format --no-cache --check src tests bench scripts
 
 types: $(DEV_STAMP)
 	$(BIN)/mypy --strict src
@@ -39,11 +39,20 @@ types: $(DEV_STAMP)
 unit: $(DEV_STAMP)
 	$(BIN)/python -m pytest --cov=sealeval --cov-branch --cov-report=term:skip-covered --cov-fail-under=95
 
+## make interop: check documents both ways against the reference openmed 3.1.0 (own venv)
+INTEROP_OPENMED := .interop/openmed-venv
+$(INTEROP_OPENMED)/bin/python:
+	$(PYTHON) -m venv $(INTEROP_OPENMED)
+	$(INTEROP_OPENMED)/bin/python -m pip install --quiet --no-deps openmed==3.1.0 pyyaml faker
+
+interop: $(RUN_STAMP) $(INTEROP_OPENMED)/bin/python
+	$(BIN)/python scripts/interop/openmed_interop.py --reference-python $(INTEROP_OPENMED)/bin/python
+
 bench: $(RUN_STAMP)
 	$(BIN)/python bench/digest_throughput.py
 
 clean:
-	rm -rf $(VENV) demo-out .pytest_cache .mypy_cache .ruff_cache .coverage build src/*.egg-info
+	rm -rf $(VENV) .interop demo-out .pytest_cache .mypy_cache .ruff_cache .coverage build src/*.egg-info
 
 ## make contracts: copy contracts/*.schema.json into the package data (a test checks they match)
 contracts:
