@@ -1,0 +1,603 @@
+"""Comparison-case value types and the evaluation case digest (spec 33, 30 §3)."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from _vectors import cases, decode_input
+from sealeval.canonical import encode_openmed
+from sealeval.session.cases import (
+    CaseError,
+    ComparisonCase,
+    ConflictOfInterestMetadata,
+    RubricCriterion,
+    SourceEvidence,
+    evaluation_case_digest,
+    evaluation_case_payload,
+    is_reference,
+    is_text,
+)
+
+CANARY = "PHI-CANARY-7f3a-jane-doe-MRN-0042"
+DIGEST = "sha256:" + "ab" * 32
+GOOD_EVIDENCE = (SourceEvidence(evidence_ref="ev-1", content="Evidence text"),)
+GOOD_OUTPUTS = {"alpha": "Output alpha", "beta": "Output beta"}
+
+
+def build_case(document: dict[str, Any]) -> ComparisonCase:
+    """Build a case from a vector-style document (evidence items as documents)."""
+    return ComparisonCase(
+        case_ref=document["case_ref"],
+        source_evidence=tuple(
+            SourceEvidence.from_dict(item) for item in document["source_evidence"]
+        ),
+        candidate_outputs=document["candidate_outputs"],
+    )
+
+
+# ---------------------------------------------------------------------------
+# Vectors: every case_digest case of adjudication.json (the adjudication test
+# module runs the whole file, these included).
+
+_DIGEST_CASES = [
+    param
+    for param in cases("openmed/adjudication.json")
+    if param.values[0]["input"]["op"] == "case_digest"
+]
+
+
+def test_case_digest_vectors_are_present() -> None:
+    assert len(_DIGEST_CASES) >= 4
+
+
+@pytest.mark.parametrize("case", _DIGEST_CASES)
+def test_case_digest_vectors(case: dict[str, Any]) -> None:
+    given_input = decode_input(case["input"])
+    expected = case["expected"]
+    built = build_case(given_input["case"])
+    assert evaluation_case_digest(built) == expected["digest"]
+    if "payload_canonical" in expected:
+        assert encode_openmed(evaluation_case_payload(built)) == expected["payload_canonical"]
+
+
+def test_case_digest_is_independent_of_output_insertion_order() -> None:
+    first = ComparisonCase(
+        case_ref="c", source_evidence=GOOD_EVIDENCE, candidate_outputs=GOOD_OUTPUTS
+    )
+    second = ComparisonCase(
+        case_ref="c",
+        source_evidence=GOOD_EVIDENCE,
+        candidate_outputs=dict(reversed(GOOD_OUTPUTS.items())),
+    )
+    assert evaluation_case_digest(first) == evaluation_case_digest(second)
+
+
+def test_case_digest_depends_on_evidence_order() -> None:
+    evidence = (
+        SourceEvidence(evidence_ref="a", content="one"),
+        SourceEvidence(evidence_ref="b", content="two"),
+    )
+    first = ComparisonCase(case_ref="c", source_evidence=evidence, candidate_outputs=GOOD_OUTPUTS)
+    second = ComparisonCase(
+        case_ref="c", source_evidence=evidence[::-1], candidate_outputs=GOOD_OUTPUTS
+    )
+    assert evaluation_case_digest(first) != evaluation_case_digest(second)
+
+
+# ---------------------------------------------------------------------------
+# Refusals, one row per rule; every code of CaseError is exercised.
+
+
+def _case(**changes: Any) -> ComparisonCase:
+    fields: dict[str, Any] = {
+        "case_ref": "case-1",
+        "source_evidence": GOOD_EVIDENCE,
+        "candidate_outputs": GOOD_OUTPUTS,
+    }
+    fields.update(changes)
+    return ComparisonCase(**fields)
+
+
+def _criterion(**changes: Any) -> RubricCriterion:
+    fields: dict[str, Any] = {
+        "criterion_ref": "grounding",
+        "question": "Is it grounded?",
+        "minimum_score": 1,
+        "maximum_score": 5,
+    }
+    fields.update(changes)
+    return RubricCriterion(**fields)
+
+
+def _conflict(**changes: Any) -> ConflictOfInterestMetadata:
+    fields: dict[str, Any] = {"reviewer_ref": "reviewer-7", "declaration_digest": DIGEST}
+    fields.update(changes)
+    return ConflictOfInterestMetadata(**fields)
+
+
+class _StrSub(str):
+    __slots__ = ()
+
+
+class _Hostile(Mapping[str, Any]):
+    """A mapping whose every access raises with the canary in the message."""
+
+    def __getitem__(self, key: str) -> Any:
+        raise RuntimeError(CANARY)
+
+    def __iter__(self) -> Iterator[str]:
+        raise RuntimeError(CANARY)
+
+    def __len__(self) -> int:
+        return 2
+
+
+class _Twice(Mapping[str, str]):
+    """A mapping that yields one key twice."""
+
+    def __getitem__(self, key: str) -> str:
+        return "text"
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(("a", "a"))
+
+    def __len__(self) -> int:
+        return 2
+
+
+REFUSALS: list[Any] = [
+    # SourceEvidence
+    pytest.param(
+        lambda: SourceEvidence(evidence_ref="", content="x"),
+        "evidence_ref: invalid_reference",
+        id="evidence-ref-empty",
+    ),
+    pytest.param(
+        lambda: SourceEvidence(evidence_ref="-x", content="x"),
+        "evidence_ref: invalid_reference",
+        id="evidence-ref-leading-dash",
+    ),
+    pytest.param(
+        lambda: SourceEvidence(evidence_ref="a" * 129, content="x"),
+        "evidence_ref: invalid_reference",
+        id="evidence-ref-too-long",
+    ),
+    pytest.param(
+        lambda: SourceEvidence(evidence_ref="a b", content="x"),
+        "evidence_ref: invalid_reference",
+        id="evidence-ref-space",
+    ),
+    pytest.param(
+        lambda: SourceEvidence(evidence_ref="a\n", content="x"),
+        "evidence_ref: invalid_reference",
+        id="evidence-ref-trailing-newline",
+    ),
+    pytest.param(
+        lambda: SourceEvidence(evidence_ref="\u00e9", content="x"),
+        "evidence_ref: invalid_reference",
+        id="evidence-ref-non-ascii",
+    ),
+    pytest.param(
+        lambda: SourceEvidence(evidence_ref=_StrSub("a"), content="x"),
+        "evidence_ref: invalid_reference",
+        id="evidence-ref-str-subclass",
+    ),
+    pytest.param(
+        lambda: SourceEvidence(evidence_ref=1, content="x"),
+        "evidence_ref: invalid_reference",
+        id="evidence-ref-int",
+    ),
+    pytest.param(
+        lambda: SourceEvidence(evidence_ref="e", content=""),
+        "content: invalid_text",
+        id="content-empty",
+    ),
+    pytest.param(
+        lambda: SourceEvidence(evidence_ref="e", content=" \t\n"),
+        "content: invalid_text",
+        id="content-blank",
+    ),
+    pytest.param(
+        lambda: SourceEvidence(evidence_ref="e", content="\u2003\u3000"),
+        "content: invalid_text",
+        id="content-unicode-blank",
+    ),
+    pytest.param(
+        lambda: SourceEvidence(evidence_ref="e", content="x" * 1_000_001),
+        "content: invalid_text",
+        id="content-too-long",
+    ),
+    pytest.param(
+        lambda: SourceEvidence(evidence_ref="e", content="bad \ud800"),
+        "content: invalid_text",
+        id="content-lone-surrogate",
+    ),
+    pytest.param(
+        lambda: SourceEvidence(evidence_ref="e", content=b"bytes"),
+        "content: invalid_text",
+        id="content-bytes",
+    ),
+    pytest.param(
+        lambda: SourceEvidence.from_dict(["content"]),
+        "source_evidence: invalid_document",
+        id="evidence-doc-not-mapping",
+    ),
+    pytest.param(
+        lambda: SourceEvidence.from_dict({"content": "x"}),
+        "source_evidence: invalid_document",
+        id="evidence-doc-missing-key",
+    ),
+    pytest.param(
+        lambda: SourceEvidence.from_dict({"content": "x", "evidence_ref": "e", "x": 1}),
+        "source_evidence: invalid_document",
+        id="evidence-doc-extra-key",
+    ),
+    # RubricCriterion
+    pytest.param(
+        lambda: _criterion(criterion_ref="bad ref"),
+        "criterion_ref: invalid_reference",
+        id="criterion-ref",
+    ),
+    pytest.param(lambda: _criterion(question=" "), "question: invalid_text", id="question-blank"),
+    pytest.param(
+        lambda: _criterion(question="q" * 501), "question: invalid_text", id="question-too-long"
+    ),
+    pytest.param(
+        lambda: _criterion(minimum_score=True), "score_range: invalid_range", id="score-bool-min"
+    ),
+    pytest.param(
+        lambda: _criterion(maximum_score=True, minimum_score=0),
+        "score_range: invalid_range",
+        id="score-bool-max",
+    ),
+    pytest.param(
+        lambda: _criterion(maximum_score=5.0), "score_range: invalid_range", id="score-float"
+    ),
+    pytest.param(
+        lambda: _criterion(minimum_score=-1, maximum_score=2),
+        "score_range: invalid_range",
+        id="score-negative",
+    ),
+    pytest.param(
+        lambda: _criterion(minimum_score=8, maximum_score=11),
+        "score_range: invalid_range",
+        id="score-above-ten",
+    ),
+    pytest.param(
+        lambda: _criterion(minimum_score=3, maximum_score=3),
+        "score_range: invalid_range",
+        id="score-empty-range",
+    ),
+    pytest.param(
+        lambda: _criterion(minimum_score=4, maximum_score=2),
+        "score_range: invalid_range",
+        id="score-inverted",
+    ),
+    pytest.param(
+        lambda: _criterion(minimum_score=0, maximum_score=5),
+        "score_range: invalid_range",
+        id="score-span-five",
+    ),
+    pytest.param(
+        lambda: RubricCriterion.from_dict({"criterion_ref": "c"}),
+        "criterion: invalid_document",
+        id="criterion-doc",
+    ),
+    # ConflictOfInterestMetadata
+    pytest.param(
+        lambda: _conflict(reviewer_ref="r/1"), "reviewer_ref: invalid_reference", id="reviewer-ref"
+    ),
+    pytest.param(
+        lambda: _conflict(declaration_digest="sha256:" + "AB" * 32),
+        "declaration_digest: invalid_digest",
+        id="declaration-uppercase",
+    ),
+    pytest.param(
+        lambda: _conflict(declaration_digest=DIGEST + "\n"),
+        "declaration_digest: invalid_digest",
+        id="declaration-newline",
+    ),
+    pytest.param(
+        lambda: _conflict(status="pending"), "conflict_status: invalid_status", id="status-unknown"
+    ),
+    pytest.param(
+        lambda: _conflict(status="Cleared"), "conflict_status: invalid_status", id="status-case"
+    ),
+    pytest.param(
+        lambda: _conflict(status=None), "conflict_status: invalid_status", id="status-none"
+    ),
+    pytest.param(
+        lambda: ConflictOfInterestMetadata.from_dict(
+            {"reviewer_ref": "r", "declaration_digest": DIGEST}
+        ),
+        "conflict_of_interest: invalid_document",
+        id="conflict-doc-status-missing",
+    ),
+    # ComparisonCase
+    pytest.param(lambda: _case(case_ref="case 1"), "case_ref: invalid_reference", id="case-ref"),
+    pytest.param(
+        lambda: _case(source_evidence=()), "source_evidence: invalid_sequence", id="evidence-empty"
+    ),
+    pytest.param(
+        lambda: _case(source_evidence=GOOD_EVIDENCE[0]),
+        "source_evidence: invalid_sequence",
+        id="evidence-not-sequence",
+    ),
+    pytest.param(
+        lambda: _case(source_evidence=iter(GOOD_EVIDENCE)),
+        "source_evidence: invalid_sequence",
+        id="evidence-iterator",
+    ),
+    pytest.param(
+        lambda: _case(source_evidence=({"evidence_ref": "e", "content": "x"},)),
+        "source_evidence: invalid_sequence",
+        id="evidence-item-document",
+    ),
+    pytest.param(
+        lambda: _case(source_evidence=GOOD_EVIDENCE * 2),
+        "source_evidence: duplicate_reference",
+        id="evidence-duplicate",
+    ),
+    pytest.param(
+        lambda: _case(candidate_outputs=[("a", "x"), ("b", "y")]),
+        "candidate_outputs: invalid_mapping",
+        id="outputs-not-mapping",
+    ),
+    pytest.param(
+        lambda: _case(candidate_outputs={"a": "x"}),
+        "candidate_outputs: invalid_count",
+        id="outputs-one",
+    ),
+    pytest.param(
+        lambda: _case(candidate_outputs={f"c{i}": "x" for i in range(27)}),
+        "candidate_outputs: invalid_count",
+        id="outputs-twenty-seven",
+    ),
+    pytest.param(
+        lambda: _case(candidate_outputs={"a": "x", "b c": "y"}),
+        "candidate_identity: invalid_reference",
+        id="identity-grammar",
+    ),
+    pytest.param(
+        lambda: _case(candidate_outputs={"a": "x", 2: "y"}),
+        "candidate_identity: invalid_reference",
+        id="identity-not-str",
+    ),
+    pytest.param(
+        lambda: _case(candidate_outputs={"a": "x", "b": "\n"}),
+        "candidate_output: invalid_text",
+        id="output-blank",
+    ),
+    pytest.param(
+        lambda: _case(candidate_outputs={"a": "x", "b": None}),
+        "candidate_output: invalid_text",
+        id="output-none",
+    ),
+    pytest.param(
+        lambda: _case(candidate_outputs=_Hostile()),
+        "candidate_outputs: invalid_mapping",
+        id="outputs-hostile-mapping",
+    ),
+    pytest.param(
+        lambda: _case(candidate_outputs=_Twice()),
+        "candidate_outputs: invalid_mapping",
+        id="outputs-key-twice",
+    ),
+    pytest.param(
+        lambda: SourceEvidence.from_dict(_Hostile()),
+        "source_evidence: invalid_document",
+        id="evidence-doc-hostile-mapping",
+    ),
+    pytest.param(
+        lambda: evaluation_case_digest({"case_ref": "c"}),
+        "case: invalid_case",
+        id="digest-not-a-case",
+    ),
+    pytest.param(
+        lambda: evaluation_case_payload("c"), "case: invalid_case", id="payload-not-a-case"
+    ),
+]
+
+
+@pytest.mark.parametrize(("action", "message"), REFUSALS)
+def test_refusals(action: Callable[[], object], message: str) -> None:
+    with pytest.raises(CaseError) as caught:
+        action()
+    assert str(caught.value) == message
+    assert caught.value.code in CaseError.codes
+    assert caught.value.__cause__ is None
+
+
+def test_every_code_is_exercised() -> None:
+    exercised = {param.values[1].split(": ")[1] for param in REFUSALS}
+    assert exercised == set(CaseError.codes)
+
+
+def test_error_class_is_wired_to_its_module() -> None:
+    assert CaseError.module == "sealeval.session.cases"
+    assert CaseError.field_in_message is True
+    assert str(CaseError("invalid_text", "content")) == "content: invalid_text"
+
+
+# ---------------------------------------------------------------------------
+# Accepted edges
+
+
+@pytest.mark.parametrize(
+    ("low", "high"),
+    [(0, 1), (0, 4), (6, 10), (9, 10), (1, 5)],
+)
+def test_score_range_edges_are_accepted(low: int, high: int) -> None:
+    criterion = _criterion(minimum_score=low, maximum_score=high)
+    assert criterion.to_dict()["minimum_score"] == low
+
+
+def test_text_and_reference_edges_are_accepted() -> None:
+    assert is_reference("a" * 128)
+    assert is_reference("A0._:-z")
+    assert is_text("x" * 1_000_000)
+    assert is_text(" x ")
+    assert is_text("\u00e9\U0001f600")
+    assert _criterion(question="q" * 500).question == "q" * 500
+    assert _case(candidate_outputs={f"c{i}": "x" for i in range(26)}).candidate_identities
+
+
+def test_conflict_status_defaults_to_cleared_and_recused_flag() -> None:
+    assert _conflict().status == "cleared"
+    assert not _conflict().recused
+    assert _conflict(status="recused").recused
+
+
+def test_documents_round_trip() -> None:
+    evidence = GOOD_EVIDENCE[0]
+    assert SourceEvidence.from_dict(evidence.to_dict()) == evidence
+    criterion = _criterion()
+    assert RubricCriterion.from_dict(criterion.to_dict()) == criterion
+    conflict = _conflict(status="recused")
+    assert ConflictOfInterestMetadata.from_dict(conflict.to_dict()) == conflict
+    assert list(criterion.to_dict()) == sorted(criterion.to_dict())
+
+
+# ---------------------------------------------------------------------------
+# Immutability
+
+
+def test_case_is_immutable_and_copies_its_inputs() -> None:
+    outputs = dict(GOOD_OUTPUTS)
+    evidence = list(GOOD_EVIDENCE)
+    built = ComparisonCase(case_ref="c", source_evidence=evidence, candidate_outputs=outputs)
+    before = evaluation_case_digest(built)
+    outputs["alpha"] = "changed"
+    evidence.append(SourceEvidence(evidence_ref="z", content="z"))
+    assert evaluation_case_digest(built) == before
+    assert isinstance(built.source_evidence, tuple)
+    with pytest.raises(TypeError):
+        built.candidate_outputs["alpha"] = "x"  # type: ignore[index]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        built.case_ref = "other"  # type: ignore[misc]
+    payload = evaluation_case_payload(built)
+    payload["candidate_outputs"]["alpha"] = "x"
+    assert evaluation_case_digest(built) == before
+
+
+# ---------------------------------------------------------------------------
+# Never echo
+
+
+def test_canary_never_reaches_errors_reprs_or_logs(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)
+    actions: list[Callable[[], object]] = [
+        lambda: SourceEvidence(evidence_ref=CANARY + " x", content=CANARY),
+        lambda: SourceEvidence(evidence_ref="e", content=" " * 3 + "\ud800" + CANARY),
+        lambda: SourceEvidence.from_dict({CANARY: CANARY}),
+        lambda: _criterion(criterion_ref=CANARY + "!", question=CANARY),
+        lambda: _criterion(question=CANARY * 20),
+        lambda: _criterion(minimum_score=CANARY, maximum_score=CANARY),
+        lambda: _conflict(reviewer_ref=CANARY + "/"),
+        lambda: _conflict(declaration_digest=CANARY),
+        lambda: _conflict(status=CANARY),
+        lambda: ConflictOfInterestMetadata.from_dict({CANARY: 1}),
+        lambda: _case(case_ref=CANARY + " "),
+        lambda: _case(candidate_outputs={CANARY + " ": CANARY, "b": "x"}),
+        lambda: _case(candidate_outputs={CANARY: CANARY}),
+        lambda: _case(candidate_outputs={CANARY: " ", "b": "x"}),
+        lambda: _case(source_evidence=(SourceEvidence(evidence_ref=CANARY, content=CANARY),) * 2),
+        lambda: evaluation_case_digest(CANARY),  # type: ignore[arg-type]
+    ]
+    for action in actions:
+        with pytest.raises(CaseError) as caught:
+            action()
+        error = caught.value
+        for text in (str(error), repr(error), *map(str, error.args)):
+            assert CANARY not in text
+        assert error.__cause__ is None
+    accepted = [
+        SourceEvidence(evidence_ref=CANARY, content=CANARY),
+        _criterion(criterion_ref=CANARY, question=CANARY),
+        _conflict(reviewer_ref=CANARY),
+        _case(
+            case_ref=CANARY,
+            source_evidence=(SourceEvidence(evidence_ref=CANARY, content=CANARY),),
+            candidate_outputs={CANARY: CANARY, CANARY + "2": CANARY},
+        ),
+    ]
+    for value in accepted:
+        assert CANARY not in repr(value)
+        assert CANARY not in str(value)
+    assert CANARY not in caplog.text
+
+
+# ---------------------------------------------------------------------------
+# Properties
+
+_refs = st.from_regex(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,20}", fullmatch=True)
+_texts = st.text(min_size=1, max_size=40).filter(is_text)
+
+
+@given(
+    case_ref=_refs,
+    evidence=st.dictionaries(_refs, _texts, min_size=1, max_size=4),
+    outputs=st.dictionaries(_refs, _texts, min_size=2, max_size=6),
+)
+def test_case_digest_covers_every_field(
+    case_ref: str, evidence: dict[str, str], outputs: dict[str, str]
+) -> None:
+    built = ComparisonCase(
+        case_ref=case_ref,
+        source_evidence=tuple(
+            SourceEvidence(evidence_ref=r, content=c) for r, c in evidence.items()
+        ),
+        candidate_outputs=outputs,
+    )
+    digest = evaluation_case_digest(built)
+    assert digest == evaluation_case_digest(
+        ComparisonCase(
+            case_ref=case_ref,
+            source_evidence=built.source_evidence,
+            candidate_outputs=dict(outputs),
+        )
+    )
+    first_identity = next(iter(outputs))
+    changed_outputs = {**outputs, first_identity: outputs[first_identity] + "!"}
+    variants = [
+        ComparisonCase(
+            case_ref=case_ref + "x",
+            source_evidence=built.source_evidence,
+            candidate_outputs=outputs,
+        ),
+        ComparisonCase(
+            case_ref=case_ref,
+            source_evidence=built.source_evidence,
+            candidate_outputs=changed_outputs,
+        ),
+        ComparisonCase(
+            case_ref=case_ref,
+            source_evidence=(
+                SourceEvidence(
+                    evidence_ref=built.source_evidence[0].evidence_ref,
+                    content=built.source_evidence[0].content + "!",
+                ),
+                *built.source_evidence[1:],
+            ),
+            candidate_outputs=outputs,
+        ),
+    ]
+    for variant in variants:
+        assert evaluation_case_digest(variant) != digest
+
+
+@given(value=st.text(max_size=30))
+def test_is_text_matches_its_definition(value: str) -> None:
+    try:
+        value.encode("utf-8")
+        encodable = True
+    except UnicodeEncodeError:
+        encodable = False
+    assert is_text(value) == (bool(value.strip()) and encodable)
