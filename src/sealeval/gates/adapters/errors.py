@@ -8,7 +8,9 @@ from sealeval.errors import SealevalError
 
 __all__ = ["ADAPTER_CODES", "AgentReleaseAdapterError"]
 
-#: The 24 codes of the openmed adapters (21-adapters.md §5).
+#: The 24 codes of the openmed adapters (21-adapters.md §5), plus the two that
+#: only sealeval's own ``sealeval.gate_source.v1`` kinds raise
+#: (``insufficient_sample``, ``invalid_latency``; docs/gate-sources.md).
 ADAPTER_CODES: Final = frozenset(
     {
         "checkpoint_mismatch",
@@ -17,6 +19,7 @@ ADAPTER_CODES: Final = frozenset(
         "duplicate_run",
         "failed_run",
         "incomplete_run",
+        "insufficient_sample",
         "invalid_case_digest",
         "invalid_case_id",
         "invalid_cases",
@@ -26,6 +29,7 @@ ADAPTER_CODES: Final = frozenset(
         "invalid_inventory",
         "invalid_json",
         "invalid_kind",
+        "invalid_latency",
         "invalid_metrics",
         "invalid_outcome",
         "invalid_provenance",
