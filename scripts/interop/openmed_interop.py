@@ -14,14 +14,17 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from sealeval.canonical import decode
+from sealeval.canonical import decode, encode_openmed
+from sealeval.gates.candidate import AgentCandidatePacket, CandidateBundle
 from sealeval.gates.evaluation import AgentReleaseReport, evaluate_agent_release_gates
 from sealeval.gates.fixtures import FIXTURES, load_fixture
+from sealeval.gates.runner import AgentReleaseOptions, run_agent_release
 from sealeval.manifest.sealed import (
     COMPONENTS,
     SealedWorkflowManifest,
@@ -30,9 +33,58 @@ from sealeval.manifest.sealed import (
 )
 
 HERE = Path(__file__).resolve().parent
+SIGNING_KEY = bytes(range(48))
+_GIT_ENV = {
+    "GIT_CONFIG_GLOBAL": os.devnull,
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_AUTHOR_NAME": "interop",
+    "GIT_AUTHOR_EMAIL": "interop@example.invalid",
+    "GIT_COMMITTER_NAME": "interop",
+    "GIT_COMMITTER_EMAIL": "interop@example.invalid",
+    "GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z",
+    "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z",
+}
 
 
-def _write_ours(root: Path) -> None:
+def _candidate_workspace(root: Path) -> dict[str, str]:
+    """Create a real git repository, artifacts, evidence and a key; return the arguments."""
+    repo = root / "repo"
+    repo.mkdir(parents=True)
+    env = {**os.environ, **_GIT_ENV}
+    (repo / "README.md").write_text("interop candidate\n", encoding="utf-8")
+    for command in (
+        ["init", "-q", "-b", "main"],
+        ["add", "README.md"],
+        ["commit", "-q", "-m", "c"],
+    ):
+        subprocess.run(["git", *command], cwd=repo, env=env, check=True)
+    sha = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=repo, env=env, check=True, capture_output=True, text=True
+    ).stdout.strip()
+    artifacts = root / "artifacts"
+    artifacts.mkdir()
+    for name in ("wheel", "sdist", "tool_catalog", "policy"):
+        (artifacts / name).write_bytes(f"{name} bytes".encode())
+    evidence = {
+        "schema_version": "openmed.eval.agent_release_source.v1",
+        "source_sha": sha,
+        "metrics": [item.to_dict() for item in load_fixture("baseline_pass")],
+    }
+    (artifacts / "evidence.json").write_text(json.dumps(evidence), encoding="utf-8")
+    (artifacts / "signing.key").write_bytes(SIGNING_KEY)
+    return {
+        "repo_root": str(repo),
+        "source_sha": sha,
+        "wheel": str(artifacts / "wheel"),
+        "sdist": str(artifacts / "sdist"),
+        "tool_catalog": str(artifacts / "tool_catalog"),
+        "policy": str(artifacts / "policy"),
+        "evidence": str(artifacts / "evidence.json"),
+        "signing_key_file": str(artifacts / "signing.key"),
+    }
+
+
+def _write_ours(root: Path, candidate: dict[str, str]) -> None:
     (root / "manifests").mkdir(parents=True)
     for index in range(3):
         components = {
@@ -44,11 +96,26 @@ def _write_ours(root: Path) -> None:
     (root / "gates").mkdir()
     for name in FIXTURES:
         evidence = load_fixture(name)
-        candidate = "sha256:" + "ab" * 32
-        report = evaluate_agent_release_gates(evidence, candidate_digest=candidate)
-        bundle = {"candidate_digest": candidate, "evidence": [e.to_dict() for e in evidence]}
+        candidate_digest = "sha256:" + "ab" * 32
+        report = evaluate_agent_release_gates(evidence, candidate_digest=candidate_digest)
+        bundle = {"candidate_digest": candidate_digest, "evidence": [e.to_dict() for e in evidence]}
         (root / "gates" / f"{name}.evidence.json").write_text(json.dumps(bundle), "utf-8")
         (root / "gates" / f"{name}.report.json").write_text(report.to_json(), "ascii")
+    (root / "candidate").mkdir()
+    run_agent_release(
+        AgentReleaseOptions(
+            source_sha=candidate["source_sha"],
+            wheel=candidate["wheel"],
+            sdist=candidate["sdist"],
+            tool_catalog=candidate["tool_catalog"],
+            policy=candidate["policy"],
+            signing_key_file=candidate["signing_key_file"],
+            output=root / "candidate" / "bundle.json",
+            evidence=(candidate["evidence"],),
+            repo_root=candidate["repo_root"],
+        )
+    )
+    (root / "candidate" / "arguments.json").write_text(json.dumps(candidate), "utf-8")
 
 
 def _check_theirs(root: Path, ours: Path) -> dict[str, bool]:
@@ -65,6 +132,16 @@ def _check_theirs(root: Path, ours: Path) -> dict[str, bool]:
         report = AgentReleaseReport.from_dict(decode(raw))
         ours_raw = (ours / "gates" / path.name).read_bytes()
         checks[f"report:{path.stem}"] = report.to_json().encode("ascii") == raw == ours_raw
+    reference_bundle = decode((root / "candidate" / "bundle.json").read_bytes())
+    bundle = CandidateBundle.from_dict(reference_bundle)
+    packet = AgentCandidatePacket.from_dict(reference_bundle["packet"])
+    ours_text = (ours / "candidate" / "bundle.json").read_text(encoding="utf-8")
+    checks["candidate:reference-bundle"] = (
+        packet.verify(SIGNING_KEY)
+        and not packet.verify(bytes(reversed(SIGNING_KEY)))
+        and bundle.packet == packet
+        and encode_openmed(reference_bundle) + "\n" == ours_text
+    )
     return checks
 
 
@@ -75,7 +152,8 @@ def main() -> int:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="sealeval-interop-") as tmp:
         work = Path(tmp)
-        _write_ours(work / "sealeval")
+        candidate = _candidate_workspace(work / "workspace")
+        _write_ours(work / "sealeval", candidate)
         completed = subprocess.run(
             [str(args.reference_python), str(HERE / "openmed_reference_side.py"), str(work)],
             capture_output=True,

@@ -13,6 +13,7 @@ import json
 import sys
 from pathlib import Path
 
+from openmed.eval.agent_release_candidate import AgentCandidatePacket, run_agent_release_candidate
 from openmed.eval.suites.agent_release import MetricEvidence, evaluate_agent_release_gates
 from openmed.eval.workflows.sealed_manifest import (
     SealedWorkflowManifest,
@@ -82,6 +83,34 @@ def main() -> int:
             list(reversed(evidence)), candidate_digest=bundle["candidate_digest"]
         )
         (theirs / "gates" / f"{stem}.report.json").write_text(report.to_json(), "ascii")
+
+    # Candidate bundle written by sealeval: the packet verifies with the shared
+    # key, and the reference derives the identical bundle from the same inputs.
+    arguments = _load(ours / "candidate" / "arguments.json")
+    assert isinstance(arguments, dict)
+    key = Path(arguments["signing_key_file"]).read_bytes()
+    bundle_text = (ours / "candidate" / "bundle.json").read_text(encoding="utf-8")
+    bundle = json.loads(bundle_text)
+    packet = AgentCandidatePacket.from_dict(bundle["packet"])
+    candidate = run_agent_release_candidate(
+        repo_root=arguments["repo_root"],
+        source_sha=arguments["source_sha"],
+        wheel=arguments["wheel"],
+        sdist=arguments["sdist"],
+        tool_catalog=arguments["tool_catalog"],
+        policy=arguments["policy"],
+        evidence_files=[arguments["evidence"]],
+        signing_key=key,
+    )
+    reference_bundle = candidate.to_dict()
+    checks["candidate:sealeval-bundle"] = (
+        packet.verify(key)
+        and not packet.verify(key[::-1])
+        and json.dumps(reference_bundle, sort_keys=True, separators=(",", ":")) + "\n"
+        == bundle_text
+    )
+    (theirs / "candidate").mkdir(exist_ok=True)
+    (theirs / "candidate" / "bundle.json").write_text(json.dumps(reference_bundle), "utf-8")
 
     print(json.dumps({"checks": checks}, sort_keys=True))
     return 0 if checks and all(checks.values()) else 1

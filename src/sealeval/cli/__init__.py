@@ -10,8 +10,11 @@ from __future__ import annotations
 import click
 
 from sealeval import __version__
-from sealeval.cli.demo import demo
-from sealeval.cli.manifest import manifest
+
+# Imported under other names so that `sealeval.cli.<module>` stays the module.
+from sealeval.cli.demo import demo as demo_command
+from sealeval.cli.gates import gates as gates_group
+from sealeval.cli.manifest import manifest as manifest_group
 
 __all__ = ["cli", "main"]
 
@@ -29,8 +32,9 @@ def cli() -> None:
     """Make evaluation results trustworthy: seal, verify, gate and sign."""
 
 
-cli.add_command(manifest)
-cli.add_command(demo)
+cli.add_command(manifest_group)
+cli.add_command(gates_group)
+cli.add_command(demo_command)
 
 
 def main() -> None:
