@@ -1,0 +1,993 @@
+"""Overlap forensics: content-free evidence of overlap between outputs and reference items.
+
+Wire contract: ``openmed.eval.overlap_forensics.v1`` (policy
+``openmed.eval.overlap_forensics.policy.v1``, openmed canonical JSON). A scan
+compares submission text with public items, evaluator-held shadow items and
+canary strings, entirely in memory, and reports only ordinal references
+(``submission:000003``), scores in basis points, counts, fixed strings and
+upstream digests. A signal is evidence that calls for review; it never
+establishes contamination or hardcoding by itself.
+
+The five checks are the specified all-pairs algorithm, computed without the
+all-pairs loop: each text is normalized and broken into trigrams once, the
+trigram sets live in compressed integer arrays, and candidate pairs come from
+a prefix-filtered inverted index whose pruning provably cannot drop a pair
+whose similarity reaches the threshold (see ``docs/forensics.md``). Every
+score is the specified ratio of integers, computed with integer floor
+division, so reports are byte-identical to the all-pairs reference.
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+import types
+import unicodedata
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final, NamedTuple
+
+import numpy as np
+import numpy.typing as npt
+
+from sealeval.canonical import encode_openmed, is_digest
+from sealeval.errors import SealevalError
+from sealeval.manifest.sealed import SealedWorkflowManifest
+from sealeval.session.holdout import HoldoutCommitment, verify_holdout_commitment
+
+__all__ = [
+    "CHECKS",
+    "CHECK_CANARY",
+    "CHECK_EXACT",
+    "CHECK_FUZZY",
+    "CHECK_NORMALIZED",
+    "CHECK_PUBLIC_VS_SHADOW",
+    "DEFAULT_FUZZY_THRESHOLD_BASIS_POINTS",
+    "DEFAULT_SHADOW_MARGIN_BASIS_POINTS",
+    "INTERPRETATION_NO_SIGNALS",
+    "INTERPRETATION_SIGNALS",
+    "POLICY_VERSION",
+    "REPORT_SCHEMA",
+    "SCOPES",
+    "UNICODE_VERSION",
+    "OverlapForensicsError",
+    "OverlapForensicsReport",
+    "OverlapSignal",
+    "TrigramSimilarity",
+    "normalize_text",
+    "scan_overlap_forensics",
+    "trigram_similarity",
+    "trigrams",
+]
+
+REPORT_SCHEMA: Final = "openmed.eval.overlap_forensics.v1"
+POLICY_VERSION: Final = "openmed.eval.overlap_forensics.policy.v1"
+CHECK_EXACT: Final = "exact_overlap"
+CHECK_NORMALIZED: Final = "normalized_overlap"
+CHECK_FUZZY: Final = "fuzzy_overlap"
+CHECK_CANARY: Final = "canary_signal"
+CHECK_PUBLIC_VS_SHADOW: Final = "public_vs_shadow"
+#: The five checks, in the fixed "check order" (also the signal sort order).
+CHECKS: Final = (
+    CHECK_EXACT,
+    CHECK_NORMALIZED,
+    CHECK_FUZZY,
+    CHECK_CANARY,
+    CHECK_PUBLIC_VS_SHADOW,
+)
+#: Reference scopes, in their sort order.
+SCOPES: Final = ("public", "shadow", "canary")
+DEFAULT_FUZZY_THRESHOLD_BASIS_POINTS: Final = 8500
+DEFAULT_SHADOW_MARGIN_BASIS_POINTS: Final = 1000
+#: Wire constants: one of the two sentences is embedded in every report (and digest).
+INTERPRETATION_SIGNALS: Final = (
+    "Detected overlap or canary signals within the configured checks. These signals "
+    "require review and do not by themselves establish contamination or hardcoding."
+)
+INTERPRETATION_NO_SIGNALS: Final = (
+    "No signals were detected within the configured checks and inputs. This limited "
+    "result does not establish the absence of contamination or hardcoding."
+)
+#: The Unicode tables the wire contract was fixed with (Python 3.11).
+UNICODE_VERSION: Final = "14.0.0"
+
+_FULL: Final = 10000
+_CHECK_INDEX: Final = {name: index for index, name in enumerate(CHECKS)}
+_SCOPE_INDEX: Final = {name: index for index, name in enumerate(SCOPES)}
+_ITEM_FIELDS: Final = ("submission_items", "public_items", "shadow_items", "canaries")
+_NOT_SEQUENCES: Final = (str, bytes, bytearray, memoryview)
+_COVERAGE_KEYS: Final = frozenset(
+    {
+        "canary_items",
+        "checks",
+        "comparison_counts",
+        "public_items",
+        "shadow_items",
+        "submission_items",
+    }
+)
+
+_Array = npt.NDArray[np.int64]
+
+
+class OverlapForensicsError(SealevalError):
+    """Refusal of an overlap forensics scan; message ``<field>: <code>``."""
+
+    module = "sealeval.session.forensics"
+    field_in_message = True
+    codes = frozenset(
+        {
+            "invalid_sequence",
+            "empty",
+            "invalid_item",
+            "invalid_basis_points",
+            "invalid",
+            "empty_after_normalization",
+            "unsupported_unicode_version",
+            "invalid_text",
+            "invalid_signal",
+            "invalid_report",
+        }
+    )
+
+
+# ---------------------------------------------------------------------------
+# Normalization and trigram similarity (the specified, obviously-correct forms)
+# ---------------------------------------------------------------------------
+
+
+class _KeepLettersAndNumbers(dict[int, int]):
+    """``str.translate`` table: letters/numbers map to themselves, all else to a space.
+
+    Entries are computed on first use from ``unicodedata.category`` and cached,
+    so each distinct code point is classified once per process.
+    """
+
+    def __missing__(self, code_point: int) -> int:
+        kept = unicodedata.category(chr(code_point))[0] in "LN"
+        value = code_point if kept else 0x20
+        self[code_point] = value
+        return value
+
+
+_TABLE: Final = _KeepLettersAndNumbers()
+_ASCII_TABLE: Final = {
+    code_point: (code_point if chr(code_point).isalnum() else 0x20) for code_point in range(128)
+}
+
+
+def _normalize(text: str) -> str:
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    table = _ASCII_TABLE if folded.isascii() else _TABLE
+    return " ".join(folded.translate(table).split())
+
+
+def normalize_text(text: str) -> str:
+    """Normalize one text: NFKC, full case folding, non-letters/numbers to spaces, collapse.
+
+    Raises:
+        OverlapForensicsError: ``text: invalid_text`` when ``text`` is not a ``str``.
+    """
+    if type(text) is not str:
+        raise OverlapForensicsError("invalid_text", "text")
+    return _normalize(text)
+
+
+def trigrams(normalized: str) -> frozenset[str]:
+    """Return the trigram set of a normalized string (the string itself if shorter than 3).
+
+    Raises:
+        OverlapForensicsError: ``normalized: invalid_text`` when not a ``str``.
+    """
+    if type(normalized) is not str:
+        raise OverlapForensicsError("invalid_text", "normalized")
+    if len(normalized) < 3:
+        return frozenset((normalized,))
+    return frozenset(normalized[index : index + 3] for index in range(len(normalized) - 2))
+
+
+class TrigramSimilarity(NamedTuple):
+    """Trigram Jaccard similarity of two normalized strings, with its integer parts."""
+
+    basis_points: int
+    intersection: int
+    union: int
+
+
+def trigram_similarity(left: str, right: str) -> TrigramSimilarity:
+    """Return ``floor(|T(a) & T(b)| * 10000 / |T(a) | T(b)|)`` and the two set sizes.
+
+    Both arguments must already be normalized (see :func:`normalize_text`).
+
+    Raises:
+        OverlapForensicsError: ``left: invalid_text`` / ``right: invalid_text``.
+    """
+    if type(left) is not str:
+        raise OverlapForensicsError("invalid_text", "left")
+    if type(right) is not str:
+        raise OverlapForensicsError("invalid_text", "right")
+    left_set, right_set = trigrams(left), trigrams(right)
+    intersection = len(left_set & right_set)
+    union = len(left_set | right_set)
+    basis_points = _FULL if union == 0 else intersection * _FULL // union
+    return TrigramSimilarity(basis_points, intersection, union)
+
+
+# ---------------------------------------------------------------------------
+# Signal and report values
+# ---------------------------------------------------------------------------
+
+
+def _is_basis_points(value: object) -> bool:
+    return type(value) is int and 0 <= value <= _FULL
+
+
+def _is_ref(value: object, scope: str) -> bool:
+    if type(value) is not str or not value.startswith(scope + ":"):
+        return False
+    number = value[len(scope) + 1 :]
+    return len(number) >= 6 and number.isascii() and number.isdigit() and int(number) >= 1
+
+
+def _ref(scope: str, index: int) -> str:
+    return f"{scope}:{index + 1:06d}"
+
+
+@dataclass(frozen=True, slots=True)
+class OverlapSignal:
+    """Content-free evidence of one overlap or canary finding.
+
+    ``comparison_score_basis_points`` is set only for ``public_vs_shadow``
+    (the best public similarity); it is ``None`` for every other check.
+    """
+
+    check: str
+    submission_ref: str
+    reference_scope: str
+    reference_ref: str
+    score_basis_points: int
+    comparison_score_basis_points: int | None = None
+
+    def __post_init__(self) -> None:
+        """Refuse any value outside the closed contract."""
+        if type(self.check) is not str or self.check not in _CHECK_INDEX:
+            raise OverlapForensicsError("invalid_signal", "check")
+        if not _is_ref(self.submission_ref, "submission"):
+            raise OverlapForensicsError("invalid_signal", "submission_ref")
+        expected_scopes = {
+            CHECK_CANARY: ("canary",),
+            CHECK_PUBLIC_VS_SHADOW: ("shadow",),
+        }.get(self.check, ("public", "shadow"))
+        if type(self.reference_scope) is not str or self.reference_scope not in expected_scopes:
+            raise OverlapForensicsError("invalid_signal", "reference_scope")
+        if not _is_ref(self.reference_ref, self.reference_scope):
+            raise OverlapForensicsError("invalid_signal", "reference_ref")
+        if not _is_basis_points(self.score_basis_points):
+            raise OverlapForensicsError("invalid_signal", "score_basis_points")
+        comparison = self.comparison_score_basis_points
+        if self.check == CHECK_PUBLIC_VS_SHADOW:
+            if not _is_basis_points(comparison):
+                raise OverlapForensicsError("invalid_signal", "comparison_score_basis_points")
+        elif comparison is not None:
+            raise OverlapForensicsError("invalid_signal", "comparison_score_basis_points")
+
+    @property
+    def sort_key(self) -> tuple[int, str, int, str]:
+        """The specified report order: check, submission ref, scope, reference ref."""
+        return (
+            _CHECK_INDEX[self.check],
+            self.submission_ref,
+            _SCOPE_INDEX[self.reference_scope],
+            self.reference_ref,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a fresh wire document."""
+        return {
+            "check": self.check,
+            "comparison_score_basis_points": self.comparison_score_basis_points,
+            "reference_ref": self.reference_ref,
+            "reference_scope": self.reference_scope,
+            "score_basis_points": self.score_basis_points,
+            "submission_ref": self.submission_ref,
+        }
+
+
+def _is_count(value: object) -> bool:
+    return type(value) is int and value >= 0
+
+
+def _checked_coverage(coverage: object) -> Mapping[str, Any]:
+    """Return a read-only copy of a coverage mapping after checking its exact shape."""
+    if not isinstance(coverage, Mapping) or set(coverage) != _COVERAGE_KEYS:
+        raise OverlapForensicsError("invalid_report", "coverage")
+    counts = {name: coverage[name] for name in _COVERAGE_KEYS if name.endswith("_items")}
+    if not all(map(_is_count, counts.values())) or tuple(coverage["checks"]) != CHECKS:
+        raise OverlapForensicsError("invalid_report", "coverage")
+    pairs = counts["submission_items"] * (counts["public_items"] + counts["shadow_items"])
+    expected = dict.fromkeys(CHECKS, pairs)
+    expected[CHECK_CANARY] = counts["submission_items"] * counts["canary_items"]
+    comparisons = coverage["comparison_counts"]
+    if not isinstance(comparisons, Mapping) or dict(comparisons) != expected:
+        raise OverlapForensicsError("invalid_report", "coverage.comparison_counts")
+    return types.MappingProxyType(
+        {
+            **counts,
+            "checks": CHECKS,
+            "comparison_counts": types.MappingProxyType(
+                {name: expected[name] for name in sorted(expected)}
+            ),
+        }
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class OverlapForensicsReport:
+    """A versioned, content-free overlap forensics report.
+
+    Construction re-checks the invariants of the contract: digests, threshold
+    ranges, the coverage shape and its comparison counts, signals sorted in
+    report order, per-check counts matching the signals, and the
+    interpretation sentence matching whether any signal exists. Mappings are
+    read-only; ``signals`` is a tuple.
+    """
+
+    submission_manifest_digest: str
+    holdout_commitment_digest: str
+    fuzzy_threshold_basis_points: int
+    shadow_margin_basis_points: int
+    coverage: Mapping[str, Any]
+    signal_counts: Mapping[str, int]
+    signals: tuple[OverlapSignal, ...]
+    interpretation: str
+    policy_version: str = POLICY_VERSION
+    schema_version: str = REPORT_SCHEMA
+
+    def __post_init__(self) -> None:
+        """Validate every invariant; an inconsistent report cannot exist."""
+        if type(self.schema_version) is not str or self.schema_version != REPORT_SCHEMA:
+            raise OverlapForensicsError("invalid_report", "schema_version")
+        if type(self.policy_version) is not str or self.policy_version != POLICY_VERSION:
+            raise OverlapForensicsError("invalid_report", "policy_version")
+        for name in ("submission_manifest_digest", "holdout_commitment_digest"):
+            if not is_digest(getattr(self, name)):
+                raise OverlapForensicsError("invalid_report", name)
+        for name in ("fuzzy_threshold_basis_points", "shadow_margin_basis_points"):
+            if not _is_basis_points(getattr(self, name)):
+                raise OverlapForensicsError("invalid_report", name)
+        coverage = _checked_coverage(self.coverage)
+        signals = self.signals
+        if type(signals) is not tuple or not all(type(s) is OverlapSignal for s in signals):
+            raise OverlapForensicsError("invalid_report", "signals")
+        keys = [signal.sort_key for signal in signals]
+        if any(left >= right for left, right in itertools.pairwise(keys)):
+            raise OverlapForensicsError("invalid_report", "signals")
+        counts = dict.fromkeys(sorted(CHECKS), 0)
+        for signal in signals:
+            counts[signal.check] += 1
+        given = self.signal_counts
+        if not isinstance(given, Mapping) or dict(given) != counts:
+            raise OverlapForensicsError("invalid_report", "signal_counts")
+        if not all(type(value) is int for value in given.values()):
+            raise OverlapForensicsError("invalid_report", "signal_counts")
+        sentence = INTERPRETATION_SIGNALS if signals else INTERPRETATION_NO_SIGNALS
+        if type(self.interpretation) is not str or self.interpretation != sentence:
+            raise OverlapForensicsError("invalid_report", "interpretation")
+        object.__setattr__(self, "coverage", coverage)
+        object.__setattr__(self, "signal_counts", types.MappingProxyType(counts))
+
+    @property
+    def signals_detected(self) -> bool:
+        """Whether the report holds at least one signal."""
+        return bool(self.signals)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a fresh wire document."""
+        coverage = dict(self.coverage)
+        coverage["checks"] = list(CHECKS)
+        coverage["comparison_counts"] = dict(self.coverage["comparison_counts"])
+        return {
+            "coverage": coverage,
+            "fuzzy_threshold_basis_points": self.fuzzy_threshold_basis_points,
+            "holdout_commitment_digest": self.holdout_commitment_digest,
+            "interpretation": self.interpretation,
+            "policy_version": self.policy_version,
+            "schema_version": self.schema_version,
+            "shadow_margin_basis_points": self.shadow_margin_basis_points,
+            "signal_counts": dict(self.signal_counts),
+            "signals": [signal.to_dict() for signal in self.signals],
+            "signals_detected": self.signals_detected,
+            "submission_manifest_digest": self.submission_manifest_digest,
+        }
+
+    def to_json(self) -> str:
+        """Return the canonical JSON text (openmed profile)."""
+        return encode_openmed(self.to_dict())
+
+
+# ---------------------------------------------------------------------------
+# Input checks
+# ---------------------------------------------------------------------------
+
+
+def _checked_items(value: object, name: str) -> tuple[str, ...]:
+    if not isinstance(value, Sequence) or isinstance(value, _NOT_SEQUENCES):
+        raise OverlapForensicsError("invalid_sequence", name)
+    try:
+        items = tuple(value)
+    except Exception:  # noqa: BLE001 - a hostile sequence must not leak its exception
+        raise OverlapForensicsError("invalid_sequence", name) from None
+    if not items:
+        raise OverlapForensicsError("empty", name)
+    for item in items:
+        if type(item) is not str or not item.strip():
+            raise OverlapForensicsError("invalid_item", name)
+    return items
+
+
+def _checked_basis_points(value: object, name: str) -> int:
+    if type(value) is not int or not 0 <= value <= _FULL:
+        raise OverlapForensicsError("invalid_basis_points", name)
+    return value
+
+
+def _manifest_digest(manifest: object) -> str:
+    try:
+        document = manifest.to_dict() if isinstance(manifest, SealedWorkflowManifest) else manifest
+        digest = SealedWorkflowManifest.from_dict(document).manifest_digest
+    except Exception:  # noqa: BLE001 - any failure to re-check the seal is "invalid"
+        raise OverlapForensicsError("invalid", "submission_manifest") from None
+    return digest
+
+
+def _commitment_digest(commitment: object) -> str:
+    try:
+        document = commitment.to_dict() if isinstance(commitment, HoldoutCommitment) else commitment
+        checked = HoldoutCommitment.from_dict(document)
+        valid = verify_holdout_commitment(checked).valid
+    except Exception:  # noqa: BLE001 - any failure of commitment verification is "invalid"
+        raise OverlapForensicsError("invalid", "holdout_commitment") from None
+    if not valid:
+        raise OverlapForensicsError("invalid", "holdout_commitment")
+    return checked.commitment_digest
+
+
+def _normalized_all(items: tuple[str, ...], name: str) -> list[str]:
+    cache: dict[str, str] = {}
+    normalized: list[str] = []
+    for item in items:
+        text = cache.get(item)
+        if text is None:
+            text = cache[item] = _normalize(item)
+            if not text:
+                raise OverlapForensicsError("empty_after_normalization", name)
+        normalized.append(text)
+    return normalized
+
+
+# ---------------------------------------------------------------------------
+# The trigram engine: integer trigram sets in CSR form, prefix-filtered joins
+# ---------------------------------------------------------------------------
+
+#: Extension ``k`` of the prefix filter: candidate pairs must share ``min(k, I_min)``
+#: tokens of their extended prefixes (see ``docs/forensics.md`` for the proof).
+_EXTENSION: Final = 8
+#: Largest key space mapped to dense ids with a lookup table instead of a sort.
+_DENSE_SPACE: Final = 1 << 24
+
+
+def _ranges(starts: _Array, lengths: _Array) -> _Array:
+    """Concatenate ``arange(s, s + n)`` for every (s, n) pair, vectorized."""
+    total = int(lengths.sum())
+    if total == 0:
+        return np.zeros(0, dtype=np.int64)
+    offsets = np.cumsum(lengths) - lengths
+    return np.arange(total, dtype=np.int64) - np.repeat(offsets - starts, lengths)
+
+
+def _dense_ids(values: npt.NDArray[Any], space: int) -> tuple[_Array, int]:
+    """Map values in ``[0, space)`` to ids ``0..n-1`` in ascending value order."""
+    if space <= _DENSE_SPACE:
+        present = np.zeros(space, dtype=bool)
+        present[values] = True
+        table = np.cumsum(present, dtype=np.int64) - 1
+        return table[values], int(table[-1]) + 1
+    order = np.argsort(values, kind="stable")
+    ordered = values[order]
+    fresh = np.ones(ordered.size, dtype=bool)
+    np.not_equal(ordered[1:], ordered[:-1], out=fresh[1:])
+    ids = np.empty(values.size, dtype=np.int64)
+    ids[order] = np.cumsum(fresh, dtype=np.int64) - 1
+    return ids, int(fresh.sum())
+
+
+def _trigram_tokens(texts: Sequence[str]) -> tuple[_Array, _Array, int]:
+    """Return (text index, token id, vocabulary size) for every trigram occurrence.
+
+    Code points are first renumbered densely (alphabet size ``K``); a trigram
+    is then the integer ``(c1 * K + c2) * K + c3`` and a text shorter than
+    three code points contributes the single key ``K**3 + c1`` or
+    ``K**3 + K + c1 * K + c2``, a range no trigram uses. Keys are finally
+    renumbered densely. Occurrences are listed text by text; repeats remain.
+    """
+    lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
+    code_points = np.frombuffer("".join(texts).encode("utf-32-le"), dtype="<u4")
+    if code_points.size == 0:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty, 0
+    letters, alphabet = _dense_ids(code_points, int(code_points.max()) + 1)
+    del code_points
+    ends = np.cumsum(lengths)
+    starts = ends - lengths
+    # A position starts a trigram unless it is one of the last two of its text.
+    valid = np.ones(max(letters.size - 2, 0), dtype=bool)
+    for tail in (ends - 1, (ends - 2)[lengths >= 2]):
+        valid[tail[tail < valid.size]] = False
+    keys = letters[:-2] * alphabet
+    keys += letters[1:-1]
+    keys *= alphabet
+    keys += letters[2:]
+    keys = keys[valid]
+    del valid
+    docs = np.repeat(np.arange(len(texts), dtype=np.int32), np.maximum(lengths - 2, 0))
+    short = np.flatnonzero(lengths < 3)
+    if short.size:
+        base = alphabet**3
+        first = letters[starts[short]]
+        second = letters[np.minimum(starts[short] + 1, letters.size - 1)]
+        short_keys = np.where(
+            lengths[short] == 1, base + first, base + alphabet + first * alphabet + second
+        )
+        keys = np.concatenate((keys, short_keys))
+        docs = np.concatenate((docs, short.astype(np.int32)))
+    del letters
+    tokens, vocabulary = _dense_ids(keys, alphabet**3 + alphabet**2 + alphabet)
+    return docs.astype(np.int64), tokens, vocabulary
+
+
+def _sorted_unique(values: _Array) -> _Array:
+    ordered = np.sort(values)
+    fresh = np.ones(ordered.size, dtype=bool)
+    np.not_equal(ordered[1:], ordered[:-1], out=fresh[1:])
+    return ordered[fresh]
+
+
+class _TrigramSets:
+    """Trigram sets of every distinct normalized text, as sorted token-rank arrays (CSR).
+
+    Tokens are renumbered by ascending document frequency among the
+    reference texts (ties by id): the global order used by prefix filtering,
+    so the first tokens of a row are its rarest.
+    """
+
+    def __init__(self, texts: Sequence[str], reference_rows: _Array) -> None:
+        docs, tokens, vocabulary = _trigram_tokens(texts)
+        vocabulary = max(vocabulary, 1)
+        pairs = _sorted_unique(docs * vocabulary + tokens)
+        del docs, tokens
+        docs, tokens = np.divmod(pairs, vocabulary)
+        del pairs
+        is_reference = np.zeros(len(texts), dtype=bool)
+        is_reference[reference_rows] = True
+        frequency = np.bincount(tokens[is_reference[docs]], minlength=vocabulary)
+        rank = np.empty(vocabulary, dtype=np.int64)
+        rank[np.argsort(frequency, kind="stable")] = np.arange(vocabulary, dtype=np.int64)
+        ranked = np.sort(docs * vocabulary + rank[tokens])
+        self.tokens: _Array = ranked % vocabulary
+        self.sizes: _Array = np.bincount(docs, minlength=len(texts)).astype(np.int64)
+        self.indptr: _Array = np.concatenate(([0], np.cumsum(self.sizes))).astype(np.int64)
+        self.vocabulary = vocabulary
+
+    def row(self, index: int) -> _Array:
+        return self.tokens[self.indptr[index] : self.indptr[index + 1]]
+
+
+class _Postings:
+    """Inverted index token -> ascending positions in ``rows``, over the first ``spans`` tokens."""
+
+    def __init__(self, sets: _TrigramSets, rows: _Array, spans: _Array) -> None:
+        lengths = np.minimum(spans, sets.sizes[rows])
+        tokens = sets.tokens[_ranges(sets.indptr[rows], lengths)]
+        owners = np.repeat(np.arange(rows.size, dtype=np.int64), lengths)
+        self.references: _Array = owners[np.argsort(tokens, kind="stable")]
+        counts = np.bincount(tokens, minlength=sets.vocabulary)
+        self.indptr: _Array = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
+
+    def gather(self, tokens: _Array) -> _Array:
+        """Concatenate the posting lists of ``tokens`` (each position once per token)."""
+        indptr, references = self.indptr, self.references
+        pieces = [references[indptr[token] : indptr[token + 1]] for token in tokens.tolist()]
+        return np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.int64)
+
+
+def _ceil_div(numerator: Any, denominator: int) -> Any:
+    return -(-numerator // denominator)
+
+
+class _Engine:
+    """Exact similarities for every (submission, reference) pair that can matter."""
+
+    def __init__(
+        self,
+        submissions: Sequence[str],
+        references: Sequence[str],
+        public_count: int,
+        threshold: int,
+    ) -> None:
+        distinct: dict[str, int] = {}
+        self.submission_rows = [distinct.setdefault(text, len(distinct)) for text in submissions]
+        self.reference_rows = np.fromiter(
+            (distinct.setdefault(text, len(distinct)) for text in references),
+            dtype=np.int64,
+            count=len(references),
+        )
+        self.sets = _TrigramSets(list(distinct), self.reference_rows)
+        self.reference_sizes = self.sets.sizes[self.reference_rows]
+        self.public_count = public_count
+        self.threshold = threshold
+        self._mask = np.zeros(self.sets.vocabulary, dtype=bool)
+        self._prefix_index: _Postings | None = None
+        if threshold > 0:
+            # Each reference is indexed under its extended prefix (threshold 0: no index).
+            sizes = self.reference_sizes
+            spans = sizes - _ceil_div(threshold * sizes, _FULL) + _EXTENSION
+            self._prefix_index = _Postings(self.sets, self.reference_rows, spans)
+        self._public_counter: _FullCounter | None = None
+
+    def _intersections(self, row: int, candidates: _Array) -> _Array:
+        """``|T(row) & T(reference)|`` for each candidate reference, exactly."""
+        mask = self._mask
+        tokens = self.sets.row(row)
+        mask[tokens] = True
+        try:
+            rows = self.reference_rows[candidates]
+            lengths = self.sets.sizes[rows]
+            hits = mask[self.sets.tokens[_ranges(self.sets.indptr[rows], lengths)]]
+            offsets = np.cumsum(lengths) - lengths
+            return np.add.reduceat(hits, offsets, dtype=np.int64)
+        finally:
+            mask[tokens] = False
+
+    def _candidates(self, row: int, size: int, index: _Postings) -> _Array:
+        """Return the references that pass the extended-prefix count and size filters."""
+        threshold = self.threshold
+        least = _ceil_div(threshold * size, _FULL)  # |A & B| >= ceil(T * |A| / 10000)
+        postings = index.gather(self.sets.row(row)[: size - least + _EXTENSION])
+        if postings.size == 0:
+            return postings
+        shared = np.bincount(postings, minlength=self.reference_rows.size)
+        candidates = np.flatnonzero(shared >= min(_EXTENSION, least))
+        sizes = self.reference_sizes[candidates]
+        needed = np.minimum(_EXTENSION, _ceil_div(threshold * (size + sizes), _FULL + threshold))
+        keep: npt.NDArray[np.bool_] = (
+            (shared[candidates] >= needed)
+            & (threshold * sizes <= _FULL * size)
+            & (threshold * size <= _FULL * sizes)
+        )
+        return candidates[keep]
+
+    def matches(self, row: int) -> tuple[_Array, _Array]:
+        """Return every reference whose similarity reaches the threshold, with the score.
+
+        Returned in ascending reference position. With threshold 0 every
+        reference qualifies.
+        """
+        size = int(self.sets.sizes[row])
+        if self._prefix_index is None:
+            candidates = np.arange(self.reference_rows.size, dtype=np.int64)
+        else:
+            candidates = self._candidates(row, size, self._prefix_index)
+        if candidates.size == 0:
+            empty = np.zeros(0, dtype=np.int64)
+            return empty, empty
+        shared = self._intersections(row, candidates)
+        scores = shared * _FULL // (size + self.reference_sizes[candidates] - shared)
+        keep = scores >= self.threshold
+        return candidates[keep], scores[keep]
+
+    def best_public(self, row: int) -> int:
+        """Return the maximum similarity of ``row`` to any public item, exactly."""
+        if self._public_counter is None:
+            self._public_counter = _FullCounter(self.sets, self.reference_rows[: self.public_count])
+        shared = self._public_counter.intersections(self.sets.row(row))
+        size = int(self.sets.sizes[row])
+        sizes = self.reference_sizes[: self.public_count]
+        return int((shared * _FULL // (size + sizes - shared)).max())
+
+
+#: Tokens held in at least 1/32 of the counted rows (at most 1024 of them) are
+#: counted with bitsets and popcounts instead of posting lists.
+_DENSE_FRACTION: Final = 32
+_DENSE_TOKENS: Final = 1024
+_BYTE_POPCOUNT: Final = np.array([bin(value).count("1") for value in range(256)], dtype=np.int64)
+
+
+def _popcount(words: npt.NDArray[np.uint64]) -> Any:
+    """Count the set bits of each ``uint64`` word (``np.bitwise_count`` or a byte table)."""
+    bitwise_count = getattr(np, "bitwise_count", None)
+    if bitwise_count is not None:
+        return bitwise_count(words)
+    as_bytes = np.ascontiguousarray(words).view(np.uint8).reshape(words.size, 8)
+    return _BYTE_POPCOUNT[as_bytes].sum(axis=1)
+
+
+class _FullCounter:
+    """Exact ``|T(query) & T(row)|`` for every row of a group, in one pass.
+
+    Frequent tokens are stored as per-row bitsets (popcount of an AND), the
+    others as posting lists (a bincount): both are exact integer counts.
+    """
+
+    def __init__(self, sets: _TrigramSets, rows: _Array) -> None:
+        lengths = sets.sizes[rows]
+        tokens = sets.tokens[_ranges(sets.indptr[rows], lengths)]
+        owners = np.repeat(np.arange(rows.size, dtype=np.int64), lengths)
+        frequency = np.bincount(tokens, minlength=sets.vocabulary)
+        by_frequency = np.argsort(-frequency, kind="stable")[:_DENSE_TOKENS]
+        dense = by_frequency[frequency[by_frequency] * _DENSE_FRACTION >= max(rows.size, 1)]
+        self.bit: _Array = np.full(sets.vocabulary, -1, dtype=np.int64)
+        self.bit[dense] = np.arange(dense.size, dtype=np.int64)
+        self.words = max(1, -(-dense.size // 64))
+        positions = self.bit[tokens]
+        in_bits = positions >= 0
+        self.bits = np.zeros(rows.size * self.words, dtype=np.uint64)
+        flat = owners[in_bits] * self.words + positions[in_bits] // 64
+        np.bitwise_or.at(
+            self.bits,
+            flat,
+            np.left_shift(np.uint64(1), (positions[in_bits] % 64).astype(np.uint64)),
+        )
+        # Word-major layout: one contiguous row of per-reference words per bit word.
+        self.bits = np.ascontiguousarray(self.bits.reshape(rows.size, self.words).T)
+        sparse = ~in_bits
+        sparse_tokens, sparse_owners = tokens[sparse], owners[sparse]
+        self.references: _Array = sparse_owners[np.argsort(sparse_tokens, kind="stable")]
+        counts = np.bincount(sparse_tokens, minlength=sets.vocabulary)
+        self.indptr: _Array = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
+        self.size = rows.size
+
+    def intersections(self, tokens: _Array) -> _Array:
+        positions = self.bit[tokens]
+        dense = positions[positions >= 0]
+        indptr, references = self.indptr, self.references
+        pieces = [
+            references[indptr[token] : indptr[token + 1]]
+            for token in tokens[positions < 0].tolist()
+        ]
+        shared = (
+            np.bincount(np.concatenate(pieces), minlength=self.size)
+            if pieces
+            else np.zeros(self.size, dtype=np.int64)
+        )
+        if dense.size:
+            query = np.zeros(self.words, dtype=np.uint64)
+            np.bitwise_or.at(
+                query, dense // 64, np.left_shift(np.uint64(1), (dense % 64).astype(np.uint64))
+            )
+            for word in np.flatnonzero(query).tolist():
+                shared += _popcount(self.bits[word] & query[word])
+        return shared
+
+
+def _overlap_signals(
+    *,
+    raw_submissions: tuple[str, ...],
+    submissions: list[str],
+    raw_references: tuple[str, ...],
+    references: list[str],
+    public_count: int,
+    threshold: int,
+    margin: int,
+) -> list[OverlapSignal]:
+    engine = _Engine(submissions, references, public_count, threshold)
+    # Identical normalized submissions share their matches (and the public-vs-shadow
+    # outcome); only the exact-vs-normalized distinction depends on the raw text.
+    found: dict[int, tuple[list[int], list[int], tuple[int, int, int] | None]] = {}
+    signals: list[OverlapSignal] = []
+    for index, row in enumerate(engine.submission_rows):
+        cached = found.get(row)
+        if cached is None:
+            positions, scores = engine.matches(row)
+            positions_list, scores_list = positions.tolist(), scores.tolist()
+            versus = _public_vs_shadow(engine, row, positions_list, scores_list, margin)
+            cached = found[row] = (positions_list, scores_list, versus)
+        positions_list, scores_list, versus = cached
+        submission_ref = _ref("submission", index)
+        raw, text = raw_submissions[index], submissions[index]
+        for position, score in zip(positions_list, scores_list, strict=True):
+            scope, offset = (
+                ("public", position)
+                if position < public_count
+                else ("shadow", position - public_count)
+            )
+            check = CHECK_FUZZY
+            if score == _FULL:
+                if raw_references[position] == raw:
+                    check = CHECK_EXACT
+                elif references[position] == text:
+                    check = CHECK_NORMALIZED
+            signals.append(
+                OverlapSignal(
+                    check=check,
+                    submission_ref=submission_ref,
+                    reference_scope=scope,
+                    reference_ref=_ref(scope, offset),
+                    score_basis_points=score,
+                )
+            )
+        if versus is not None:
+            shadow_index, shadow_score, public_score = versus
+            signals.append(
+                OverlapSignal(
+                    check=CHECK_PUBLIC_VS_SHADOW,
+                    submission_ref=submission_ref,
+                    reference_scope="shadow",
+                    reference_ref=_ref("shadow", shadow_index),
+                    score_basis_points=shadow_score,
+                    comparison_score_basis_points=public_score,
+                )
+            )
+    return signals
+
+
+def _public_vs_shadow(
+    engine: _Engine, row: int, positions: list[int], scores: list[int], margin: int
+) -> tuple[int, int, int] | None:
+    """Return (shadow index, S, P) when the public-vs-shadow rule fires, else ``None``.
+
+    ``positions``/``scores`` hold every reference at or above the threshold,
+    so the best shadow item (first index on ties) is among them whenever
+    ``S >= threshold``, and the best public score is among them whenever any
+    public item reaches the threshold; otherwise it is computed exactly.
+    """
+    public_count = engine.public_count
+    best_shadow: tuple[int, int] | None = None
+    best_public = -1
+    for position, score in zip(positions, scores, strict=True):
+        if position < public_count:
+            best_public = max(best_public, score)
+        elif best_shadow is None or score > best_shadow[1]:
+            best_shadow = (position - public_count, score)
+    if best_shadow is None:
+        return None
+    shadow_index, shadow_score = best_shadow
+    if shadow_score - margin < 0:
+        return None
+    if best_public < 0:
+        best_public = engine.best_public(row)
+    if shadow_score - best_public < margin:
+        return None
+    return shadow_index, shadow_score, best_public
+
+
+def _canary_signals(submissions: list[str], canaries: list[str]) -> list[OverlapSignal]:
+    """Substring search of every canary over all submissions at once.
+
+    Submissions are joined with U+0000, which no normalized text contains, so
+    a canary occurrence never spans two submissions; after a hit the search
+    resumes at the next submission, so each (submission, canary) pair is
+    reported once.
+    """
+    joined = "\x00".join(submissions)
+    starts: list[int] = []
+    offset = 0
+    for text in submissions:
+        starts.append(offset)
+        offset += len(text) + 1
+    hits_by_text: dict[str, list[int]] = {}
+    signals: list[OverlapSignal] = []
+    for canary_index, canary in enumerate(canaries):
+        hits = hits_by_text.get(canary)
+        if hits is None:
+            hits = []
+            position = joined.find(canary)
+            while position != -1:
+                owner = bisect.bisect_right(starts, position) - 1
+                hits.append(owner)
+                if owner + 1 >= len(starts):
+                    break
+                position = joined.find(canary, starts[owner + 1])
+            hits_by_text[canary] = hits
+        canary_ref = _ref("canary", canary_index)
+        signals.extend(
+            OverlapSignal(
+                check=CHECK_CANARY,
+                submission_ref=_ref("submission", owner),
+                reference_scope="canary",
+                reference_ref=canary_ref,
+                score_basis_points=_FULL,
+            )
+            for owner in hits
+        )
+    return signals
+
+
+def _coverage(submissions: int, public: int, shadow: int, canaries: int) -> dict[str, Any]:
+    pairs = submissions * (public + shadow)
+    return {
+        "canary_items": canaries,
+        "checks": CHECKS,
+        "comparison_counts": {
+            CHECK_CANARY: submissions * canaries,
+            CHECK_EXACT: pairs,
+            CHECK_FUZZY: pairs,
+            CHECK_NORMALIZED: pairs,
+            CHECK_PUBLIC_VS_SHADOW: pairs,
+        },
+        "public_items": public,
+        "shadow_items": shadow,
+        "submission_items": submissions,
+    }
+
+
+def _counts(signals: Iterable[OverlapSignal]) -> dict[str, int]:
+    counts = dict.fromkeys(sorted(CHECKS), 0)
+    for signal in signals:
+        counts[signal.check] += 1
+    return counts
+
+
+def scan_overlap_forensics(
+    submission_items: Sequence[str],
+    *,
+    public_items: Sequence[str],
+    shadow_items: Sequence[str],
+    canaries: Sequence[str],
+    submission_manifest: SealedWorkflowManifest | Mapping[str, Any],
+    holdout_commitment: HoldoutCommitment | Mapping[str, Any],
+    fuzzy_threshold_basis_points: int = DEFAULT_FUZZY_THRESHOLD_BASIS_POINTS,
+    shadow_margin_basis_points: int = DEFAULT_SHADOW_MARGIN_BASIS_POINTS,
+) -> OverlapForensicsReport:
+    """Scan submission text for the five forensic checks; return a content-free report.
+
+    Args:
+        submission_items: ordered submission texts (non-empty, no blank item).
+        public_items: ordered public benchmark items.
+        shadow_items: ordered evaluator-held shadow items.
+        canaries: ordered evaluator-held canary strings.
+        submission_manifest: a sealed manifest object or its document (re-checked).
+        holdout_commitment: a holdout commitment object or its document (verified).
+        fuzzy_threshold_basis_points: inclusive trigram-Jaccard threshold, 0..10000.
+        shadow_margin_basis_points: minimum shadow-over-public difference, 0..10000.
+
+    Returns:
+        The report, identical to the specified all-pairs scan.
+
+    Raises:
+        OverlapForensicsError: the first failing rule, in the specified order
+            (items, thresholds, manifest, commitment, normalization), or
+            ``unicode_version: unsupported_unicode_version`` when the
+            runtime's Unicode tables are not those the contract was fixed with.
+    """
+    if unicodedata.unidata_version != UNICODE_VERSION:
+        raise OverlapForensicsError("unsupported_unicode_version", "unicode_version")
+    given = (submission_items, public_items, shadow_items, canaries)
+    raw = [_checked_items(value, name) for value, name in zip(given, _ITEM_FIELDS, strict=True)]
+    threshold = _checked_basis_points(fuzzy_threshold_basis_points, "fuzzy_threshold_basis_points")
+    margin = _checked_basis_points(shadow_margin_basis_points, "shadow_margin_basis_points")
+    manifest_digest = _manifest_digest(submission_manifest)
+    commitment_digest = _commitment_digest(holdout_commitment)
+    subs, public, shadow, marks = (
+        _normalized_all(items, name) for items, name in zip(raw, _ITEM_FIELDS, strict=True)
+    )
+    signals = _overlap_signals(
+        raw_submissions=raw[0],
+        submissions=subs,
+        raw_references=raw[1] + raw[2],
+        references=public + shadow,
+        public_count=len(public),
+        threshold=threshold,
+        margin=margin,
+    )
+    signals.extend(_canary_signals(subs, marks))
+    signals.sort(key=lambda signal: signal.sort_key)
+    return OverlapForensicsReport(
+        submission_manifest_digest=manifest_digest,
+        holdout_commitment_digest=commitment_digest,
+        fuzzy_threshold_basis_points=threshold,
+        shadow_margin_basis_points=margin,
+        coverage=_coverage(len(subs), len(public), len(shadow), len(marks)),
+        signal_counts=_counts(signals),
+        signals=tuple(signals),
+        interpretation=INTERPRETATION_SIGNALS if signals else INTERPRETATION_NO_SIGNALS,
+    )
