@@ -46,3 +46,12 @@ def test_readme_help_blocks_match_the_cli() -> None:
     )
     for command, body in blocks.items():
         assert body == _help(command), f"README help for `{command}` drifted"
+
+
+def test_help_is_the_same_when_a_group_is_invoked_on_its_own() -> None:
+    # click caches a command's help option when it is first built; a group
+    # invoked standalone (as its own tests do) must not change the root's help.
+    for name, command in sorted(cli.commands.items()):
+        standalone = CliRunner().invoke(command, ["--help"], prog_name=f"sealeval {name}")
+        assert standalone.exit_code == 0
+        assert standalone.stdout == _help(f"sealeval {name}")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import click
 
 from sealeval import __version__
+from sealeval.cli._common import CONTEXT_SETTINGS
 
 # Imported under other names so that `sealeval.cli.<module>` stays the module.
 from sealeval.cli.demo import demo as demo_command
@@ -19,14 +20,7 @@ from sealeval.cli.manifest import manifest as manifest_group
 __all__ = ["cli", "main"]
 
 
-@click.group(
-    context_settings={
-        "help_option_names": ["-h", "--help"],
-        # A fixed width keeps --help identical on every terminal (the README embeds it).
-        "terminal_width": 88,
-        "max_content_width": 88,
-    }
-)
+@click.group(context_settings=CONTEXT_SETTINGS)
 @click.version_option(__version__, prog_name="sealeval")
 def cli() -> None:
     """Make evaluation results trustworthy: seal, verify, gate and sign."""

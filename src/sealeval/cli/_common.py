@@ -11,7 +11,24 @@ import click
 
 from sealeval.errors import SealevalError
 
-__all__ = ["EXIT_ERROR", "EXIT_NEGATIVE", "EXIT_OK", "fail", "refusals_exit"]
+__all__ = [
+    "CONTEXT_SETTINGS",
+    "EXIT_ERROR",
+    "EXIT_NEGATIVE",
+    "EXIT_OK",
+    "fail",
+    "refusals_exit",
+]
+
+#: Applied to every group and command (not only the root): click caches a
+#: command's help option the first time it is built, so a command invoked on
+#: its own must already carry the same settings. The fixed width keeps --help
+#: identical on every terminal (the README embeds it).
+CONTEXT_SETTINGS: Final[dict[str, object]] = {
+    "help_option_names": ["-h", "--help"],
+    "terminal_width": 88,
+    "max_content_width": 88,
+}
 
 EXIT_OK: Final = 0
 EXIT_NEGATIVE: Final = 1

@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.rule import Rule
 from rich.table import Table
 
-from sealeval.cli._common import EXIT_NEGATIVE, is_terminal, refusals_exit
+from sealeval.cli._common import CONTEXT_SETTINGS, EXIT_NEGATIVE, is_terminal, refusals_exit
 from sealeval.errors import UsageError
 from sealeval.gates.evaluation import AgentReleaseReport, evaluate_agent_release_gates
 from sealeval.gates.fixtures import load_fixture
@@ -166,7 +166,7 @@ def _manifest_section(console: Console, out: Path) -> bool:
     )
 
 
-@click.command()
+@click.command(context_settings=CONTEXT_SETTINGS)
 @click.option(
     "--out",
     type=click.Path(path_type=Path),

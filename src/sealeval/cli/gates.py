@@ -27,7 +27,14 @@ from rich.console import Console
 from rich.table import Table
 
 from sealeval.canonical import decode, encode_openmed, is_digest
-from sealeval.cli._common import EXIT_ERROR, EXIT_NEGATIVE, EXIT_OK, is_terminal, refusals_exit
+from sealeval.cli._common import (
+    CONTEXT_SETTINGS,
+    EXIT_ERROR,
+    EXIT_NEGATIVE,
+    EXIT_OK,
+    is_terminal,
+    refusals_exit,
+)
 from sealeval.errors import CanonicalError
 from sealeval.gates.candidate import (
     AgentCandidatePacket,
@@ -150,12 +157,16 @@ def _run_agent_release(mode: Mode, params: dict[str, Any]) -> NoReturn:
     raise click.exceptions.Exit(EXIT_OK if decision.ready else EXIT_NEGATIVE)
 
 
-@click.group()
+@click.group(context_settings=CONTEXT_SETTINGS)
 def gates() -> None:
     """Evaluate the nine release gates and sign exact-source candidate decisions."""
 
 
-@gates.command("agent-release", short_help="Sign a release decision bound to one exact commit.")
+@gates.command(
+    "agent-release",
+    context_settings=CONTEXT_SETTINGS,
+    short_help="Sign a release decision bound to one exact commit.",
+)
 @_agent_release_options
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON envelope on standard output.")
 def agent_release_command(as_json: bool, **params: Any) -> None:
@@ -197,7 +208,11 @@ def _load_document(path: str) -> CandidateBundle | AgentCandidatePacket:
     return AgentCandidatePacket.from_dict(document)
 
 
-@gates.command("verify-packet", short_help="Verify a candidate packet or bundle.")
+@gates.command(
+    "verify-packet",
+    context_settings=CONTEXT_SETTINGS,
+    short_help="Verify a candidate packet or bundle.",
+)
 @click.argument("document_path", metavar="BUNDLE_OR_PACKET")
 @click.option("--hmac-key-file", default=None, metavar="PATH", help="Shared HMAC key (raw bytes).")
 @click.option(
@@ -282,7 +297,7 @@ def _print_report(report: AgentReleaseReport) -> None:
     console.print(f"report digest: {report.report_digest}")
 
 
-@gates.command("evaluate")
+@gates.command("evaluate", context_settings=CONTEXT_SETTINGS)
 @click.argument("evidence_path", metavar="EVIDENCE.json")
 @click.option(
     "--candidate-digest",

@@ -13,7 +13,13 @@ from rich.table import Table
 
 from sealeval._io import publish_exclusive
 from sealeval.canonical import is_digest
-from sealeval.cli._common import EXIT_NEGATIVE, EXIT_OK, is_terminal, refusals_exit
+from sealeval.cli._common import (
+    CONTEXT_SETTINGS,
+    EXIT_NEGATIVE,
+    EXIT_OK,
+    is_terminal,
+    refusals_exit,
+)
 from sealeval.errors import ConfigDocumentError, ManifestError, UsageError
 from sealeval.manifest.components import load_config_document
 from sealeval.manifest.sealed import (
@@ -101,12 +107,12 @@ def _snapshot(
         return snapshot_components(given, digest_map, kind_map)
 
 
-@click.group()
+@click.group(context_settings=CONTEXT_SETTINGS)
 def manifest() -> None:
     """Seal what is evaluated and re-verify it at evaluation start."""
 
 
-@manifest.command("digest")
+@manifest.command("digest", context_settings=CONTEXT_SETTINGS)
 @click.argument("kind", metavar="KIND")
 @click.argument("path", type=click.Path(path_type=Path))
 @refusals_exit
@@ -121,7 +127,7 @@ def digest_command(kind: str, path: Path) -> None:
         click.echo(digest_component(kind, path))
 
 
-@manifest.command("seal")
+@manifest.command("seal", context_settings=CONTEXT_SETTINGS)
 @_component_options
 @click.option(
     "-o",
@@ -165,7 +171,7 @@ def _print_verification(result: ManifestVerification) -> None:
     console.print("reasons: " + ", ".join(result.reason_codes))
 
 
-@manifest.command("verify")
+@manifest.command("verify", context_settings=CONTEXT_SETTINGS)
 @click.argument("manifest_path", metavar="MANIFEST", type=click.Path(path_type=Path))
 @_component_options
 @click.option("--json", "as_json", is_flag=True, help="Print the canonical verification document.")
