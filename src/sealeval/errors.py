@@ -232,5 +232,6 @@ class UsageError(SealevalError):
             "invalid_assignment",
             "duplicate_component",
             "demo_dir_not_ours",
+            "unknown_suite",
         }
     )

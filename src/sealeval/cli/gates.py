@@ -26,6 +26,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from sealeval._io import publish_exclusive
 from sealeval.canonical import decode, encode_openmed, is_digest
 from sealeval.cli._common import (
     CONTEXT_SETTINGS,
@@ -35,7 +36,7 @@ from sealeval.cli._common import (
     is_terminal,
     refusals_exit,
 )
-from sealeval.errors import CanonicalError
+from sealeval.errors import CanonicalError, UsageError
 from sealeval.gates.candidate import (
     AgentCandidatePacket,
     CandidateBundle,
@@ -57,6 +58,7 @@ from sealeval.gates.runner import (
     read_regular_file,
     run_agent_release,
 )
+from sealeval.gates.suites import SUITES, bundled_suite_evidence, evidence_envelope
 
 __all__ = ["KEY_NEWLINE_WARNING", "gates", "release_script"]
 
@@ -328,3 +330,34 @@ def evaluate_command(evidence_path: str, candidate_digest: str, as_json: bool) -
     else:
         _print_report(report)
     raise click.exceptions.Exit(EXIT_OK if report.ready else EXIT_NEGATIVE)
+
+
+@gates.command("run-suite", context_settings=CONTEXT_SETTINGS)
+@click.argument("suite", metavar="SUITE")
+@click.option("--source-sha", required=True, metavar="SHA", help="Commit the evidence is for.")
+@click.option(
+    "-o",
+    "--output",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="Evidence envelope to create (must not exist).",
+)
+@refusals_exit
+def run_suite_command(suite: str, source_sha: str, output: Path) -> None:
+    """Run a bundled executable suite and write source-bound evidence.
+
+    SUITE is `adversarial` (the default tool-dispatch corpus through sealeval's
+    reference boundary; probes stay in a temporary folder and on loopback) or
+    `recovery` (the synthetic recovery scenarios in all six phases). The file
+    is a candidate evidence envelope for `gates agent-release --evidence`.
+    Exit status: 0 written, 2 usage or output error.
+    """
+    if suite not in SUITES:
+        raise UsageError("unknown_suite", "suite")
+    envelope = evidence_envelope(bundled_suite_evidence(suite), source_sha=source_sha)
+    publish_exclusive(output, (encode_openmed(envelope) + "\n").encode("ascii"))
+    for item in envelope["metrics"]:
+        click.echo(
+            f"{item['metric']}: {item['event_count']}/{item['sample_size']} "
+            f"over {len(item['slices'])} slices  {item['evidence_digest']}"
+        )
