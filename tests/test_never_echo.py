@@ -114,8 +114,14 @@ def test_error_classes_keep_codes_closed() -> None:
         for code in cls.codes:
             assert code.isidentifier(), (cls.__name__, code)
             assert code == code.lower(), (cls.__name__, code)
-        with pytest.raises(RuntimeError):
-            cls("not-a-code-" + CANARY)
+        if cls.fallback_code is None:
+            with pytest.raises(RuntimeError):
+                cls("not-a-code-" + CANARY)
+        else:
+            assert cls.fallback_code in cls.codes
+            collapsed = cls("not-a-code-" + CANARY)
+            assert collapsed.code == cls.fallback_code
+            assert CANARY not in str(collapsed) + repr(collapsed)
         with pytest.raises(RuntimeError):
             cls(next(iter(cls.codes)), CANARY + " with spaces")
 

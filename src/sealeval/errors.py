@@ -46,6 +46,9 @@ class SealevalError(ValueError):
     field_in_message: ClassVar[bool] = True
     #: Short description used by ``docs/errors.md``.
     module: ClassVar[str] = "sealeval"
+    #: When set, a code outside ``codes`` collapses to this code instead of
+    #: being a programming error (the openmed session contract needs this).
+    fallback_code: ClassVar[str | None] = None
 
     code: str
     field: str | None
@@ -57,8 +60,11 @@ class SealevalError(ValueError):
 
     def __init__(self, code: str, field: str | None = None) -> None:
         """Build an error from a closed code and an optional fixed field name."""
-        if code not in type(self).codes:
-            raise RuntimeError(f"{type(self).__name__}: code outside its closed set")
+        if type(code) is not str or code not in type(self).codes:
+            fallback = type(self).fallback_code
+            if fallback is None:
+                raise RuntimeError(f"{type(self).__name__}: code outside its closed set")
+            code = fallback
         if field is not None and _FIELD.fullmatch(field) is None:
             raise RuntimeError(f"{type(self).__name__}: field name outside its grammar")
         self.code = code
