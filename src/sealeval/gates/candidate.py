@@ -53,7 +53,7 @@ from sealeval.gates.evaluation import (
     AgentReleaseReport,
     evaluate_agent_release_gates,
 )
-from sealeval.gates.evidence import MetricEvidence
+from sealeval.gates.evidence import METRIC_KEYS, SLICE_KEYS, MetricEvidence
 from sealeval.gates.registry import GATE_METRICS, GateError, gate_policy_digest
 
 __all__ = [
@@ -129,23 +129,6 @@ _ED25519_SIGNATURE: Final = re.compile(r"[0-9a-f]{128}")
 _BLOCKING: Final = frozenset(BLOCKING_REASON_CODES)
 _DECISIONS: Final = ("READY", "NOT_READY")
 _ENVELOPE_KEYS: Final = frozenset({"schema_version", "source_sha", "metrics"})
-_METRIC_KEYS: Final = frozenset(
-    {
-        "ci_lower",
-        "ci_upper",
-        "event_count",
-        "evidence_digest",
-        "limitations",
-        "metric",
-        "sample_size",
-        "schema_version",
-        "slices",
-        "value",
-    }
-)
-_SLICE_KEYS: Final = frozenset(
-    {"ci_lower", "ci_upper", "event_count", "sample_size", "slice_ref", "value"}
-)
 _UNSIGNED_KEYS: Final = frozenset(
     {"decision", "gates", "manifest_digest", "reason_codes", "report_digest", "schema_version"}
 )
@@ -510,14 +493,14 @@ def _envelope_source_sha(document: object) -> str:
 
 
 def _parse_metric(record: object, field: str) -> MetricEvidence:
-    document = _check_keys(record, _METRIC_KEYS, field)
+    document = _check_keys(record, METRIC_KEYS, field)
     if document["metric"] not in GATE_METRICS or type(document["metric"]) is not str:
         raise EvidenceEnvelopeError("unexpected_metric", f"{field}.metric")
     slices = document["slices"]
     if not isinstance(slices, list):
         raise EvidenceEnvelopeError("invalid_sequence", f"{field}.slices")
     for index, item in enumerate(slices):
-        _check_keys(item, _SLICE_KEYS, f"{field}.slices[{index}]")
+        _check_keys(item, SLICE_KEYS, f"{field}.slices[{index}]")
     try:
         return MetricEvidence.from_dict(document)
     except GateError as error:

@@ -22,14 +22,15 @@ from typing import Any, Final
 from sealeval.canonical import encode_openmed, is_digest
 from sealeval.gates.registry import GateError, is_gate_reference
 
-__all__ = ["EVIDENCE_SCHEMA", "MetricEvidence", "SliceEvidence"]
+__all__ = ["EVIDENCE_SCHEMA", "METRIC_KEYS", "SLICE_KEYS", "MetricEvidence", "SliceEvidence"]
 
 EVIDENCE_SCHEMA: Final = "openmed.eval.agent_release_evidence.v1"
 _RATE_TOLERANCE: Final = 1e-12
-_SLICE_KEYS: Final = frozenset(
+#: The six keys of a slice document and the ten keys of an evidence document.
+SLICE_KEYS: Final = frozenset(
     {"ci_lower", "ci_upper", "event_count", "sample_size", "slice_ref", "value"}
 )
-_METRIC_KEYS: Final = frozenset(
+METRIC_KEYS: Final = frozenset(
     {
         "ci_lower",
         "ci_upper",
@@ -139,7 +140,7 @@ class SliceEvidence:
         """Parse the mapping form (closed: unknown keys are refused)."""
         if not isinstance(document, Mapping):
             raise GateError("invalid_item", "slices")
-        if set(document) - _SLICE_KEYS:
+        if set(document) - SLICE_KEYS:
             raise GateError("unknown_field", "slice")
         return cls(
             slice_ref=document.get("slice_ref"),  # type: ignore[arg-type]
@@ -247,7 +248,7 @@ class MetricEvidence:
         """Parse the mapping form in the specified order (closed: unknown keys refused)."""
         if not isinstance(document, Mapping):
             raise GateError("invalid_document", "metric")
-        if set(document) - _METRIC_KEYS:
+        if set(document) - METRIC_KEYS:
             raise GateError("unknown_field", "metric")
         slices = document.get("slices")
         limitations = document.get("limitations")

@@ -43,9 +43,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from sealeval.canonical import digest_bytes, digest_openmed, is_digest
+from sealeval.canonical import digest_bytes, digest_openmed
 from sealeval.gates.adapters.counting import count_evidence
 from sealeval.gates.adapters.errors import AgentReleaseAdapterError
+from sealeval.gates.adapters.inventory import case_inventory
 from sealeval.gates.evidence import MetricEvidence, SliceEvidence
 
 __all__ = [
@@ -293,18 +294,6 @@ def _parse_json(text: str, *, lax: bool) -> Any:
 
 # ---------------------------------------------------------------------------
 # Shared checks
-
-
-def _inventory(digests: object) -> frozenset[str]:
-    """Apply the inventory rules: non-empty list/tuple of unique case digests."""
-    if not isinstance(digests, list | tuple) or not digests:
-        raise _refuse("missing_inventory")
-    if not all(is_digest(item) for item in digests):
-        raise _refuse("invalid_case_digest")
-    unique = frozenset(digests)
-    if len(unique) != len(digests):
-        raise _refuse("duplicate_case")
-    return unique
 
 
 def _is_member(value: object, allowed: Sequence[str]) -> bool:
@@ -594,13 +583,13 @@ def _cases(
     document: dict[str, Any], expected_kind: str, kind: _Kind, expected_case_digests: object
 ) -> _Cases:
     """Check the cases against the inventory, their slices and their outcomes."""
-    inventory = _inventory(expected_case_digests)
+    inventory = case_inventory(expected_case_digests)
     cases = document["cases"]
     if type(cases) is not list:
         raise _refuse("invalid_cases")
     if not all(type(case) is dict and set(case) == kind.case_keys for case in cases):
         raise _refuse("invalid_fields")
-    if _inventory([case["case_digest"] for case in cases]) != inventory:
+    if case_inventory([case["case_digest"] for case in cases]) != inventory:
         raise _refuse("incomplete_run")
     allowed = SOURCE_SLICES[expected_kind]
     for case in cases:

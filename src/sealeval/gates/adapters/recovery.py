@@ -30,6 +30,7 @@ from typing import Any, Final
 from sealeval.canonical import is_digest
 from sealeval.gates.adapters.counting import count_evidence
 from sealeval.gates.adapters.errors import AgentReleaseAdapterError
+from sealeval.gates.adapters.inventory import case_inventory
 from sealeval.gates.evidence import MetricEvidence
 from sealeval.gates.recovery import RecoveryCheckpoint, RecoveryDecision, RecoveryError
 
@@ -143,18 +144,6 @@ def _member(value: object, parse: Any) -> Any:
     return parse(value) if isinstance(value, Mapping) else value
 
 
-def _inventory(digests: object) -> frozenset[str]:
-    """Apply the inventory rules: a non-empty list/tuple of unique case digests."""
-    if not isinstance(digests, list | tuple) or not digests:
-        raise _refuse("missing_inventory")
-    if not all(is_digest(item) for item in digests):
-        raise _refuse("invalid_case_digest")
-    unique = frozenset(digests)
-    if len(unique) != len(digests):
-        raise _refuse("duplicate_case")
-    return unique
-
-
 def _validated(
     cases: object, expected_case_digests: object, completed: object, synthetic: object
 ) -> tuple[tuple[RecoveryEvidenceCase, ...], frozenset[str], bool] | None:
@@ -165,12 +154,12 @@ def _validated(
         raise _refuse("failed_run")
     if type(synthetic) is not bool:
         raise _refuse("invalid_provenance")
-    inventory = _inventory(expected_case_digests)
+    inventory = case_inventory(expected_case_digests)
     if not isinstance(cases, list | tuple) or not all(
         type(case) is RecoveryEvidenceCase for case in cases
     ):
         raise _refuse("invalid_recovery_case")
-    if _inventory([case.case_digest for case in cases]) != inventory:
+    if case_inventory([case.case_digest for case in cases]) != inventory:
         raise _refuse("incomplete_run")
     checkpoints = {case.checkpoint.checkpoint_digest for case in cases}
     if len(checkpoints) != len(cases):
