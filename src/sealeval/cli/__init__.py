@@ -16,6 +16,7 @@ from sealeval.cli._common import CONTEXT_SETTINGS
 from sealeval.cli.demo import demo as demo_command
 from sealeval.cli.gates import gates as gates_group
 from sealeval.cli.manifest import manifest as manifest_group
+from sealeval.cli.session import session as session_group
 
 __all__ = ["cli", "main"]
 
@@ -28,6 +29,7 @@ def cli() -> None:
 
 cli.add_command(manifest_group)
 cli.add_command(gates_group)
+cli.add_command(session_group)
 cli.add_command(demo_command)
 
 

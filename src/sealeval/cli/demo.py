@@ -6,6 +6,7 @@ marks as its own, so running it again replaces only its own earlier output.
 
 from __future__ import annotations
 
+import os
 import shutil
 from importlib import resources
 from importlib.resources.abc import Traversable
@@ -17,8 +18,10 @@ from rich.console import Console
 from rich.rule import Rule
 from rich.table import Table
 
+from sealeval.canonical import encode_openmed
 from sealeval.cli._common import CONTEXT_SETTINGS, EXIT_NEGATIVE, is_terminal, refusals_exit
-from sealeval.errors import UsageError
+from sealeval.cli.session import describe_outcome, read_store, run_attempt
+from sealeval.errors import SealevalError, UsageError
 from sealeval.gates.evaluation import AgentReleaseReport, evaluate_agent_release_gates
 from sealeval.gates.fixtures import load_fixture
 from sealeval.manifest.sealed import (
@@ -29,6 +32,7 @@ from sealeval.manifest.sealed import (
     verify_at_evaluation_start,
 )
 from sealeval.manifest.snapshot import snapshot_components
+from sealeval.session.config import session_clock
 
 __all__ = ["demo"]
 
@@ -45,6 +49,11 @@ _ARTIFACTS: Final = {
 }
 #: The byte the demo changes to show a refusal.
 _TAMPERED: Final = ("model", "model/weights-00002-of-00002.bin", 1234)
+#: The three session configurations (one store, one ledger usage file, three keys).
+_SESSION_ATTEMPTS: Final = ("attempt-1.yaml", "attempt-2.yaml", "attempt-3.yaml")
+#: What the three attempts must give: detailed, coarse, refused by the budget.
+_SESSION_EXPECTED: Final = ("detailed", "coarse", "rerun_budget_exhausted")
+_SESSION_TERMINALS: Final = ("released", "released", "budget_denied")
 
 
 def _prepare(out: Path) -> None:
@@ -166,6 +175,67 @@ def _manifest_section(console: Console, out: Path) -> bool:
     )
 
 
+def _session_section(console: Console, out: Path) -> bool:
+    """Run three official attempts against one store and ledger; return whether it behaved."""
+    console.print(Rule("5. Evaluation sessions: three official attempts on a synthetic holdout"))
+    folder = out / "session"
+    _copy_tree(resources.files("sealeval") / "_data" / "demo" / "session", folder)
+    clock = session_clock(os.environ)
+    console.print(
+        "2 made-up cases; feedback policy: 1 detailed result, 1 rerun, coarse bands at 0.5 and 0.8"
+    )
+    observed: list[str] = []
+    attempts: dict[str, int] = {}
+    for number, name in enumerate(_SESSION_ATTEMPTS, 1):
+        console.print(f"[bold]attempt {number}[/bold]: sealeval session run {name}")
+        try:
+            outcome = run_attempt(folder / name, clock=clock)
+        except SealevalError as error:
+            console.print(f"  error: {error}", markup=False)
+            observed.append(error.code)
+            continue
+        for line in describe_outcome(outcome):
+            console.print("  " + line, markup=False)
+        attempts[outcome.session_key] = number
+        document = encode_openmed(outcome.to_dict())
+        (folder / f"outcome-{number}.json").write_text(document, encoding="ascii")
+        decision = outcome.decision
+        observed.append(decision.feedback_level if decision.accepted else decision.reason_code)
+    try:
+        listing = read_store(folder / "sessions.sqlite3")
+    except SealevalError as error:
+        console.print(f"session store: error: {error}", markup=False)
+        return False
+    table = Table(show_header=True)
+    table.add_column("attempt")
+    table.add_column("session key")
+    table.add_column("steps")
+    table.add_column("terminal phase")
+    table.add_column("band")
+    terminals: list[str] = []
+    for record in listing.sessions:
+        last = record.steps[-1] if record.steps else None
+        terminals.append("" if last is None else last.phase)
+        band = "-" if last is None or last.band is None else str(last.band)
+        attempt = str(attempts.get(record.session_key, "?"))
+        steps = str(len(record.steps))
+        table.add_row(attempt, _short(record.session_key), steps, terminals[-1], band)
+    console.print(table)
+    claimed = [row.claimed for row in listing.budgets]
+    console.print(f"budget rows: {len(claimed)}, claimed: {sum(claimed)}")
+    console.print(
+        "written: demo-out/session/sessions.sqlite3 (digests, counts, ticks and bands only), "
+        "demo-out/session/ledger-usage.json (budget usage counters)"
+    )
+    by_key = {record.session_key: record for record in listing.sessions}
+    return (
+        tuple(observed) == _SESSION_EXPECTED
+        and len(by_key) == len(_SESSION_ATTEMPTS)
+        and sorted(terminals) == sorted(_SESSION_TERMINALS)
+        and claimed == [False]
+    )
+
+
 @click.command(context_settings=CONTEXT_SETTINGS)
 @click.option(
     "--out",
@@ -188,11 +258,13 @@ def demo(out: Path) -> None:
     behaved = _manifest_section(console, out)
     sealed = SealedWorkflowManifest.from_json((out / "manifest.json").read_bytes())
     behaved = _gates_section(console, out, sealed.manifest_digest) and behaved
+    behaved = _session_section(console, out) and behaved
     console.print(Rule())
     if behaved:
         console.print(
             "demo complete: the untouched submission was eligible, one changed byte was "
-            "refused, and the critical failure blocked the release."
+            "refused, the critical failure blocked the release, and the feedback budget "
+            "gave one detailed result, one coarse band, then refused the third attempt."
         )
     else:
         console.print("[bold red]demo did not behave as expected[/bold red]")
