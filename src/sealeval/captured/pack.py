@@ -1,0 +1,792 @@
+"""Construction and publication of the directory evidence pack ``invarlock/evidence-pack-v2``.
+
+Wire contract: ``31-pack.md`` of the invarlock specification. See
+``docs/evidence-pack.md``; the format's constants and the reader live in
+:mod:`sealeval.captured.pack_reader`.
+
+Two steps, so that the expensive comparison sits between loading and
+packing and nothing is loaded twice:
+
+1. :func:`prepare_pack` takes the normalized request, both runs, the policy
+   and the **already computed** comparison report (its canonical bytes), checks
+   that they bind to each other exactly as a reader will check them (sizes,
+   record counts, canonical report, report envelope and bindings,
+   re-normalization of the request against the runs and policy, manifest
+   schema), and computes the checksum ledger, the manifest and — in signed
+   mode — the Ed25519 signature envelope. Nothing is written.
+2. :func:`publish_pack` writes a :class:`StagedPack` into a private staging
+   directory beside the destination (files created exclusively, mode 0600,
+   written, chmod 0444, fsynced; directories 0700, fsynced), verifies every
+   written file's SHA-256 and the staged inventory, and renames the staging
+   directory onto the destination with a **no-replace** rename. An existing
+   destination is refused; on any failure the staging directory is removed,
+   so a partial pack is never visible under the destination name.
+
+:func:`build_evidence_pack` does both for a
+:class:`~sealeval.captured.request.CapturedRequest`.
+
+No-clobber rename: Linux ``renameat2(RENAME_NOREPLACE)`` or macOS
+``renameatx_np(RENAME_EXCL)``, called through :mod:`ctypes`. Where neither
+exists (or the file system refuses the flag), the destination name is first
+claimed with an exclusive ``mkdir`` and the staging directory is then renamed
+onto that empty directory (POSIX ``rename`` replaces an empty directory
+atomically and fails on a non-empty one); a concurrent writer can therefore
+never be overwritten, and readers see either nothing, an empty directory for
+an instant, or the complete pack.
+
+Refusals are :class:`EvidencePackBuildError` (message ``<field>: <code>``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import errno
+import hashlib
+import os
+import secrets
+import stat
+import sys
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+from sealeval.canonical import decode, digest_bytes, encode_invarlock
+from sealeval.captured.errors import freeze_json
+from sealeval.captured.pack_reader import (
+    CHECKSUMS_NAME,
+    DIRECTORIES,
+    MANIFEST_NAME,
+    MAX_CONTROL_BYTES,
+    MAX_ROLE_BYTES,
+    MAX_TOTAL_BYTES,
+    PACK_FORMAT,
+    PACK_KIND,
+    ROLE_PATHS,
+    ROLES,
+    SIGNATURE_NAME,
+    SIGNED,
+    UNSIGNED,
+    EvidencePackError,
+    PackManifest,
+    ReportValidator,
+    check_report_document,
+    checksum_ledger,
+    parse_manifest,
+)
+from sealeval.captured.policy import ComparisonPolicy
+from sealeval.captured.request import (
+    CapturedRequest,
+    NormalizedRequest,
+    authored_from_normalized,
+    normalize_captured_request,
+)
+from sealeval.captured.run import INVARLOCK_LIMITS, Run
+from sealeval.captured.signing import SigningKey, signature_envelope
+from sealeval.errors import CanonicalError, SealevalError
+
+__all__ = [
+    "STAGING_PREFIX",
+    "EvidencePackBuildError",
+    "PublishedPack",
+    "StagedPack",
+    "build_evidence_pack",
+    "prepare_pack",
+    "publish_pack",
+]
+
+#: Name prefix of the private staging directory created beside the destination.
+STAGING_PREFIX: Final = ".captured-evidence-"
+_FILE_MODE: Final = 0o444
+_DIR_MODE: Final = 0o700
+_CHUNK: Final = 1_048_576
+_O_CLOEXEC: Final = getattr(os, "O_CLOEXEC", 0)
+_DIR_FLAGS: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | _O_CLOEXEC
+
+
+class EvidencePackBuildError(SealevalError):
+    """Refusal to build or publish an evidence pack (``evaluate`` exits with status 2)."""
+
+    module = "sealeval.captured.pack"
+    codes = frozenset(
+        {
+            # inputs
+            "signing_mode",
+            "invalid_type",
+            "request_mismatch",
+            "too_many_records",
+            "too_large",
+            "invalid_report",
+            "report_not_canonical",
+            "report_binding_mismatch",
+            "self_check_failed",
+            # publication
+            "unsafe_destination",
+            "output_exists",
+            "output_unwritable",
+        }
+    )
+
+
+def _fail(code: str, where: str | None = None) -> EvidencePackBuildError:
+    return EvidencePackBuildError(code, where)
+
+
+# ---------------------------------------------------------------------------
+# Construction
+
+
+@dataclass(frozen=True, slots=True, repr=False, eq=False)
+class StagedPack:
+    """A checked, complete pack held in memory, ready for :func:`publish_pack`.
+
+    The runs are kept as :class:`~sealeval.captured.run.Run` objects and
+    streamed to disk at publication (their canonical bytes are never held);
+    ``report_bytes`` is the caller's object, not a copy.
+
+    Attributes:
+        request: the normalized request (``request.json``).
+        policy: the policy (``inputs/policy.json``).
+        baseline: the baseline run (``records/baseline.json``).
+        subject: the subject run (``records/subject.json``).
+        report_bytes: the comparison report's canonical bytes.
+        decision: the report's overall decision.
+        manifest: the manifest (its digest is ``pack_manifest_digest``).
+        checksums_bytes: the checksum ledger.
+        signature_bytes: the signature envelope, or ``None`` when unsigned.
+    """
+
+    request: NormalizedRequest
+    policy: ComparisonPolicy
+    baseline: Run
+    subject: Run
+    report_bytes: bytes
+    decision: str
+    manifest: PackManifest
+    checksums_bytes: bytes
+    signature_bytes: bytes | None
+
+    def __repr__(self) -> str:
+        """Show the manifest digest and the authentication mode only."""
+        return (
+            f"StagedPack(pack_manifest_digest={self.pack_manifest_digest!r}, "
+            f"authentication={self.authentication!r})"
+        )
+
+    @property
+    def pack_manifest_digest(self) -> str:
+        """``sha256:`` of the ``manifest.json`` bytes."""
+        return self.manifest.digest
+
+    @property
+    def authentication(self) -> str:
+        """``"signed"`` or ``"unsigned_local"``."""
+        return self.manifest.authentication
+
+    @property
+    def signing_key_fingerprint(self) -> str | None:
+        """The signer's fingerprint, or ``None`` when unsigned."""
+        return self.manifest.signing_key_fingerprint
+
+    @property
+    def comparison_id(self) -> str:
+        """The comparison id."""
+        return self.manifest.comparison_id
+
+    def digest(self, role: str) -> str:
+        """Return the ``sha256:`` digest of a payload file by role."""
+        return self.manifest.files[role].digest
+
+    def files(self) -> tuple[tuple[str, Callable[[], Iterable[bytes]], int], ...]:
+        """Every file as ``(pack-relative path, chunk source, size)``, payloads first."""
+        report = self.report_bytes
+        request = self.request.canonical_bytes
+        policy = self.policy.canonical_bytes
+        entries: list[tuple[str, Callable[[], Iterable[bytes]], int]] = [
+            (ROLE_PATHS["request"], lambda: (request,), len(request)),
+            (ROLE_PATHS["policy"], lambda: (policy,), len(policy)),
+            (ROLE_PATHS["baseline"], self.baseline.iter_canonical, self.baseline.canonical_size),
+            (ROLE_PATHS["subject"], self.subject.iter_canonical, self.subject.canonical_size),
+            (ROLE_PATHS["report"], lambda: (report,), len(report)),
+            (CHECKSUMS_NAME, lambda: (self.checksums_bytes,), len(self.checksums_bytes)),
+            (
+                MANIFEST_NAME,
+                lambda: (self.manifest.canonical_bytes,),
+                len(self.manifest.canonical_bytes),
+            ),
+        ]
+        signature = self.signature_bytes
+        if signature is not None:
+            entries.append((SIGNATURE_NAME, lambda: (signature,), len(signature)))
+        return tuple(entries)
+
+
+def _check_report(
+    report: bytes,
+    hexes: Mapping[str, str],
+    validate_report: ReportValidator | None,
+) -> str:
+    """Check the report as a reader checks it; return its decision."""
+    try:
+        document = decode(report)
+    except CanonicalError:
+        raise _fail("invalid_report", "report") from None
+    if not isinstance(document, dict):
+        raise _fail("invalid_report", "report")
+    if encode_invarlock(document) != report:
+        raise _fail("report_not_canonical", "report")
+    try:
+        check_report_document(document)
+        if validate_report is not None:
+            validate_report(freeze_json(document, "report"))  # type: ignore[arg-type]
+    except SealevalError:
+        raise _fail("invalid_report", "report") from None
+    bindings = document["bindings"]
+    for role in ("baseline", "subject", "policy"):
+        if bindings[role] != hexes[role]:
+            raise _fail("report_binding_mismatch", f"report.bindings.{role}")
+    return str(document["decision"])
+
+
+def _check_bindings(
+    request: NormalizedRequest, baseline: Run, subject: Run, policy: ComparisonPolicy
+) -> None:
+    """Require the request to be exactly the normalization of these runs and this policy."""
+    if (
+        request.baseline_run_digest != baseline.digest
+        or request.subject_run_digest != subject.digest
+        or request.policy_digest != policy.digest
+    ):
+        raise _fail("request_mismatch", "request")
+    try:
+        authored = authored_from_normalized(
+            request,
+            baseline_path=ROLE_PATHS["baseline"],
+            subject_path=ROLE_PATHS["subject"],
+            policy_path=ROLE_PATHS["policy"],
+            evidence="evidence",
+        )
+        renormalized = normalize_captured_request(authored, baseline, subject, policy)
+    except SealevalError:
+        raise _fail("request_mismatch", "request") from None
+    if renormalized.canonical_bytes != request.canonical_bytes:  # pragma: no cover - defensive
+        raise _fail("request_mismatch", "request")
+
+
+def _check_inputs(
+    *,
+    request: object,
+    baseline: object,
+    subject: object,
+    policy: object,
+    report: object,
+    signing_key: object,
+    unsigned: bool,
+) -> None:
+    """Check the signing mode, the argument types, record counts and per-file sizes."""
+    if (signing_key is None) == (not unsigned):
+        raise _fail("signing_mode", "signing_key")
+    if signing_key is not None and not isinstance(signing_key, SigningKey):
+        raise _fail("invalid_type", "signing_key")
+    for value, kind, where in (
+        (request, NormalizedRequest, "request"),
+        (baseline, Run, "baseline"),
+        (subject, Run, "subject"),
+        (policy, ComparisonPolicy, "policy"),
+        (report, bytes, "report"),
+    ):
+        if not isinstance(value, kind):
+            raise _fail("invalid_type", where)
+    assert isinstance(baseline, Run)
+    assert isinstance(subject, Run)
+    max_records = INVARLOCK_LIMITS.max_records
+    for role, run in (("baseline", baseline), ("subject", subject)):
+        if max_records is not None and len(run.records) > max_records:
+            raise _fail("too_many_records", role)
+    for role, size in _sizes(request, baseline, subject, policy, report).items():  # type: ignore[arg-type]
+        if size > MAX_ROLE_BYTES[role]:
+            raise _fail("too_large", role)
+
+
+def _sizes(
+    request: NormalizedRequest, baseline: Run, subject: Run, policy: ComparisonPolicy, report: bytes
+) -> dict[str, int]:
+    return {
+        "request": len(request.canonical_bytes),
+        "policy": len(policy.canonical_bytes),
+        "baseline": baseline.canonical_size,
+        "subject": subject.canonical_size,
+        "report": len(report),
+    }
+
+
+def prepare_pack(
+    *,
+    request: NormalizedRequest,
+    baseline: Run,
+    subject: Run,
+    policy: ComparisonPolicy,
+    comparison_report: bytes,
+    signing_key: SigningKey | None = None,
+    unsigned: bool = False,
+    validate_report: ReportValidator | None = None,
+) -> StagedPack:
+    """Check the pack's content and compute its ledger, manifest and signature.
+
+    Args:
+        request: the normalized request of these runs and this policy.
+        baseline: the baseline run.
+        subject: the subject run.
+        policy: the policy.
+        comparison_report: the comparison report's canonical bytes (final LF),
+            as the comparison engine produced them.
+        signing_key: the Ed25519 key (signed mode).
+        unsigned: publish ``unsigned_local`` instead (exactly one of
+            ``signing_key`` and ``unsigned`` is required).
+        validate_report: the comparison engine's full report-schema check.
+
+    Raises:
+        EvidencePackBuildError: ``signing_mode``, ``invalid_type``,
+            ``request_mismatch``, ``too_many_records``, ``too_large``,
+            ``invalid_report``, ``report_not_canonical``,
+            ``report_binding_mismatch``, ``self_check_failed``.
+    """
+    _check_inputs(
+        request=request,
+        baseline=baseline,
+        subject=subject,
+        policy=policy,
+        report=comparison_report,
+        signing_key=signing_key,
+        unsigned=unsigned,
+    )
+    _check_bindings(request, baseline, subject, policy)
+    hexes = {
+        "request": request.digest,
+        "policy": policy.digest,
+        "baseline": baseline.digest,
+        "subject": subject.digest,
+        "report": digest_bytes(comparison_report),
+    }
+    decision = _check_report(comparison_report, hexes, validate_report)
+    ledger = checksum_ledger(hexes)
+    document: dict[str, Any] = {
+        "format": PACK_FORMAT,
+        "kind": PACK_KIND,
+        "authentication": UNSIGNED if signing_key is None else SIGNED,
+        "comparison_id": request.comparison_id,
+        "request_digest": request.digest,
+        "signing_key_fingerprint": None,
+        "files": {role: {"path": ROLE_PATHS[role], "digest": hexes[role]} for role in ROLES},
+        "checksums": CHECKSUMS_NAME,
+        "checksums_sha256_digest": hashlib.sha256(ledger).hexdigest(),
+    }
+    if signing_key is not None:
+        document["signing_key_fingerprint"] = signing_key.fingerprint
+        document["signature"] = SIGNATURE_NAME
+    try:
+        manifest = parse_manifest(document)
+    except EvidencePackError:  # pragma: no cover - the document is built above
+        raise _fail("self_check_failed", "manifest") from None
+    signature = None
+    if signing_key is not None:
+        signature = signature_envelope(manifest.canonical_bytes, signing_key)
+    control = len(ledger) + len(manifest.canonical_bytes) + len(signature or b"")
+    if max(len(ledger), len(manifest.canonical_bytes), len(signature or b"")) > MAX_CONTROL_BYTES:
+        raise _fail("self_check_failed", "manifest")  # pragma: no cover - fixed-size documents
+    sizes = _sizes(request, baseline, subject, policy, comparison_report)
+    if sum(sizes.values()) + control > MAX_TOTAL_BYTES:
+        raise _fail("too_large", "pack")
+    return StagedPack(
+        request=request,
+        policy=policy,
+        baseline=baseline,
+        subject=subject,
+        report_bytes=comparison_report,
+        decision=decision,
+        manifest=manifest,
+        checksums_bytes=ledger,
+        signature_bytes=signature,
+    )
+
+
+# ---------------------------------------------------------------------------
+# Publication
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class PublishedPack:
+    """A pack published at :attr:`path` (what ``evaluate`` reports).
+
+    Attributes:
+        path: the pack directory.
+        pack_manifest_digest: ``sha256:`` of ``manifest.json``.
+        comparison_id: the comparison id.
+        request_digest: the request digest.
+        baseline_run_digest: the baseline run digest.
+        subject_run_digest: the subject run digest.
+        policy_digest: the policy digest.
+        authentication: ``"signed"`` or ``"unsigned_local"``.
+        signing_key_fingerprint: the signer's fingerprint, or ``None``.
+        decision: the report's overall decision.
+    """
+
+    path: Path
+    pack_manifest_digest: str
+    comparison_id: str
+    request_digest: str
+    baseline_run_digest: str
+    subject_run_digest: str
+    policy_digest: str
+    authentication: str
+    signing_key_fingerprint: str | None
+    decision: str
+
+    def __repr__(self) -> str:
+        """Show the manifest digest only."""
+        return f"PublishedPack(pack_manifest_digest={self.pack_manifest_digest!r})"
+
+
+def _load_noreplace() -> tuple[Any, int] | None:
+    """Return the platform's no-replace rename ``(function, flag)``, if the C library has one."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+    except OSError:  # pragma: no cover - every supported platform has a C library
+        return None
+    if sys.platform == "darwin":  # pragma: no cover - exercised on macOS only
+        name, flag = "renameatx_np", 0x4  # RENAME_EXCL
+    else:
+        name, flag = "renameat2", 0x1  # RENAME_NOREPLACE
+    function = getattr(libc, name, None)
+    if function is None:  # pragma: no cover - glibc < 2.28, musl
+        return None
+    function.argtypes = [
+        ctypes.c_int,
+        ctypes.c_char_p,
+        ctypes.c_int,
+        ctypes.c_char_p,
+        ctypes.c_uint,
+    ]
+    function.restype = ctypes.c_int
+    return function, flag
+
+
+#: The no-replace rename in use (``None``: the claimed-directory fallback).
+_NOREPLACE: tuple[Any, int] | None = _load_noreplace()
+_UNSUPPORTED: Final = frozenset(
+    {errno.ENOSYS, errno.EINVAL, getattr(errno, "ENOTSUP", -1), getattr(errno, "EOPNOTSUPP", -1)}
+)
+
+
+def _rename_claimed(dir_fd: int, old: str, new: str) -> None:
+    """Claim ``new`` with an exclusive mkdir, then rename ``old`` onto the empty claim."""
+    try:
+        os.mkdir(new, _DIR_MODE, dir_fd=dir_fd)
+    except FileExistsError:
+        raise _fail("output_exists", "output") from None
+    except OSError:
+        raise _fail("output_unwritable", "output") from None
+    try:
+        os.rename(old, new, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+    except OSError as error:
+        with contextlib.suppress(OSError):
+            os.rmdir(new, dir_fd=dir_fd)  # only succeeds while the claim is still empty
+        exists = error.errno in (errno.EEXIST, errno.ENOTEMPTY)
+        raise _fail("output_exists" if exists else "output_unwritable", "output") from None
+
+
+def _rename_noreplace(dir_fd: int, old: str, new: str) -> None:
+    """Atomically rename ``old`` to ``new`` in one directory, never replacing ``new``."""
+    noreplace = _NOREPLACE
+    if noreplace is not None:
+        function, flag = noreplace
+        result = function(dir_fd, os.fsencode(old), dir_fd, os.fsencode(new), flag)
+        if result == 0:
+            return
+        code = ctypes.get_errno()
+        if code in (errno.EEXIST, errno.ENOTEMPTY):
+            raise _fail("output_exists", "output")
+        if code not in _UNSUPPORTED:
+            raise _fail("output_unwritable", "output")
+    _rename_claimed(dir_fd, old, new)
+
+
+def _fsync(fd: int) -> None:
+    with contextlib.suppress(OSError):
+        os.fsync(fd)
+
+
+def _relative_destination(destination: Path, anchor: Path | None) -> tuple[Path, tuple[str, ...]]:
+    """Return ``(anchor, components below it)``, refusing ``..`` and escapes."""
+    if anchor is None:
+        anchor = Path(destination.anchor or Path.cwd())
+        relative = destination.relative_to(anchor) if destination.is_absolute() else destination
+    elif destination.is_absolute():
+        try:
+            relative = destination.relative_to(anchor)
+        except ValueError:
+            raise _fail("unsafe_destination", "output") from None
+    else:
+        relative = destination
+    parts = relative.parts
+    if not parts or any(part in ("", ".", "..") for part in parts):
+        raise _fail("unsafe_destination", "output")
+    return anchor, parts
+
+
+def _child_directory(fd: int, name: str) -> int:
+    """Open (creating with mode 0700 when missing) a real child directory, no symlink."""
+    try:
+        return os.open(name, _DIR_FLAGS, dir_fd=fd)
+    except FileNotFoundError:
+        pass
+    except OSError as error:
+        if error.errno in (errno.ELOOP, errno.ENOTDIR):
+            raise _fail("unsafe_destination", "output") from None
+        raise _fail("output_unwritable", "output") from None  # pragma: no cover - EACCES
+    try:
+        os.mkdir(name, _DIR_MODE, dir_fd=fd)
+    except FileExistsError:  # pragma: no cover - created concurrently; opened (no-follow) below
+        pass
+    except OSError:  # pragma: no cover - EACCES, read-only file system
+        raise _fail("output_unwritable", "output") from None
+    _fsync(fd)
+    try:
+        return os.open(name, _DIR_FLAGS, dir_fd=fd)
+    except OSError:  # pragma: no cover - replaced by a symlink concurrently
+        raise _fail("unsafe_destination", "output") from None
+
+
+def _open_parent(destination: Path, anchor: Path | None) -> tuple[int, str]:
+    """Open the destination's parent below ``anchor`` without following symlinks.
+
+    Missing ancestors are created with mode 0700. Returns ``(fd, final name)``.
+    """
+    base, parts = _relative_destination(destination, anchor)
+    try:
+        fd = os.open(base, os.O_RDONLY | os.O_DIRECTORY | _O_CLOEXEC)
+    except OSError:
+        raise _fail("output_unwritable", "output") from None
+    try:
+        for part in parts[:-1]:
+            child = _child_directory(fd, part)
+            os.close(fd)
+            fd = child
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, parts[-1]
+
+
+def _names(dir_fd: int) -> list[str]:
+    """List a directory given as a file descriptor."""
+    return os.listdir(dir_fd)
+
+
+def _write_file(dir_fd: int, name: str, chunks: Iterable[bytes]) -> tuple[str, int]:
+    """Create ``name`` exclusively (mode 0600), write, chmod 0444, fsync; return (digest, size)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | _O_CLOEXEC
+    fd = os.open(name, flags, 0o600, dir_fd=dir_fd)
+    hasher = hashlib.sha256()
+    size = 0
+    try:
+        with os.fdopen(os.dup(fd), "wb", buffering=_CHUNK) as handle:
+            for chunk in chunks:
+                hasher.update(chunk)
+                size += len(chunk)
+                handle.write(chunk)
+        os.fchmod(fd, _FILE_MODE)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    return "sha256:" + hasher.hexdigest(), size
+
+
+def _remove_tree(parent_fd: int, name: str) -> None:
+    """Remove a staging directory we created (files first, then directories)."""
+    try:
+        fd = os.open(name, _DIR_FLAGS, dir_fd=parent_fd)
+    except OSError:  # pragma: no cover - never created, or already gone
+        return
+    try:
+        for entry in _names(fd):
+            try:
+                info = os.stat(entry, dir_fd=fd, follow_symlinks=False)
+            except OSError:  # pragma: no cover - removed concurrently
+                continue
+            if stat.S_ISDIR(info.st_mode):
+                _remove_tree(fd, entry)
+            else:
+                with contextlib.suppress(OSError):
+                    os.unlink(entry, dir_fd=fd)
+    finally:
+        os.close(fd)
+    with contextlib.suppress(OSError):
+        os.rmdir(name, dir_fd=parent_fd)
+
+
+def _stage(parent_fd: int, staging: str, staged: StagedPack) -> None:
+    """Write every file into ``staging`` and verify what was written."""
+    os.mkdir(staging, _DIR_MODE, dir_fd=parent_fd)
+    root_fd = os.open(staging, _DIR_FLAGS, dir_fd=parent_fd)
+    dir_fds: dict[str, int] = {}
+    try:
+        os.fchmod(root_fd, _DIR_MODE)
+        for directory in DIRECTORIES:
+            os.mkdir(directory, _DIR_MODE, dir_fd=root_fd)
+            dir_fds[directory] = os.open(directory, _DIR_FLAGS, dir_fd=root_fd)
+            os.fchmod(dir_fds[directory], _DIR_MODE)
+        expected: dict[str, str] = {}
+        for relative, source, size in staged.files():
+            directory, _, leaf = relative.rpartition("/")
+            target = dir_fds[directory] if directory else root_fd
+            digest, written = _write_file(target, leaf, source())
+            if written != size:
+                raise _fail("self_check_failed", "pack")
+            expected[relative] = digest
+        for role in ROLES:
+            if expected[ROLE_PATHS[role]] != staged.digest(role):
+                raise _fail("self_check_failed", role)
+        if expected[MANIFEST_NAME] != staged.pack_manifest_digest:
+            raise _fail("self_check_failed", "manifest")
+        for fd in dir_fds.values():
+            _fsync(fd)
+        _check_staged_inventory(root_fd, dir_fds, set(expected))
+        _fsync(root_fd)
+    finally:
+        for fd in dir_fds.values():
+            os.close(fd)
+        os.close(root_fd)
+
+
+def _check_staged_inventory(root_fd: int, dir_fds: Mapping[str, int], names: set[str]) -> None:
+    """Require exactly the pack's regular files (0444) and directories (0700) in the stage."""
+    found: set[str] = set()
+    for name in _names(root_fd):
+        info = os.stat(name, dir_fd=root_fd, follow_symlinks=False)
+        if name in DIRECTORIES:
+            if not stat.S_ISDIR(info.st_mode) or stat.S_IMODE(info.st_mode) != _DIR_MODE:
+                raise _fail("self_check_failed", "pack")
+            continue
+        found.add(name)
+        if not stat.S_ISREG(info.st_mode) or stat.S_IMODE(info.st_mode) != _FILE_MODE:
+            raise _fail("self_check_failed", "pack")
+    for directory, fd in dir_fds.items():
+        for name in _names(fd):
+            info = os.stat(name, dir_fd=fd, follow_symlinks=False)
+            if not stat.S_ISREG(info.st_mode) or stat.S_IMODE(info.st_mode) != _FILE_MODE:
+                raise _fail("self_check_failed", "pack")
+            found.add(f"{directory}/{name}")
+    if found != names:
+        raise _fail("self_check_failed", "pack")
+
+
+def publish_pack(
+    staged: StagedPack,
+    destination: str | os.PathLike[str],
+    *,
+    anchor: str | os.PathLike[str] | None = None,
+) -> PublishedPack:
+    """Write a staged pack atomically at ``destination``, refusing an existing one.
+
+    Args:
+        staged: the output of :func:`prepare_pack`.
+        destination: the pack directory to create (must not exist).
+        anchor: a trusted existing directory the destination lies below; every
+            component after it is opened without following symlinks and
+            created (mode 0700) when missing. Default: the file-system root
+            for an absolute destination, the working directory otherwise. A
+            ``..`` component is refused.
+
+    Layout and modes: pack root and ``inputs``/``records``/``reports`` 0700,
+    every file 0444 (the reference publishes exactly these).
+
+    Raises:
+        EvidencePackBuildError: ``unsafe_destination``, ``output_exists``,
+            ``output_unwritable``, ``self_check_failed``, ``invalid_type``.
+    """
+    if not isinstance(staged, StagedPack):
+        raise _fail("invalid_type", "pack")
+    target = Path(destination)
+    base = None if anchor is None else Path(anchor)
+    parent_fd, name = _open_parent(target, base)
+    try:
+        try:
+            os.stat(name, dir_fd=parent_fd, follow_symlinks=False)
+        except FileNotFoundError:
+            pass
+        except OSError:  # pragma: no cover - EACCES
+            raise _fail("output_unwritable", "output") from None
+        else:
+            raise _fail("output_exists", "output")
+        staging = STAGING_PREFIX + secrets.token_hex(16)
+        try:
+            _stage(parent_fd, staging, staged)
+            _rename_noreplace(parent_fd, staging, name)
+        except OSError:
+            _remove_tree(parent_fd, staging)
+            raise _fail("output_unwritable", "output") from None
+        except BaseException:
+            _remove_tree(parent_fd, staging)
+            raise
+        _fsync(parent_fd)
+    finally:
+        os.close(parent_fd)
+    path = target if base is None or target.is_absolute() else base / target
+    request = staged.request
+    return PublishedPack(
+        path=path,
+        pack_manifest_digest=staged.pack_manifest_digest,
+        comparison_id=staged.comparison_id,
+        request_digest=request.digest,
+        baseline_run_digest=request.baseline_run_digest,
+        subject_run_digest=request.subject_run_digest,
+        policy_digest=request.policy_digest,
+        authentication=staged.authentication,
+        signing_key_fingerprint=staged.signing_key_fingerprint,
+        decision=staged.decision,
+    )
+
+
+def build_evidence_pack(
+    request: CapturedRequest,
+    *,
+    comparison_report: bytes,
+    signing_key: SigningKey | None = None,
+    unsigned: bool = False,
+    destination: str | os.PathLike[str] | None = None,
+    anchor: str | os.PathLike[str] | None = None,
+    validate_report: ReportValidator | None = None,
+) -> PublishedPack:
+    """Build and publish the pack of a loaded request (``evaluate`` after the comparison).
+
+    Args:
+        request: the loaded request (:func:`~sealeval.captured.request.load_captured_request`).
+        comparison_report: the comparison report's canonical bytes.
+        signing_key: the Ed25519 key (signed mode).
+        unsigned: publish ``unsigned_local`` instead.
+        destination: where to publish; default ``output.evidence`` below the
+            request root (components below the root opened without
+            following symlinks).
+        anchor: see :func:`publish_pack` (only with ``destination``).
+        validate_report: the comparison engine's full report-schema check.
+
+    Raises:
+        EvidencePackBuildError: see :func:`prepare_pack` and :func:`publish_pack`.
+    """
+    if not isinstance(request, CapturedRequest):
+        raise _fail("invalid_type", "request")
+    staged = prepare_pack(
+        request=request.normalized,
+        baseline=request.baseline,
+        subject=request.subject,
+        policy=request.policy,
+        comparison_report=comparison_report,
+        signing_key=signing_key,
+        unsigned=unsigned,
+        validate_report=validate_report,
+    )
+    if destination is None:
+        return publish_pack(staged, request.authored.output, anchor=request.root)
+    return publish_pack(staged, destination, anchor=anchor)

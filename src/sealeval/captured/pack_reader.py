@@ -1,0 +1,1112 @@
+"""Strict reading of the directory evidence pack ``invarlock/evidence-pack-v2``.
+
+Wire contract: ``31-pack.md`` (layout, ledger, manifest, signature) and
+``32-verify.md`` §3 (examining the pack) of the invarlock specification; JSON
+Schemas ``contracts/invarlock.evidence-pack-v2.manifest.schema.json`` and
+``contracts/invarlock.evidence-pack-v2.signature.schema.json``. See
+``docs/evidence-pack.md``.
+
+:func:`read_evidence_pack` is the shared examination every consumer (verify,
+report, receipts) builds on. It returns an :class:`EvidencePack` of typed,
+validated objects — the normalized request, the policy, both runs, the
+report document, the manifest and the signer's key — or refuses with an
+:class:`EvidencePackError` whose :attr:`~EvidencePackError.status` is the
+reference's verification status: **4** (contract: inventory, size, strict
+JSON, canonical bytes, schemas) or **6** (integrity: digests, ledger,
+signature, bindings, files changing while read). An error raised before the
+manifest was identified has ``manifest_digest is None`` (no receipt may be
+written); afterwards it carries the examined manifest's digest.
+
+What this module does *not* do: the recipient's checks (authentication
+required, signer and digest anchors, recipient policy), the Unicode and
+work-budget checks, and the replay — they belong to verification.
+
+The format's constants, the checksum ledger, the manifest schema and the
+report envelope check live here too, so that construction
+(:mod:`sealeval.captured.pack`) self-checks with exactly the reader's rules.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import os
+import re
+import stat
+import types
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, Final
+
+from sealeval.canonical import (
+    DecodeLimits,
+    decode,
+    digest_bytes,
+    digest_invarlock,
+    encode_invarlock,
+    is_digest,
+)
+from sealeval.captured.errors import CapturedRunError, freeze_json, thaw_json
+from sealeval.captured.policy import ComparisonPolicy, ComparisonPolicyError
+from sealeval.captured.request import (
+    CapturedRequestError,
+    NormalizedRequest,
+    authored_from_normalized,
+    comparison_id,
+    normalize_captured_request,
+    parse_normalized_request,
+)
+from sealeval.captured.run import INVARLOCK_LIMITS, Run, run_from_document
+from sealeval.captured.signing import (
+    SignatureEnvelope,
+    SigningKeyError,
+    VerifyKey,
+    parse_signature_envelope,
+    verify_signature_envelope,
+)
+from sealeval.errors import CanonicalError, SealevalError
+
+__all__ = [
+    "AUTHENTICATIONS",
+    "CHECKSUMS_NAME",
+    "DECISIONS",
+    "DIRECTORIES",
+    "MANIFEST_NAME",
+    "MAX_CONTROL_BYTES",
+    "MAX_MANIFEST_DETECT_BYTES",
+    "MAX_REPORT_METRICS",
+    "MAX_ROLE_BYTES",
+    "MAX_TOTAL_BYTES",
+    "PACK_FORMAT",
+    "PACK_KIND",
+    "REPORT_FORMAT",
+    "ROLES",
+    "ROLE_PATHS",
+    "SIGNATURE_NAME",
+    "SIGNED",
+    "UNSIGNED",
+    "EvidencePack",
+    "EvidencePackError",
+    "PackFile",
+    "PackManifest",
+    "PackSnapshot",
+    "ReportValidator",
+    "check_report_document",
+    "checksum_ledger",
+    "parse_manifest",
+    "read_evidence_pack",
+]
+
+#: ``format`` of the manifest.
+PACK_FORMAT: Final = "invarlock/evidence-pack-v2"
+#: ``kind`` of the manifest.
+PACK_KIND: Final = "captured"
+#: ``authentication`` values.
+SIGNED: Final = "signed"
+UNSIGNED: Final = "unsigned_local"
+AUTHENTICATIONS: Final = (SIGNED, UNSIGNED)
+#: Control file names.
+MANIFEST_NAME: Final = "manifest.json"
+SIGNATURE_NAME: Final = "manifest.signature.json"
+CHECKSUMS_NAME: Final = "checksums.sha256"
+#: Payload roles in the order they are checked.
+ROLES: Final = ("request", "policy", "baseline", "subject", "report")
+#: The fixed path of each payload role.
+ROLE_PATHS: Final[Mapping[str, str]] = types.MappingProxyType(
+    {
+        "request": "request.json",
+        "policy": "inputs/policy.json",
+        "baseline": "records/baseline.json",
+        "subject": "records/subject.json",
+        "report": "reports/evaluation.report.json",
+    }
+)
+#: The only directories of a pack.
+DIRECTORIES: Final = ("inputs", "records", "reports")
+_MIB: Final = 1_048_576
+#: Largest payload file per role, in bytes.
+MAX_ROLE_BYTES: Final[Mapping[str, int]] = types.MappingProxyType(
+    {
+        "request": _MIB,
+        "policy": 128 * _MIB,
+        "baseline": 128 * _MIB,
+        "subject": 128 * _MIB,
+        "report": 128 * _MIB,
+    }
+)
+#: Largest control file (manifest, ledger, signature), in bytes.
+MAX_CONTROL_BYTES: Final = 65_536
+#: Largest manifest read to identify the pack, in bytes.
+MAX_MANIFEST_DETECT_BYTES: Final = 262_144
+#: Largest total of all files of a pack, in bytes.
+MAX_TOTAL_BYTES: Final = 384 * _MIB
+#: ``format`` of the comparison report.
+REPORT_FORMAT: Final = "invarlock/multi-metric-comparison-v1"
+#: Report decisions.
+DECISIONS: Final = ("pass", "regression", "insufficient_evidence")
+#: Most metric entries in a report (16 metrics x 17 scopes).
+MAX_REPORT_METRICS: Final = 272
+
+#: A full report-schema check (the comparison engine's); raise a SealevalError to refuse.
+ReportValidator = Callable[[Mapping[str, Any]], object]
+
+_LEDGER_ORDER: Final = tuple(sorted(ROLES, key=lambda role: ROLE_PATHS[role].encode()))
+_MANIFEST_REQUIRED: Final = (
+    "format",
+    "kind",
+    "authentication",
+    "comparison_id",
+    "request_digest",
+    "signing_key_fingerprint",
+    "files",
+    "checksums",
+    "checksums_sha256_digest",
+)
+_REPORT_MEMBERS: Final = frozenset({"format", "decision", "bindings", "metrics", "limitations"})
+_HEX64: Final = re.compile(r"[0-9a-f]{64}")
+_O_CLOEXEC: Final = getattr(os, "O_CLOEXEC", 0)
+_DIR_FLAGS: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | _O_CLOEXEC
+_FILE_FLAGS: Final = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | _O_CLOEXEC
+_JSON_CODES: Final[Mapping[str, str]] = types.MappingProxyType(
+    {
+        "too_large": "too_large",
+        "byte_order_mark": "not_utf8",
+        "not_utf8": "not_utf8",
+        "invalid_json": "invalid_json",
+        "duplicate_key": "duplicate_key",
+        "non_standard_constant": "non_finite_number",
+        "non_finite_number": "non_finite_number",
+        "too_deep": "too_deep",
+        "integer_too_long": "integer_too_long",
+        "string_too_long": "too_large",
+    }
+)
+
+
+class EvidencePackError(SealevalError):
+    """Refusal of an evidence pack being read (``status`` 4 = contract, 6 = integrity).
+
+    Attributes:
+        manifest_digest: ``sha256:`` of the examined ``manifest.json`` once the
+            pack was identified (a rejection receipt may then be written), else
+            ``None``.
+    """
+
+    module = "sealeval.captured.pack_reader"
+    codes = frozenset(
+        {
+            # contract (status 4)
+            "not_directory",
+            "manifest_missing",
+            "unsupported_format",
+            "unknown_entry",
+            "unsafe_entry",
+            "missing_entry",
+            "too_large",
+            "unreadable",
+            "not_utf8",
+            "invalid_json",
+            "duplicate_key",
+            "non_finite_number",
+            "too_deep",
+            "integer_too_long",
+            "not_object",
+            "not_canonical",
+            "unknown_field",
+            "missing_field",
+            "invalid_field",
+            "path_traversal",
+            "too_many_records",
+            "invalid_payload",
+            # integrity (status 6)
+            "signature_invalid",
+            "signer_mismatch",
+            "digest_mismatch",
+            "ledger_mismatch",
+            "request_digest_mismatch",
+            "comparison_id_mismatch",
+            "request_binding_mismatch",
+            "report_binding_mismatch",
+            "file_changed",
+        }
+    )
+    #: Codes that are integrity failures (verification status 6).
+    integrity_codes: ClassVar[frozenset[str]] = frozenset(
+        {
+            "signature_invalid",
+            "signer_mismatch",
+            "digest_mismatch",
+            "ledger_mismatch",
+            "request_digest_mismatch",
+            "comparison_id_mismatch",
+            "request_binding_mismatch",
+            "report_binding_mismatch",
+            "file_changed",
+        }
+    )
+
+    manifest_digest: str | None
+
+    def __init__(
+        self, code: str, field: str | None = None, *, manifest_digest: str | None = None
+    ) -> None:
+        """Build from a closed code, a fixed field name and the examined manifest digest."""
+        super().__init__(code, field)
+        self.manifest_digest = manifest_digest
+
+    @property
+    def status(self) -> int:
+        """The verification status / exit code: 6 for integrity failures, else 4."""
+        return 6 if self.code in type(self).integrity_codes else 4
+
+    @property
+    def identified(self) -> bool:
+        """Whether the manifest was identified before the refusal (receipt-worthy)."""
+        return self.manifest_digest is not None
+
+
+def _fail(code: str, where: str | None = None) -> EvidencePackError:
+    return EvidencePackError(code, where)
+
+
+@contextmanager
+def _identified(manifest_digest: str) -> Iterator[None]:
+    """Attach the examined manifest's digest to every refusal raised inside."""
+    try:
+        yield
+    except EvidencePackError as error:
+        digest = error.manifest_digest or manifest_digest
+        raise EvidencePackError(error.code, error.field, manifest_digest=digest) from None
+
+
+# ---------------------------------------------------------------------------
+# Format pieces shared with construction
+
+
+def checksum_ledger(digests: Mapping[str, str]) -> bytes:
+    """Return ``checksums.sha256`` for the five payload digests (``sha256:<hex>`` by role).
+
+    One line per payload, sorted by path (byte order):
+    ``<64 lowercase hex>`` + two spaces + path + LF.
+    """
+    lines = []
+    for role in _LEDGER_ORDER:
+        value = digests.get(role)
+        if not is_digest(value):
+            raise _fail("invalid_field", f"files.{role}.digest")
+        lines.append(f"{str(value)[7:]}  {ROLE_PATHS[role]}\n")
+    return "".join(lines).encode("ascii")
+
+
+@dataclass(frozen=True, slots=True)
+class PackFile:
+    """One ``files`` entry of the manifest: fixed path and ``sha256:`` digest."""
+
+    path: str
+    digest: str
+
+
+def _traverses(value: object) -> bool:
+    if type(value) is not str:
+        return False
+    return value.startswith(("/", "\\")) or ".." in re.split(r"[/\\]", value)
+
+
+def _fixed_name(document: Mapping[str, Any], member: str, expected: str, where: str) -> None:
+    value = document[member]
+    if value != expected or type(value) is not str:
+        raise _fail("path_traversal" if _traverses(value) else "invalid_field", where)
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class PackManifest:
+    """A validated ``manifest.json`` (closed schema; see :func:`parse_manifest`).
+
+    Attributes:
+        document: the manifest (read-only JSON value).
+        canonical_bytes: its canonical bytes (what is signed and hashed).
+        digest: ``pack_manifest_digest`` = ``sha256:`` of :attr:`canonical_bytes`.
+        authentication: ``"signed"`` or ``"unsigned_local"``.
+        comparison_id: the comparison id.
+        request_digest: the request digest.
+        signing_key_fingerprint: the signer's fingerprint, or ``None`` when unsigned.
+        files: role -> :class:`PackFile`.
+        checksums_sha256_digest: bare hex SHA-256 of the ledger.
+    """
+
+    document: Mapping[str, Any]
+    canonical_bytes: bytes = field(init=False)
+    digest: str = field(init=False)
+    authentication: str = field(init=False)
+    comparison_id: str = field(init=False)
+    request_digest: str = field(init=False)
+    signing_key_fingerprint: str | None = field(init=False)
+    files: Mapping[str, PackFile] = field(init=False)
+    checksums_sha256_digest: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        """Validate the closed manifest schema."""
+        document = self.document
+        if not isinstance(document, Mapping):
+            raise _fail("not_object", "manifest")
+        try:
+            frozen: Mapping[str, Any] = freeze_json(document, "manifest")  # type: ignore[assignment]
+        except CapturedRunError:
+            raise _fail("invalid_field", "manifest") from None
+        _check_manifest(frozen)
+        data = encode_invarlock(frozen)
+        files = {
+            role: PackFile(
+                path=frozen["files"][role]["path"], digest=frozen["files"][role]["digest"]
+            )
+            for role in ROLES
+        }
+        object.__setattr__(self, "document", frozen)
+        object.__setattr__(self, "canonical_bytes", data)
+        object.__setattr__(self, "digest", digest_bytes(data))
+        object.__setattr__(self, "authentication", frozen["authentication"])
+        object.__setattr__(self, "comparison_id", frozen["comparison_id"])
+        object.__setattr__(self, "request_digest", frozen["request_digest"])
+        object.__setattr__(self, "signing_key_fingerprint", frozen["signing_key_fingerprint"])
+        object.__setattr__(self, "files", types.MappingProxyType(files))
+        object.__setattr__(self, "checksums_sha256_digest", frozen["checksums_sha256_digest"])
+
+    def __repr__(self) -> str:
+        """Show the manifest digest and the authentication mode only."""
+        return f"PackManifest(digest={self.digest!r}, authentication={self.authentication!r})"
+
+    @property
+    def signed(self) -> bool:
+        """Whether the pack is signed."""
+        return self.authentication == SIGNED
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a fresh plain copy of the manifest."""
+        result: dict[str, Any] = thaw_json(self.document)
+        return result
+
+
+def _check_closed(
+    value: object, where: str, required: tuple[str, ...], optional: tuple[str, ...] = ()
+) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise _fail("invalid_field", where)
+    for key in value:
+        if key not in required and key not in optional:
+            raise _fail("unknown_field", where)
+    for key in required:
+        if key not in value:
+            raise _fail("missing_field", where)
+    return value
+
+
+def _check_files(files: Mapping[str, Any]) -> None:
+    """Check each ``files`` entry: closed ``{path, digest}``, the fixed path, a digest."""
+    for role in ROLES:
+        where = f"manifest.files.{role}"
+        entry = _check_closed(files[role], where, ("path", "digest"))
+        _fixed_name(entry, "path", ROLE_PATHS[role], f"{where}.path")
+        if not is_digest(entry["digest"]):
+            raise _fail("invalid_field", f"{where}.digest")
+
+
+def _check_authentication(document: Mapping[str, Any]) -> None:
+    """Check the coupling: signed ⇔ ``signature`` member ⇔ non-null fingerprint."""
+    fingerprint = document["signing_key_fingerprint"]
+    if fingerprint is not None and not is_digest(fingerprint):
+        raise _fail("invalid_field", "manifest.signing_key_fingerprint")
+    if document["authentication"] == SIGNED:
+        if "signature" not in document:
+            raise _fail("missing_field", "manifest.signature")
+        _fixed_name(document, "signature", SIGNATURE_NAME, "manifest.signature")
+        if fingerprint is None:
+            raise _fail("invalid_field", "manifest.signing_key_fingerprint")
+    else:
+        if "signature" in document:
+            raise _fail("unknown_field", "manifest")
+        if fingerprint is not None:
+            raise _fail("invalid_field", "manifest.signing_key_fingerprint")
+
+
+def _check_manifest(document: Mapping[str, Any]) -> None:
+    """Check the manifest's closed schema: five roles first, then every member, then coupling."""
+    if "files" in document:
+        files = document["files"]
+        if not isinstance(files, Mapping):
+            raise _fail("invalid_field", "manifest.files")
+        _check_closed(files, "manifest.files", ROLES)
+    _check_closed(document, "manifest", _MANIFEST_REQUIRED, ("signature",))
+    for member in ("format", "kind"):
+        expected = PACK_FORMAT if member == "format" else PACK_KIND
+        if document[member] != expected or type(document[member]) is not str:
+            raise _fail("unsupported_format", f"manifest.{member}")
+    authentication = document["authentication"]
+    if type(authentication) is not str or authentication not in AUTHENTICATIONS:
+        raise _fail("invalid_field", "manifest.authentication")
+    for member in ("comparison_id", "request_digest"):
+        if not is_digest(document[member]):
+            raise _fail("invalid_field", f"manifest.{member}")
+    _check_files(document["files"])
+    _fixed_name(document, "checksums", CHECKSUMS_NAME, "manifest.checksums")
+    ledger_digest = document["checksums_sha256_digest"]
+    if type(ledger_digest) is not str or _HEX64.fullmatch(ledger_digest) is None:
+        raise _fail("invalid_field", "manifest.checksums_sha256_digest")
+    _check_authentication(document)
+
+
+def parse_manifest(document: object) -> PackManifest:
+    """Validate a parsed manifest document (closed schema) and return it typed.
+
+    Raises:
+        EvidencePackError: ``not_object``, ``unknown_field``, ``missing_field``,
+            ``unsupported_format``, ``invalid_field``, ``path_traversal``.
+    """
+    if isinstance(document, PackManifest):
+        return document
+    return PackManifest(document)  # type: ignore[arg-type]
+
+
+def check_report_document(document: object) -> None:
+    """Check the comparison report's envelope (22-comparison.md §8).
+
+    Closed top level ``{format, decision, bindings, metrics, limitations}``;
+    ``format`` constant; ``decision`` one of :data:`DECISIONS`; ``bindings``
+    exactly ``{baseline, subject, policy}`` digests; ``metrics`` an array of
+    at most 272 objects; ``limitations`` an array of strings. The metric
+    entries themselves are the comparison engine's schema (pass a
+    :data:`ReportValidator`).
+
+    Raises:
+        EvidencePackError: ``invalid_payload`` (field ``report.<member>``).
+    """
+    if not isinstance(document, Mapping):
+        raise _fail("not_object", "report")
+    if set(document) != _REPORT_MEMBERS:
+        raise _fail("invalid_payload", "report")
+    if document["format"] != REPORT_FORMAT or type(document["format"]) is not str:
+        raise _fail("invalid_payload", "report.format")
+    if type(document["decision"]) is not str or document["decision"] not in DECISIONS:
+        raise _fail("invalid_payload", "report.decision")
+    bindings = document["bindings"]
+    if (
+        not isinstance(bindings, Mapping)
+        or set(bindings) != {"baseline", "subject", "policy"}
+        or not all(is_digest(value) for value in bindings.values())
+    ):
+        raise _fail("invalid_payload", "report.bindings")
+    metrics = document["metrics"]
+    if (
+        not isinstance(metrics, list | tuple)
+        or len(metrics) > MAX_REPORT_METRICS
+        or not all(isinstance(entry, Mapping) for entry in metrics)
+    ):
+        raise _fail("invalid_payload", "report.metrics")
+    limitations = document["limitations"]
+    if not isinstance(limitations, list | tuple) or not all(
+        type(item) is str for item in limitations
+    ):
+        raise _fail("invalid_payload", "report.limitations")
+
+
+# ---------------------------------------------------------------------------
+# Snapshot of the inventory
+
+
+@dataclass(frozen=True, slots=True)
+class _Identity:
+    """What must not change while a pack is examined."""
+
+    device: int
+    inode: int
+    mode: int
+    size: int
+    mtime_ns: int
+    ctime_ns: int
+
+    @classmethod
+    def of(cls, result: os.stat_result) -> _Identity:
+        return cls(
+            result.st_dev,
+            result.st_ino,
+            result.st_mode,
+            result.st_size,
+            result.st_mtime_ns,
+            result.st_ctime_ns,
+        )
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class PackSnapshot:
+    """The identities of every entry of a pack when it was examined.
+
+    Keys are pack-relative names (``"."`` for the root, ``"records"``,
+    ``"records/baseline.json"``, …). :meth:`EvidencePack.check_unchanged`
+    compares a fresh scan with it (verification re-scans after replay).
+    """
+
+    entries: Mapping[str, _Identity]
+
+    def __repr__(self) -> str:
+        """Show the entry count only."""
+        return f"PackSnapshot(entries={len(self.entries)})"
+
+    @property
+    def total_bytes(self) -> int:
+        """Sum of the sizes of all files."""
+        return sum(
+            identity.size for identity in self.entries.values() if stat.S_ISREG(identity.mode)
+        )
+
+
+def _open_root(path: str | os.PathLike[str]) -> int:
+    try:
+        return os.open(path, _DIR_FLAGS)
+    except OSError:
+        raise _fail("not_directory", "pack") from None
+
+
+def _lstat(dir_fd: int, name: str, where: str) -> os.stat_result | None:
+    try:
+        return os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return None
+    except OSError:  # pragma: no cover - EACCES
+        raise _fail("unreadable", where) from None
+
+
+def _listdir(dir_fd: int, where: str) -> list[str]:
+    try:
+        return sorted(os.listdir(dir_fd))
+    except OSError:  # pragma: no cover - EACCES
+        raise _fail("unreadable", where) from None
+
+
+def _expected_files(signed: bool) -> dict[str, str]:
+    """Pack-relative file name -> size-limit key."""
+    files = {MANIFEST_NAME: "control", CHECKSUMS_NAME: "control"}
+    if signed:
+        files[SIGNATURE_NAME] = "control"
+    for role in ROLES:
+        files[ROLE_PATHS[role]] = role
+    return files
+
+
+def _limit(kind: str) -> int:
+    return MAX_CONTROL_BYTES if kind == "control" else MAX_ROLE_BYTES[kind]
+
+
+class _Scanner:
+    """The inventory scan: names, types, then presence, then sizes (31-pack.md §1)."""
+
+    def __init__(self, root_fd: int, signed: bool) -> None:
+        self.root_fd = root_fd
+        self.expected = _expected_files(signed)
+        self.dir_fds: dict[str, int] = {}
+
+    def close(self) -> None:
+        for fd in self.dir_fds.values():
+            os.close(fd)
+        self.dir_fds.clear()
+
+    def _entries(self, dir_fd: int, prefix: str) -> dict[str, os.stat_result]:
+        found: dict[str, os.stat_result] = {}
+        for name in _listdir(dir_fd, prefix or "pack"):
+            relative = f"{prefix}{name}"
+            result = _lstat(dir_fd, name, "pack")
+            if result is not None:
+                found[relative] = result
+        return found
+
+    def _check_entries(self, entries: Mapping[str, os.stat_result], *, top: bool) -> None:
+        """Refuse unknown names first, then entries of the wrong type."""
+        for name in entries:
+            if name not in self.expected and not (top and name in DIRECTORIES):
+                raise _fail("unknown_entry", "pack")
+        for name, result in entries.items():
+            wanted = stat.S_ISDIR if top and name in DIRECTORIES else stat.S_ISREG
+            if not wanted(result.st_mode):
+                raise _fail("unsafe_entry", "pack")
+
+    def _open_directories(self, top: Mapping[str, os.stat_result]) -> dict[str, os.stat_result]:
+        """Open the pack's real directories (no symlink) and list them."""
+        nested: dict[str, os.stat_result] = {}
+        for directory in DIRECTORIES:
+            if directory not in top:
+                continue
+            try:
+                fd = os.open(directory, _DIR_FLAGS, dir_fd=self.root_fd)
+            except OSError:  # pragma: no cover - replaced after the listing
+                raise _fail("unsafe_entry", "pack") from None
+            self.dir_fds[directory] = fd
+            if _Identity.of(os.fstat(fd)) != _Identity.of(top[directory]):  # pragma: no cover
+                raise _fail("file_changed", "pack")
+            nested.update(self._entries(fd, f"{directory}/"))
+        return nested
+
+    def _check_sizes(self, found: Mapping[str, os.stat_result]) -> None:
+        total = 0
+        for name, kind in self.expected.items():
+            size = found[name].st_size
+            total += size
+            if size > _limit(kind):
+                raise _fail("too_large", kind if kind != "control" else name)
+        if total > MAX_TOTAL_BYTES:
+            raise _fail("too_large", "pack")
+
+    def scan(self) -> PackSnapshot:
+        """Return the snapshot, refusing unknown, unsafe, missing and oversized entries."""
+        top = self._entries(self.root_fd, "")
+        self._check_entries(top, top=True)
+        nested = self._open_directories(top)
+        self._check_entries(nested, top=False)
+        found = {**top, **nested}
+        for name in (*self.expected, *DIRECTORIES):
+            if name not in found:
+                raise _fail("missing_entry", "pack")
+        self._check_sizes(found)
+        entries = {".": _Identity.of(os.fstat(self.root_fd))}
+        entries.update((name, _Identity.of(result)) for name, result in found.items())
+        return PackSnapshot(types.MappingProxyType(entries))
+
+    def read(self, name: str, snapshot: PackSnapshot) -> bytes:
+        """Read one snapshotted file once, refusing any change of identity or size."""
+        directory, _, leaf = name.rpartition("/")
+        dir_fd = self.dir_fds[directory] if directory else self.root_fd
+        expected = snapshot.entries[name]
+        try:
+            fd = os.open(leaf, _FILE_FLAGS, dir_fd=dir_fd)
+        except FileNotFoundError:
+            raise _fail("file_changed", "pack") from None
+        except OSError as error:
+            if error.errno in (errno.ELOOP, errno.EISDIR):
+                raise _fail("file_changed", "pack") from None
+            raise _fail("unreadable", "pack") from None  # pragma: no cover - EACCES
+        try:
+            if _Identity.of(os.fstat(fd)) != expected:
+                raise _fail("file_changed", "pack")
+            os.set_blocking(fd, True)
+            with os.fdopen(os.dup(fd), "rb") as handle:
+                data: bytes = handle.read(expected.size + 1)
+            if len(data) != expected.size or _Identity.of(os.fstat(fd)) != expected:
+                raise _fail("file_changed", "pack")
+        except OSError:  # pragma: no cover - an I/O error after a successful open
+            raise _fail("unreadable", "pack") from None
+        finally:
+            os.close(fd)
+        return data
+
+
+def _rescan(path: Path, signed: bool, snapshot: PackSnapshot) -> None:
+    fd = _open_root(path)
+    scanner = _Scanner(fd, signed)
+    try:
+        try:
+            current = scanner.scan()
+        except EvidencePackError:
+            raise _fail("file_changed", "pack") from None
+        if dict(current.entries) != dict(snapshot.entries):
+            raise _fail("file_changed", "pack")
+    finally:
+        scanner.close()
+        os.close(fd)
+
+
+# ---------------------------------------------------------------------------
+# Reading
+
+
+def _strict_object(data: bytes, limit: int, where: str) -> dict[str, Any]:
+    try:
+        value = decode(data, limits=DecodeLimits(max_bytes=limit, max_string_length=limit))
+    except CanonicalError as error:
+        raise _fail(_JSON_CODES.get(error.code, "invalid_json"), where) from None
+    if not isinstance(value, dict):
+        raise _fail("not_object", where)
+    return value
+
+
+def _identify(root_fd: int) -> tuple[bytes, dict[str, Any], _Identity]:
+    """Step 1: read and identify ``manifest.json`` (failures carry no manifest digest)."""
+    result = _lstat(root_fd, MANIFEST_NAME, MANIFEST_NAME)
+    if result is None:
+        raise _fail("manifest_missing", MANIFEST_NAME)
+    if not stat.S_ISREG(result.st_mode):
+        raise _fail("unsafe_entry", MANIFEST_NAME)
+    if result.st_size > MAX_MANIFEST_DETECT_BYTES:
+        raise _fail("too_large", MANIFEST_NAME)
+    identity = _Identity.of(result)
+    try:
+        fd = os.open(MANIFEST_NAME, _FILE_FLAGS, dir_fd=root_fd)
+    except OSError:  # pragma: no cover - replaced after the lstat
+        raise _fail("unsafe_entry", MANIFEST_NAME) from None
+    try:
+        if _Identity.of(os.fstat(fd)) != identity:  # pragma: no cover - replaced after the lstat
+            raise _fail("file_changed", MANIFEST_NAME)
+        os.set_blocking(fd, True)
+        with os.fdopen(os.dup(fd), "rb") as handle:
+            data: bytes = handle.read(MAX_MANIFEST_DETECT_BYTES + 1)
+        if len(data) != identity.size or _Identity.of(os.fstat(fd)) != identity:
+            raise _fail("file_changed", MANIFEST_NAME)
+    except OSError:  # pragma: no cover - an I/O error after a successful open
+        raise _fail("unreadable", MANIFEST_NAME) from None
+    finally:
+        os.close(fd)
+    document = _strict_object(data, MAX_MANIFEST_DETECT_BYTES, MANIFEST_NAME)
+    if document.get("format") != PACK_FORMAT or document.get("kind") != PACK_KIND:
+        raise _fail("unsupported_format", MANIFEST_NAME)
+    if len(data) > MAX_CONTROL_BYTES:
+        raise _fail("too_large", MANIFEST_NAME)
+    return data, document, identity
+
+
+@dataclass(frozen=True, slots=True, repr=False, eq=False)
+class EvidencePack:
+    """A pack that passed the examination of ``32-verify.md`` §3 (typed, validated).
+
+    Attributes:
+        path: the pack directory as given.
+        manifest: the manifest (its digest is ``pack_manifest_digest``).
+        signature: the signature envelope, or ``None`` when unsigned.
+        signer: the verified signer's public key, or ``None`` when unsigned.
+        request: the normalized request (``request.json``).
+        policy: the policy (``inputs/policy.json``).
+        baseline: the baseline run (``records/baseline.json``).
+        subject: the subject run (``records/subject.json``).
+        report: the comparison report document (read-only).
+        snapshot: the identities of every entry when examined.
+    """
+
+    path: Path
+    manifest: PackManifest
+    signature: SignatureEnvelope | None
+    signer: VerifyKey | None
+    request: NormalizedRequest
+    policy: ComparisonPolicy
+    baseline: Run
+    subject: Run
+    report: Mapping[str, Any]
+    snapshot: PackSnapshot
+
+    def __repr__(self) -> str:
+        """Show the manifest digest and the authentication mode only."""
+        return (
+            f"EvidencePack(manifest_digest={self.manifest_digest!r}, "
+            f"authentication={self.authentication!r})"
+        )
+
+    @property
+    def manifest_digest(self) -> str:
+        """``pack_manifest_digest`` = ``sha256:`` of the examined ``manifest.json`` bytes."""
+        return self.manifest.digest
+
+    @property
+    def authentication(self) -> str:
+        """``"signed"`` or ``"unsigned_local"``."""
+        return self.manifest.authentication
+
+    @property
+    def signed(self) -> bool:
+        """Whether the pack is signed (and its signature verified)."""
+        return self.manifest.signed
+
+    @property
+    def signing_key_fingerprint(self) -> str | None:
+        """The signer's fingerprint, or ``None`` when unsigned."""
+        return self.manifest.signing_key_fingerprint
+
+    @property
+    def comparison_id(self) -> str:
+        """The comparison id."""
+        return self.manifest.comparison_id
+
+    @property
+    def request_digest(self) -> str:
+        """The request digest."""
+        return self.manifest.request_digest
+
+    @property
+    def decision(self) -> str:
+        """The report's overall decision."""
+        return str(self.report["decision"])
+
+    def digest(self, role: str) -> str:
+        """Return the ``sha256:`` digest of a payload file by role."""
+        return self.manifest.files[role].digest
+
+    def check_unchanged(self) -> None:
+        """Re-scan the directory; refuse (``file_changed``, status 6) any change since reading."""
+        with _identified(self.manifest_digest):
+            _rescan(self.path, self.signed, self.snapshot)
+
+
+@dataclass(slots=True)
+class _Deferred:
+    """Contract failures found while reading, raised later in the reference's order."""
+
+    failures: list[tuple[int, int, EvidencePackError]] = field(default_factory=list)
+
+    def add(self, rank: int, role: str, error: EvidencePackError) -> None:
+        self.failures.append((rank, ROLES.index(role), error))
+
+    def raise_first(self) -> None:
+        if self.failures:
+            raise min(self.failures, key=lambda item: (item[0], item[1]))[2]
+
+
+_COUNT, _CANONICAL, _SCHEMA = 0, 1, 2
+
+
+def _typed_run(
+    role: str, document: dict[str, Any], file_digest: str, deferred: _Deferred
+) -> Run | None:
+    """Build a run (at most 50,000 records, closed schema, canonical) or defer the refusal."""
+    try:
+        run = run_from_document(document, limits=INVARLOCK_LIMITS)
+    except CapturedRunError as error:
+        if error.code == "too_many_records":
+            deferred.add(_COUNT, role, _fail("too_many_records", role))
+        else:
+            deferred.add(_SCHEMA, role, _fail("invalid_payload", role))
+        if digest_invarlock(document) != file_digest:
+            deferred.add(_CANONICAL, role, _fail("not_canonical", role))
+        return None
+    if run.digest != file_digest:
+        deferred.add(_CANONICAL, role, _fail("not_canonical", role))
+    return run
+
+
+def _typed_policy(document: dict[str, Any], deferred: _Deferred) -> ComparisonPolicy | None:
+    try:
+        return ComparisonPolicy(document)
+    except ComparisonPolicyError:
+        deferred.add(_SCHEMA, "policy", _fail("invalid_payload", "policy"))
+        return None
+
+
+def _typed_report(
+    document: dict[str, Any], deferred: _Deferred, validate_report: ReportValidator | None
+) -> Mapping[str, Any] | None:
+    try:
+        check_report_document(document)
+        frozen: Mapping[str, Any] = freeze_json(document, "report")  # type: ignore[assignment]
+        if validate_report is not None:
+            validate_report(frozen)
+    except SealevalError as error:
+        field_name = error.field if isinstance(error, EvidencePackError) else "report"
+        deferred.add(_SCHEMA, "report", _fail("invalid_payload", field_name))
+        return None
+    return frozen
+
+
+def _typed_payload(
+    role: str,
+    document: dict[str, Any],
+    file_digest: str,
+    deferred: _Deferred,
+    validate_report: ReportValidator | None,
+) -> Any:
+    """Build the typed value of a payload; defer contract failures (5.3/5.4 order)."""
+    if role in ("baseline", "subject"):
+        return _typed_run(role, document, file_digest, deferred)
+    if digest_invarlock(document) != file_digest:
+        deferred.add(_CANONICAL, role, _fail("not_canonical", role))
+    if role == "policy":
+        return _typed_policy(document, deferred)
+    if role == "report":
+        return _typed_report(document, deferred, validate_report)
+    return document  # the request: validated at step 5.7
+
+
+def _check_signature(
+    scanner: _Scanner, snapshot: PackSnapshot, manifest: PackManifest, manifest_bytes: bytes
+) -> tuple[SignatureEnvelope, VerifyKey]:
+    """Step 5.1: envelope contract (4), then signature and fingerprints (6)."""
+    data = scanner.read(SIGNATURE_NAME, snapshot)
+    document = _strict_object(data, MAX_CONTROL_BYTES, "signature")
+    if encode_invarlock(document) != data:
+        raise _fail("not_canonical", "signature")
+    try:
+        envelope = parse_signature_envelope(document)
+    except SigningKeyError as error:
+        code = {"unknown_field": "unknown_field", "missing_field": "missing_field"}.get(
+            error.code, "invalid_field"
+        )
+        raise _fail(code, "signature") from None
+    try:
+        key = verify_signature_envelope(
+            envelope, manifest_bytes, manifest_fingerprint=manifest.signing_key_fingerprint
+        )
+    except SigningKeyError as error:
+        code = "signer_mismatch" if error.code == "fingerprint_mismatch" else "signature_invalid"
+        raise _fail(code, "signature") from None
+    return envelope, key
+
+
+def _examine(path: Path, root_fd: int, validate_report: ReportValidator | None) -> EvidencePack:
+    manifest_bytes, manifest_document, manifest_identity = _identify(root_fd)
+    with _identified(digest_bytes(manifest_bytes)):
+        return _examine_identified(
+            path,
+            root_fd,
+            manifest_bytes,
+            manifest_document,
+            manifest_identity=manifest_identity,
+            validate_report=validate_report,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class _Read:
+    """What step 4 read: control files checked, payloads typed."""
+
+    ledger: bytes
+    envelope: SignatureEnvelope | None
+    signer: VerifyKey | None
+    values: Mapping[str, Any]
+    hexes: Mapping[str, str]
+    snapshot: PackSnapshot
+
+
+def _read_all(
+    root_fd: int,
+    manifest: PackManifest,
+    manifest_bytes: bytes,
+    manifest_identity: _Identity,
+    validate_report: ReportValidator | None,
+) -> _Read:
+    """Run steps 3-5.4: inventory, every file read once, signature, digests, typed payloads."""
+    scanner = _Scanner(root_fd, manifest.signed)
+    try:
+        snapshot = scanner.scan()
+        if snapshot.entries[MANIFEST_NAME] != manifest_identity:  # pragma: no cover - race
+            raise _fail("file_changed", MANIFEST_NAME)
+        ledger = scanner.read(CHECKSUMS_NAME, snapshot)
+        envelope: SignatureEnvelope | None = None
+        signer: VerifyKey | None = None
+        if manifest.signed:
+            envelope, signer = _check_signature(scanner, snapshot, manifest, manifest_bytes)
+        deferred = _Deferred()
+        values: dict[str, Any] = {}
+        hexes: dict[str, str] = {}
+        for role in ROLES:
+            data = scanner.read(ROLE_PATHS[role], snapshot)
+            file_digest = digest_bytes(data)
+            if file_digest != manifest.files[role].digest:
+                raise _fail("digest_mismatch", role)
+            document = _strict_object(data, MAX_ROLE_BYTES[role], role)
+            del data
+            hexes[role] = file_digest
+            values[role] = _typed_payload(role, document, file_digest, deferred, validate_report)
+            del document
+        deferred.raise_first()
+    finally:
+        scanner.close()
+    return _Read(ledger, envelope, signer, values, hexes, snapshot)
+
+
+def _check_bindings(manifest: PackManifest, read: _Read) -> NormalizedRequest:
+    """Run steps 5.5-5.9: ledger, digests, request, re-normalization, report bindings."""
+    hexes = read.hexes
+    if hashlib.sha256(read.ledger).hexdigest() != manifest.checksums_sha256_digest:
+        raise _fail("ledger_mismatch", CHECKSUMS_NAME)
+    if read.ledger != checksum_ledger(hexes):
+        raise _fail("ledger_mismatch", CHECKSUMS_NAME)
+    if manifest.request_digest != hexes["request"]:
+        raise _fail("request_digest_mismatch", "manifest.request_digest")
+    recomputed = comparison_id(
+        request_digest=hexes["request"],
+        baseline_run_digest=hexes["baseline"],
+        subject_run_digest=hexes["subject"],
+        policy_digest=hexes["policy"],
+    )
+    if manifest.comparison_id != recomputed:
+        raise _fail("comparison_id_mismatch", "manifest.comparison_id")
+    try:
+        request = parse_normalized_request(read.values["request"])
+    except CapturedRequestError:
+        raise _fail("invalid_payload", "request") from None
+    try:
+        authored = authored_from_normalized(
+            request,
+            baseline_path=ROLE_PATHS["baseline"],
+            subject_path=ROLE_PATHS["subject"],
+            policy_path=ROLE_PATHS["policy"],
+            evidence="evidence",
+        )
+        renormalized = normalize_captured_request(
+            authored, read.values["baseline"], read.values["subject"], read.values["policy"]
+        )
+    except SealevalError:
+        raise _fail("request_binding_mismatch", "request") from None
+    if renormalized.canonical_bytes != request.canonical_bytes:
+        raise _fail("request_binding_mismatch", "request")
+    bindings = read.values["report"]["bindings"]
+    if any(bindings[role] != hexes[role] for role in ("baseline", "subject", "policy")):
+        raise _fail("report_binding_mismatch", "report.bindings")
+    return request
+
+
+def _examine_identified(
+    path: Path,
+    root_fd: int,
+    manifest_bytes: bytes,
+    manifest_document: dict[str, Any],
+    *,
+    manifest_identity: _Identity,
+    validate_report: ReportValidator | None,
+) -> EvidencePack:
+    # Step 2: canonical bytes, five roles, closed schema.
+    if encode_invarlock(manifest_document) != manifest_bytes:
+        raise _fail("not_canonical", MANIFEST_NAME)
+    manifest = parse_manifest(manifest_document)
+    read = _read_all(root_fd, manifest, manifest_bytes, manifest_identity, validate_report)
+    request = _check_bindings(manifest, read)
+    return EvidencePack(
+        path=path,
+        manifest=manifest,
+        signature=read.envelope,
+        signer=read.signer,
+        request=request,
+        policy=read.values["policy"],
+        baseline=read.values["baseline"],
+        subject=read.values["subject"],
+        report=read.values["report"],
+        snapshot=read.snapshot,
+    )
+
+
+def read_evidence_pack(
+    path: str | os.PathLike[str], *, validate_report: ReportValidator | None = None
+) -> EvidencePack:
+    """Examine a directory evidence pack and return its typed, validated content.
+
+    Order (32-verify.md §3): identify the manifest (regular file, ≤256 KiB,
+    strict JSON object, format and kind, ≤64 KiB); canonical manifest, five
+    roles, closed schema; inventory scan (unknown → unsafe → missing →
+    sizes); every file read once with identity checks; signature envelope
+    (contract, then signature and fingerprints); per role: file digest and
+    strict JSON object; record counts; canonical bytes and schemas; ledger;
+    request digest and comparison id; the normalized request; re-normalization
+    against the pack's runs and policy; report bindings; finally a re-scan
+    proving nothing changed while reading.
+
+    Memory: files are read one at a time; each file's bytes are released
+    once decoded, and each decoded document once its typed value is built.
+
+    Args:
+        path: the pack directory (a real directory, not a symlink).
+        validate_report: the comparison engine's full report-schema check.
+
+    Raises:
+        EvidencePackError: see the class for ``status`` and ``manifest_digest``.
+    """
+    pack_path = Path(path)
+    root_fd = _open_root(pack_path)
+    try:
+        pack = _examine(pack_path, root_fd, validate_report)
+    finally:
+        os.close(root_fd)
+    pack.check_unchanged()
+    return pack
