@@ -45,6 +45,7 @@ import socket
 import subprocess
 import tempfile
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -61,6 +62,7 @@ __all__ = [
     "find_postgres_bindir",
     "fresh_database",
     "postgres_dsn",
+    "restart_server",
 ]
 
 ENV_DSN = "SEALEVAL_TEST_POSTGRES_DSN"
@@ -323,6 +325,42 @@ def postgres_dsn() -> Iterator[str]:
         yield cluster.dsn(SESSION_DATABASE)
     finally:
         _release()
+
+
+def restart_server(mode: str = "immediate", *, down_for: float = 0.0) -> None:
+    """Restart the managed throwaway server in place (same port, same data, same password).
+
+    ``mode`` is ``pg_ctl``'s shutdown mode: ``immediate`` (a crash: no
+    checkpoint, WAL recovery on start), ``fast`` or ``smart``. Every client
+    connection is cut. With ``down_for`` > 0 the server stays stopped that
+    many seconds before it starts again (``pg_ctl stop`` + ``start``), else
+    ``pg_ctl restart``. Returns when the server accepts connections again.
+
+    Raises:
+        PostgresUnavailableError: no cluster is managed here (the suite runs
+            against ``SEALEVAL_TEST_POSTGRES_DSN``) or the restart failed.
+    """
+    if mode not in ("immediate", "fast", "smart"):
+        raise ValueError("mode must be immediate, fast or smart")
+    with _LOCK:
+        if not _ACTIVE:
+            raise PostgresUnavailableError("no managed PostgreSQL cluster to restart")
+        cluster = _ACTIVE[0]
+        data = ("--pgdata", str(cluster.data), "--log", str(cluster.log))
+        wait = ("--wait", "--timeout", str(_TIMEOUT_S))
+        if down_for > 0:
+            stopped = cluster.run("pg_ctl", *data, "--mode", mode, *wait, "stop")
+            time.sleep(down_for)
+            result = cluster.run("pg_ctl", *data, *wait, "start")
+            ok = stopped.returncode == 0 and result.returncode == 0
+        else:
+            result = cluster.run("pg_ctl", *data, "--mode", mode, *wait, "restart")
+            ok = result.returncode == 0
+        if not ok:
+            cluster.running = False
+            raise PostgresUnavailableError(
+                "the PostgreSQL server did not restart\n" + cluster.tail()
+            )
 
 
 def create_database(dsn: str, prefix: str) -> str:

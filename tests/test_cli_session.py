@@ -252,9 +252,13 @@ def test_session_refusals_exit_2(bundle: Path, monkeypatch: pytest.MonkeyPatch) 
         "sealeval: error: component_digest_mismatch\n"
     )
     document = base_document()
-    document["store"] = "postgresql://evaluator@db/sessions"
+    document["store"] = "mysql://evaluator@db/sessions"
     assert run("run", write_config(bundle, document))[2] == (
         "sealeval: error: store: unsupported_store\n"
+    )
+    document["store"] = "postgresql://evaluator@db/sessions"
+    assert run("run", write_config(bundle, document))[2] == (
+        "sealeval: error: feedback.ledger_usage: shared_store_needs_durable_ledger\n"
     )
     monkeypatch.setenv("SEALEVAL_SESSION_CLOCK", CANARY)
     assert run("run", bundle / "attempt-1.yaml") == (
@@ -269,7 +273,7 @@ def test_help_is_self_contained() -> None:
         code, out, _ = run(*args, "--help")
         assert code == 0
         assert out.startswith("Usage: sealeval session")
-    assert "Exit status: 0 feedback released, 1 refused by the budget" in run("run", "-h")[1]
+    assert "1 refused by the budget (rerun_budget_exhausted)" in run("run", "-h")[1]
 
 
 def test_demo_runs_the_session_section(tmp_path: Path) -> None:

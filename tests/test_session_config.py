@@ -188,7 +188,12 @@ SHAPE_REFUSALS: list[tuple[str, Any, str]] = [
     ("unknown-key", _set(CANARY, 1), "config: unknown_field"),
     ("key-missing", _drop("cases"), "cases: missing_field"),
     ("session-key", _set("session_key", CANARY), "session_key: invalid_digest"),
-    ("store-dsn", _set("store", f"postgresql://{CANARY}@db/x"), "store: unsupported_store"),
+    ("store-foreign-dsn", _set("store", f"mysql://{CANARY}@db/x"), "store: unsupported_store"),
+    (
+        "store-postgres-with-usage-file",
+        _set("store", f"postgresql://{CANARY}@db/x"),
+        "feedback.ledger_usage: shared_store_needs_durable_ledger",
+    ),
     ("store-memory", _set("store", ":memory:"), "store: invalid_path"),
     ("store-absolute", _set("store", f"/tmp/{CANARY}.sqlite3"), "store: absolute_path"),
     ("absolute", _set("manifest", f"/{CANARY}/manifest.json"), "manifest: absolute_path"),
@@ -309,7 +314,7 @@ SHAPE_REFUSALS: list[tuple[str, Any, str]] = [
         "conflict_of_interest.status: invalid_value",
     ),
     ("corpora-missing", _drop("corpora.canaries"), "corpora.canaries: missing_field"),
-    ("feedback-missing", _drop("feedback.ledger_usage"), "feedback.ledger_usage: missing_field"),
+    ("feedback-missing", _drop("feedback.policy"), "feedback.policy: missing_field"),
     ("feedback-type", _set("feedback", CANARY), "feedback: invalid_type"),
 ]
 

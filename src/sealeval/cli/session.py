@@ -11,7 +11,6 @@ identities, keys, paths) is ever printed.
 from __future__ import annotations
 
 import os
-import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,10 +20,10 @@ import click
 
 from sealeval.canonical import encode_openmed, is_digest
 from sealeval.cli._common import CONTEXT_SETTINGS, EXIT_NEGATIVE, EXIT_OK, refusals_exit
-from sealeval.session.budget import FeedbackBudgetDecision
+from sealeval.session.budget import FeedbackBudgetDecision, LedgerUsage
 from sealeval.session.config import SessionConfigError, open_session, session_clock
 from sealeval.session.record import TERMINAL_PHASES, EvaluationSessionError, SessionRecord
-from sealeval.session.store import SCHEMA
+from sealeval.session.store_factory import is_postgres_location, read_session_store
 
 __all__ = [
     "RUN_SCHEMA",
@@ -81,7 +80,12 @@ class AttemptOutcome:
         }
 
 
-def run_attempt(config: str | os.PathLike[str], *, clock: Callable[[], int]) -> AttemptOutcome:
+def run_attempt(
+    config: str | os.PathLike[str],
+    *,
+    clock: Callable[[], int],
+    store_override: str | None = None,
+) -> AttemptOutcome:
     """Run (or replay) one official attempt from a configuration file.
 
     Returns the outcome of a released attempt or of a budget denial
@@ -91,7 +95,7 @@ def run_attempt(config: str | os.PathLike[str], *, clock: Callable[[], int]) -> 
         SessionConfigError: a configuration, file or ledger usage refusal.
         EvaluationSessionError: any other session refusal.
     """
-    with open_session(config, clock=clock) as opened:
+    with open_session(config, clock=clock, store_override=store_override) as opened:
         try:
             feedback = opened.session.run()
         except EvaluationSessionError as error:
@@ -166,90 +170,62 @@ class BudgetRow:
 
 @dataclass(frozen=True, slots=True)
 class StoreListing:
-    """The content-free contents of a session store: records and budget rows."""
+    """The content-free contents of a session store: records, budget rows, durable usage."""
 
     sessions: tuple[SessionRecord, ...]
     budgets: tuple[BudgetRow, ...]
+    ledger_usage: LedgerUsage | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Return the ``sealeval.session_show.v1`` document."""
         return {
             "budgets": [row.to_dict() for row in self.budgets],
+            "ledger_usage": None if self.ledger_usage is None else self.ledger_usage.to_dict(),
             "schema_version": SHOW_SCHEMA,
             "sessions": [record.to_dict() for record in self.sessions],
         }
 
 
-def _read(path: Path) -> StoreListing:
-    connection = sqlite3.connect(path.as_uri() + "?mode=ro", uri=True, isolation_level=None)
-    try:
-        connection.execute("BEGIN")
-        rows = connection.execute(
-            "SELECT type, name, sql FROM sqlite_master WHERE tbl_name IN ('sessions', 'budgets')"
-        ).fetchall()
-        tables = {name: sql for kind, name, sql in rows if kind == "table"}
-        if tables != SCHEMA or any(kind not in ("table", "index") for kind, _n, _s in rows):
-            raise EvaluationSessionError("store_failed")
-        records = []
-        for key, text in connection.execute(
-            "SELECT session_key, record FROM sessions ORDER BY session_key"
-        ).fetchall():
-            if type(text) is not str:
-                raise EvaluationSessionError("record_invalid")
-            record = SessionRecord.from_json(text)
-            if record.session_key != key:
-                raise EvaluationSessionError("record_invalid")
-            records.append(record)
-        budgets = []
-        for key, watermark, claim in connection.execute(
-            "SELECT budget_key, watermark, claim FROM budgets ORDER BY budget_key"
-        ).fetchall():
-            if not is_digest(key) or not is_digest(watermark):
-                raise EvaluationSessionError("record_invalid")
-            budgets.append(
-                BudgetRow(budget_key=key, watermark=watermark, claimed=claim is not None)
-            )
-        connection.execute("COMMIT")
-    finally:
-        connection.close()
-    return StoreListing(sessions=tuple(records), budgets=tuple(budgets))
+def read_store(location: str | os.PathLike[str], *, session_key: str | None = None) -> StoreListing:
+    """Read a session store (a SQLite file or a PostgreSQL DSN) without writing to it.
 
-
-def read_store(path: str | os.PathLike[str], *, session_key: str | None = None) -> StoreListing:
-    """Open a SQLite session store read-only and return its content-free listing.
-
-    Nothing is created or written: a missing file is refused, and the
-    database is opened with ``mode=ro``.
+    A SQLite file is opened read-only (a missing file is refused, nothing is
+    created); a PostgreSQL database must already hold the tables. The durable
+    ledger's usage is included when the store holds one.
 
     Raises:
         SessionConfigError: ``db: not_found | not_regular_file``,
             ``session: invalid_digest | not_found``.
-        EvaluationSessionError: ``store_failed`` (not a sealeval store, or
-            unreadable), ``record_invalid`` (a stored record that does not
-            parse strictly).
+        EvaluationSessionError: ``store_failed`` (not a sealeval store,
+            unreachable, unreadable), ``record_invalid`` (a stored record or
+            row that does not parse strictly); never quoting the location.
     """
     if session_key is not None and not is_digest(session_key):
         raise SessionConfigError("invalid_digest", "session")
-    source = Path(path).absolute()
-    if not source.exists():
-        raise SessionConfigError("not_found", "db")
-    if not source.is_file():
-        raise SessionConfigError("not_regular_file", "db")
-    code: str | None = None
-    try:
-        listing = _read(source)
-    except EvaluationSessionError as error:
-        code = error.code
-    except Exception:  # noqa: BLE001 - sqlite3 messages may quote paths
-        code = "store_failed"
-    if code is not None:
-        raise EvaluationSessionError(code) from None
+    text = os.fspath(location)
+    if not is_postgres_location(text):
+        source = Path(text).absolute()
+        if not source.exists():
+            raise SessionConfigError("not_found", "db")
+        if not source.is_file():
+            raise SessionConfigError("not_regular_file", "db")
+        text = str(source)
+    stored = read_session_store(text)
+    sessions = stored.sessions
     if session_key is not None:
-        chosen = tuple(record for record in listing.sessions if record.session_key == session_key)
-        if not chosen:
+        sessions = tuple(record for record in sessions if record.session_key == session_key)
+        if not sessions:
             raise SessionConfigError("not_found", "session")
-        listing = StoreListing(sessions=chosen, budgets=listing.budgets)
-    return listing
+    return StoreListing(
+        sessions=sessions,
+        budgets=tuple(
+            BudgetRow(
+                budget_key=row.budget_key, watermark=row.watermark, claimed=row.claim is not None
+            )
+            for row in stored.budgets
+        ),
+        ledger_usage=stored.ledger_usage,
+    )
 
 
 def describe_listing(listing: StoreListing) -> list[str]:
@@ -272,6 +248,12 @@ def describe_listing(listing: StoreListing) -> list[str]:
     for row in listing.budgets:
         lines.append(f"budget {row.budget_key}")
         lines.append(f"  claimed   {'yes' if row.claimed else 'no'}")
+    if listing.ledger_usage is None:
+        lines.append("budget usage: not in this store (in-memory ledger with a usage file)")
+    else:
+        usage = listing.ledger_usage.to_dict()
+        lines.append("budget usage (durable ledger in this store):")
+        lines.append("  " + encode_openmed(usage))
     return lines
 
 
@@ -286,19 +268,29 @@ def session() -> None:
 
 @session.command("run", context_settings=CONTEXT_SETTINGS)
 @click.argument("config", metavar="CONFIG", type=click.Path(path_type=Path))
+@click.option(
+    "--store",
+    "store",
+    metavar="LOCATION",
+    default=None,
+    help="Session store to use instead of the configuration's: a SQLite file or a "
+    "postgresql:// DSN (put the password in PGPASSWORD or ~/.pgpass, not here).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the canonical outcome document.")
 @refusals_exit
-def run_command(config: Path, as_json: bool) -> None:
+def run_command(config: Path, store: str | None, as_json: bool) -> None:
     """Run (or resume) one official attempt from a session configuration.
 
     CONFIG is a sealeval.session_config.v1 document (JSON or YAML); every file it names
     is relative to its folder. Prints the per-case scores and the mean for a detailed
     decision, the band for a coarse one, plus the session digest and remaining budget.
-    Exit status: 0 feedback released, 1 refused by the budget (rerun_budget_exhausted),
-    2 usage, configuration or input error, or any other session refusal.
+    Without feedback.ledger_usage the budget is charged to the durable ledger kept in the
+    store itself (required for a shared PostgreSQL store). Exit status: 0 feedback
+    released, 1 refused by the budget (rerun_budget_exhausted), 2 usage, configuration or
+    input error, or any other session refusal.
     """
     clock = session_clock(os.environ)
-    outcome = run_attempt(config, clock=clock)
+    outcome = run_attempt(config, clock=clock, store_override=store)
     if as_json:
         click.echo(encode_openmed(outcome.to_dict()))
     else:
@@ -308,14 +300,16 @@ def run_command(config: Path, as_json: bool) -> None:
 
 
 @session.command("show", context_settings=CONTEXT_SETTINGS)
-@click.argument("db", metavar="DB", type=click.Path(path_type=Path))
+# A plain string: a postgresql:// DSN must not be normalised like a path.
+@click.argument("db", metavar="STORE")
 @click.option("--session", "session_key", metavar="KEY", help="Show only this session key.")
 @click.option("--json", "as_json", is_flag=True, help="Print the canonical listing document.")
 @refusals_exit
-def show_command(db: Path, session_key: str | None, as_json: bool) -> None:
-    """Show the content-free records and budget rows of a SQLite session store.
+def show_command(db: str, session_key: str | None, as_json: bool) -> None:
+    """Show the content-free records, budget rows and durable budget usage of a store.
 
-    DB is opened read-only. Exit status: 0 shown, 2 usage or input error.
+    STORE is a SQLite file (opened read-only) or a postgresql:// DSN (read in one snapshot;
+    a SELECT-only role suffices). Exit status: 0 shown, 2 usage or input error.
     """
     listing = read_store(db, session_key=session_key)
     if as_json:

@@ -29,6 +29,7 @@ Every refusal is a :class:`SessionConfigError` with the message
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import fcntl
 import functools
 import importlib
@@ -67,8 +68,13 @@ from sealeval.session.cases import (
 )
 from sealeval.session.holdout import MANIFEST_KINDS, HoldoutCommitment
 from sealeval.session.record import MAX_VALUE
-from sealeval.session.session import EvaluationSession
-from sealeval.session.store import SQLiteSessionStore
+from sealeval.session.session import BudgetLedger, EvaluationSession
+from sealeval.session.store import SessionStore
+from sealeval.session.store_factory import (
+    is_postgres_location,
+    open_budget_ledger,
+    open_session_store,
+)
 
 __all__ = [
     "CLOCK_ENVIRONMENT_VARIABLE",
@@ -158,6 +164,7 @@ class SessionConfigError(SealevalError):
             "url",
             "invalid_path",
             "unsupported_store",
+            "shared_store_needs_durable_ledger",
             # components and providers
             "unknown_kind",
             "invalid_entry_point",
@@ -232,7 +239,9 @@ class SessionConfig:
     randomization_key: str
     corpora: Mapping[str, str]
     feedback_policy: str
-    ledger_usage: str
+    #: The reference-compatible in-memory ledger's usage file, or ``None`` for
+    #: the durable ledger kept in the session store itself.
+    ledger_usage: str | None
 
     def __repr__(self) -> str:
         """Show nothing but the type: the document names private files and identities."""
@@ -293,8 +302,10 @@ def _digest(value: object, field: str) -> str:
 
 
 def _store(value: object) -> str:
+    """Return a PostgreSQL DSN unchanged, or a checked relative SQLite file reference."""
+    if is_postgres_location(value):
+        return value  # type: ignore[return-value]
     if type(value) is str and _SCHEME.match(value) and "://" in value:
-        # A DSN (``postgresql://...``): the field is designed for it, v1 refuses it.
         _fail("unsupported_store", "store")
     return check_reference(value, "store")
 
@@ -402,7 +413,15 @@ def parse_session_config(document: object) -> SessionConfig:
     key = check_reference(top["randomization_key"], "randomization_key")
     listed = _closed(top["corpora"], "corpora", CORPORA)
     corpora = {name: check_reference(listed[name], f"corpora.{name}") for name in CORPORA}
-    feedback = _closed(top["feedback"], "feedback", ("policy", "ledger_usage"))
+    feedback = _mapping(top["feedback"], "feedback")
+    if set(feedback) - {"policy", "ledger_usage"}:
+        _fail("unknown_field", "feedback")
+    if "policy" not in feedback:
+        _fail("missing_field", "feedback.policy")
+    ledger_usage = feedback.get("ledger_usage")
+    if ledger_usage is not None and is_postgres_location(store):
+        # A usage file beside one host cannot serialise a budget shared by many.
+        _fail("shared_store_needs_durable_ledger", "feedback.ledger_usage")
     return SessionConfig(
         session_key=session_key,
         store=store,
@@ -419,7 +438,9 @@ def parse_session_config(document: object) -> SessionConfig:
         randomization_key=key,
         corpora=corpora,
         feedback_policy=check_reference(feedback["policy"], "feedback.policy"),
-        ledger_usage=check_reference(feedback["ledger_usage"], "feedback.ledger_usage"),
+        ledger_usage=(
+            None if ledger_usage is None else check_reference(ledger_usage, "feedback.ledger_usage")
+        ),
     )
 
 
@@ -846,12 +867,53 @@ class PersistedLedger:
         return decision
 
 
+class RecordingLedger:
+    """Any budget ledger, remembering the last decision it returned (for the CLI outcome)."""
+
+    __slots__ = ("_ledger", "last_decision")
+
+    def __init__(self, ledger: BudgetLedger) -> None:
+        """Wrap ``ledger``; every call is delegated unchanged."""
+        self._ledger = ledger
+        self.last_decision: FeedbackBudgetDecision | None = None
+
+    def __repr__(self) -> str:
+        """Show nothing of the usage."""
+        return "RecordingLedger()"
+
+    def policy_for(self, epoch_digest: object) -> FeedbackBudgetPolicy:
+        """Return the policy of an epoch."""
+        return self._ledger.policy_for(epoch_digest)
+
+    def snapshot(self, epoch_digest: object, submission_digest: object) -> FeedbackBudgetSnapshot:
+        """Return the usage snapshot of a pair."""
+        return self._ledger.snapshot(epoch_digest, submission_digest)
+
+    def record_official_attempt(
+        self,
+        epoch_digest: object,
+        submission_digest: object,
+        *,
+        score: object = None,
+        infrastructure_failure_digest: object = None,
+    ) -> FeedbackBudgetDecision:
+        """Record one attempt through the wrapped ledger and remember its decision."""
+        decision = self._ledger.record_official_attempt(
+            epoch_digest,
+            submission_digest,
+            score=score,
+            infrastructure_failure_digest=infrastructure_failure_digest,
+        )
+        self.last_decision = decision
+        return decision
+
+
 @dataclass(frozen=True, slots=True, repr=False)
 class OpenedSession:
-    """A constructed session and the persisted ledger it charges."""
+    """A constructed session and the ledger it charges."""
 
     session: EvaluationSession
-    ledger: PersistedLedger
+    ledger: PersistedLedger | RecordingLedger
     inputs: SessionInputs
 
     def __repr__(self) -> str:
@@ -859,61 +921,107 @@ class OpenedSession:
         return "OpenedSession()"
 
 
-def _open_store(config: SessionConfig, base: Path) -> SQLiteSessionStore:
-    return SQLiteSessionStore(base / config.store)
+def _store_location(config: SessionConfig, base: Path) -> str:
+    """Return a PostgreSQL DSN as given, or a SQLite reference resolved against the folder."""
+    if is_postgres_location(config.store):
+        return config.store
+    return str(base / config.store)
 
 
 @contextlib.contextmanager
 def open_session(
-    path: str | os.PathLike[str], *, clock: Callable[[], int]
+    path: str | os.PathLike[str],
+    *,
+    clock: Callable[[], int],
+    store_override: str | None = None,
 ) -> Iterator[OpenedSession]:
-    """Load a configuration and yield its session, holding the ledger usage lock.
+    """Load a configuration and yield its session with the ledger it charges.
 
-    Order: read and parse the configuration; load every named file and
-    import the providers; lock the ledger usage file (``<file>.lock``), read
-    it (an absent file is an empty usage) and rewrite it atomically — the
-    proof that it can be persisted, before the store or any session step is
-    touched; open the store; construct the session. The lock is held until
-    the block exits.
+    Order: read and parse the configuration (``store_override``, e.g.
+    ``sealeval session run --store postgresql://...``, replaces its ``store``
+    and follows the same rules); load every named file and import the
+    providers; then either
+
+    * without ``feedback.ledger_usage``: open the store and its **durable
+      ledger** (budget policy and usage in the store's database, charged in
+      the same transaction that uses up the release claim), or
+    * with ``feedback.ledger_usage`` (the reference-compatible in-memory
+      ledger, SQLite only): lock the usage file (``<file>.lock``), read it (an
+      absent file is an empty usage) and rewrite it atomically — the proof
+      that it can be persisted — before the store or any session step is
+      touched; the lock is held until the block exits;
+
+    and construct the session.
 
     Raises:
         SessionConfigError: as :func:`read_session_config` and
-            :func:`load_session_inputs`, or ``feedback.ledger_usage:
-            unwritable | locked | not_regular_file | unreadable | too_large
-            | invalid_content``.
-        EvaluationSessionError: from the store and session construction.
+            :func:`load_session_inputs`, ``store: unsupported_store``,
+            ``feedback.ledger_usage: shared_store_needs_durable_ledger``, or
+            ``feedback.ledger_usage: unwritable | locked | not_regular_file |
+            unreadable | too_large | invalid_content``.
+        EvaluationSessionError: from the store, the ledger and session
+            construction (never quoting the store location).
     """
     config, base = read_session_config(path)
+    if store_override is not None:
+        config = dataclasses.replace(config, store=_store(store_override))
+        if config.ledger_usage is not None and is_postgres_location(config.store):
+            _fail("shared_store_needs_durable_ledger", "feedback.ledger_usage")
     inputs = load_session_inputs(config, base)
+    if config.ledger_usage is None:
+        store = open_session_store(_store_location(config, base))
+        durable = RecordingLedger(open_budget_ledger(store, [inputs.policy]))
+        yield OpenedSession(
+            session=_construct(config, inputs, ledger=durable, store=store, clock=clock),
+            ledger=durable,
+            inputs=inputs,
+        )
+        return
     usage_file = LedgerUsageFile(base / config.ledger_usage)
     usage_file.lock()
     try:
         usage = usage_file.read()
         ledger = PersistedLedger(inputs.policy, usage, usage_file)
         usage_file.write(ledger.usage())
-        session = EvaluationSession(
-            session_key=config.session_key,
-            manifest=inputs.manifest,
-            component_snapshot=inputs.snapshot,
-            holdout=inputs.holdout,
-            holdout_manifests=inputs.holdout_manifests,
-            cases=inputs.cases,
-            candidate_identity=config.candidate_identity,
-            candidate_manifests=config.candidate_manifests,
-            runner=inputs.providers["runner"],
-            scorer=inputs.providers["scorer"],
-            review=inputs.providers["review"],
-            provider_digests={name: ref.digest for name, ref in config.providers.items()},
-            rubric=inputs.rubric,
-            conflict_of_interest=config.conflict_of_interest,
-            randomization_key=inputs.randomization_key,
-            public_items=inputs.corpora["public"],
-            shadow_items=inputs.corpora["shadow"],
-            canaries=inputs.corpora["canaries"],
+        store = open_session_store(_store_location(config, base))
+        yield OpenedSession(
+            session=_construct(config, inputs, ledger=ledger, store=store, clock=clock),
             ledger=ledger,
-            store=_open_store(config, base),
-            clock=clock,
+            inputs=inputs,
         )
-        yield OpenedSession(session=session, ledger=ledger, inputs=inputs)
     finally:
         usage_file.unlock()
+
+
+def _construct(
+    config: SessionConfig,
+    inputs: SessionInputs,
+    *,
+    ledger: BudgetLedger,
+    store: SessionStore,
+    clock: Callable[[], int],
+) -> EvaluationSession:
+    """Build the session from a parsed configuration and its loaded inputs."""
+    return EvaluationSession(
+        session_key=config.session_key,
+        manifest=inputs.manifest,
+        component_snapshot=inputs.snapshot,
+        holdout=inputs.holdout,
+        holdout_manifests=inputs.holdout_manifests,
+        cases=inputs.cases,
+        candidate_identity=config.candidate_identity,
+        candidate_manifests=config.candidate_manifests,
+        runner=inputs.providers["runner"],
+        scorer=inputs.providers["scorer"],
+        review=inputs.providers["review"],
+        provider_digests={name: ref.digest for name, ref in config.providers.items()},
+        rubric=inputs.rubric,
+        conflict_of_interest=config.conflict_of_interest,
+        randomization_key=inputs.randomization_key,
+        public_items=inputs.corpora["public"],
+        shadow_items=inputs.corpora["shadow"],
+        canaries=inputs.corpora["canaries"],
+        ledger=ledger,
+        store=store,
+        clock=clock,
+    )
