@@ -15,6 +15,7 @@ from sealeval.cli._common import CONTEXT_SETTINGS
 # Imported under other names so that `sealeval.cli.<module>` stays the module.
 from sealeval.cli.demo import demo as demo_command
 from sealeval.cli.gates import gates as gates_group
+from sealeval.cli.imports import import_command
 from sealeval.cli.manifest import manifest as manifest_group
 from sealeval.cli.session import session as session_group
 
@@ -30,6 +31,7 @@ def cli() -> None:
 cli.add_command(manifest_group)
 cli.add_command(gates_group)
 cli.add_command(session_group)
+cli.add_command(import_command)
 cli.add_command(demo_command)
 
 

@@ -1,0 +1,151 @@
+"""The contract every importer implements (the seam between load_run and the formats).
+
+An importer turns one tool's recorded results on disk into canonical records
+without re-running anything. ``load_run`` (``sealeval.captured.importers``)
+owns everything around it: choosing the importer (by name, or by content for
+``adapter="auto"``), hashing the raw source bytes into ``source_digest``,
+building the run header (source name/version, run id, artifact digest or
+service identity), streaming records into the canonical run, limits, and the
+CLI. An importer only:
+
+* says whether a file looks like its format (:meth:`Importer.detect`, from
+  the first bytes and the file name only, never by trusting an extension
+  alone), and
+* yields the records of a file in source order (:meth:`Importer.records`),
+  each a :class:`~sealeval.captured.run.Record` or a mapping with exactly the
+  record members (``id``, ``input``, ``expected``, ``output``, ``scores``,
+  ``metadata``, ``error``, ``context``), retaining errored and null-output
+  cases, never dropping one, and never guessing a fact the format cannot
+  establish (it refuses with :class:`ImportRefusalError` and a closed code instead).
+
+Importers never echo file content or paths in errors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final, Protocol, runtime_checkable
+
+from sealeval.captured.run import Record
+from sealeval.errors import SealevalError
+
+__all__ = [
+    "DETECT_BYTES",
+    "ImportOptions",
+    "ImportRefusalError",
+    "Importer",
+    "RecordSource",
+]
+
+#: How many leading bytes ``detect`` receives.
+DETECT_BYTES: Final = 65_536
+
+RecordSource = Iterator[Record | Mapping[str, object]]
+
+
+class ImportRefusalError(SealevalError):
+    """A source file an importer refuses (message ``<field>: <code>``).
+
+    Importers add the codes they need to this closed set in one place, here.
+    """
+
+    module = "sealeval.captured.importers"
+    codes = frozenset(
+        {
+            "not_found",
+            "not_regular_file",
+            "unreadable",
+            "too_large",
+            "not_utf8",
+            "invalid_json",
+            "invalid_jsonl_line",
+            "duplicate_key",
+            "non_finite_number",
+            "invalid_document",
+            "unknown_format",
+            "ambiguous_format",
+            "unsupported_version",
+            "missing_id",
+            "duplicate_id",
+            "missing_field",
+            "invalid_field",
+            "no_records",
+            "expected_unavailable",
+            "failed_items_unavailable",
+            "unsupported_compression",
+            "invalid_archive",
+            "adapter_option_invalid",
+            # load_run, auto-detection and the specified adapters (spec 11 §1-§8)
+            "unknown_adapter",
+            "identities_required",
+            "identity_override",
+            "identity_mismatch",
+            "source_changed",
+            "importer_failed",
+            "byte_order_mark",
+            "too_deep",
+            "integer_too_long",
+            "not_object",
+            "unknown_field",
+            "invalid_id",
+            "score_conflict",
+            "non_numeric_score",
+            "ambiguous_output",
+            "ambiguous_expected",
+            "non_text_output",
+            "output_required",
+            "likelihood_mismatch",
+            "incomplete_run",
+            "unknown_status",
+            "multiple_epochs",
+            "inconsistent_failure",
+            "unsupported_failure_reason",
+            "invalid_evaluation",
+            # native importers (importers/native, docs/importers.md "Native formats")
+            "attachment_unresolved",
+            "filter_unavailable",
+            "invalid_companion",
+            "inconsistent_events",
+            "score_name_collision",
+            "not_results",
+            "parquet_unsupported",
+            "unsupported_case_kind",
+        }
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class ImportOptions:
+    """Options ``load_run`` passes through to an importer.
+
+    Attributes:
+        source_name: the evaluator name the user declared (``--source NAME@VERSION``);
+            profile-based importers select their profile by it.
+        nan_as_missing_score: for formats whose writers emit bare ``NaN`` tokens
+            (Python's ``json.dump`` default), whether such a score is dropped
+            from ``scores`` (``True``) or refused (``False``); each importer
+            documents its default.
+        max_line_bytes: the longest JSONL line accepted.
+    """
+
+    source_name: str | None = None
+    nan_as_missing_score: bool = True
+    max_line_bytes: int = 134_217_728
+
+
+@runtime_checkable
+class Importer(Protocol):
+    """One on-disk format (see the module docstring for the division of work)."""
+
+    #: The adapter name users pass (``--adapter NAME``), lowercase with hyphens.
+    name: str
+
+    def detect(self, head: bytes, path: Path) -> bool:
+        """Return whether the file whose first bytes are ``head`` is in this format."""
+        ...
+
+    def records(self, path: Path, options: ImportOptions) -> RecordSource:
+        """Yield the file's records in source order (raise ImportRefusalError to refuse)."""
+        ...

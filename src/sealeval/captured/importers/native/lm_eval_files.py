@@ -1,0 +1,281 @@
+"""``lm-eval-log-samples``: lm-evaluation-harness ``--log_samples`` files, both layouts.
+
+Two layouts exist on disk:
+
+* **0.4.3 and later** (mid-2024 onwards): ``samples_<task>_<timestamp>.jsonl``,
+  real JSONL, one line per document **and filter**, with ``filter``,
+  ``metrics``, ``doc_hash``, ``prompt_hash``, ``target_hash`` and
+  ``arguments`` as ``{gen_args_N: {arg_0, arg_1}}``; aggregates in
+  ``results_<timestamp>.json`` beside it. Auto-detection leaves this layout to
+  the specified ``lm-eval-samples`` adapter; select this importer by name for
+  files that adapter refuses (several filters, multiple choice).
+* **0.4.0-0.4.2**: ``<model_args>_<task>.jsonl`` holding one JSON *array*
+  (written with ``indent=2``, despite the name), rows without ``filter``,
+  ``metrics`` or hashes, ``arguments`` as a list of argument lists; aggregates
+  in ``results.json``. Auto-detection claims this layout.
+
+Records follow the reference ``lm-eval-samples`` rules (spec 11 §3) for ids,
+inputs and scores, so the same results give the same records in either
+layout and through either adapter where both read a file:
+
+* ``id``: ``doc_id`` (string or integer). lm-eval repeats every document once
+  per filter; when a file holds more than one filter (a first pass collects
+  them), every id is ``<doc_id>/<filter>`` and ``metadata.filter`` names the
+  filter. A 0.4.0-0.4.2 file repeating a ``doc_id`` is refused
+  (``filter_unavailable``): that layout does not record which filter a row
+  belongs to.
+* ``input``: ``doc`` (the dataset row); the rendered prompt is in
+  ``context.arguments``.
+* ``expected``: ``target`` as recorded (for multiple choice, the gold index).
+* ``output``: ``filtered_resps`` with one-element lists unwrapped when that
+  reaches a string (generation); otherwise the value as recorded (multiple
+  choice: one ``[loglikelihood, is_greedy]`` pair per choice); ``null`` for
+  an errored row without responses.
+* ``scores``: every top-level int or float member except ``doc_id`` and
+  ``target`` (the reference also takes a numeric ``target``; a target is not a
+  score). Booleans and non-numeric metric values (corpus-level metrics such
+  as BLEU store ``[references, prediction]``) are not scores; a bare ``NaN``
+  is a missing score (default) or ``non_finite_number``.
+* ``metadata``: the string members of ``row.metadata`` (and ``filter``).
+* ``error``: the reference's ``task_error`` (lm-eval has no per-row error; a
+  failing request aborts the run).
+* ``context``: ``arguments``, ``upstream_record`` (the row) and ``lm_eval``:
+  the task (from the file name), and, when the results file of the same run
+  sits beside the samples, ``results_digest`` (SHA-256 of its bytes, binding
+  it into the run digest), ``lm_eval_version``, ``model``, ``model_args``,
+  ``model_name``, ``date``, ``task_version``, ``n_shot``.
+
+Memory: JSONL is read twice, one line at a time (filters first, then
+records); the array layout is one document held in memory (at most
+``max_line_bytes``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import IO, Any, Final
+
+from sealeval.captured.importers.base import DETECT_BYTES, ImportOptions, RecordSource
+from sealeval.captured.importers.native._common import (
+    Ids,
+    Scores,
+    Shape,
+    build_record,
+    identifier,
+    iter_jsonl,
+    loads,
+    number,
+    open_regular,
+    read_bounded,
+    read_companion,
+    refuse,
+    scan,
+    sibling,
+    tags,
+    task_error,
+    without_nan,
+)
+from sealeval.captured.run import Record
+
+__all__ = ["LmEvalLogSamplesImporter"]
+
+_ROW_KEYS: Final = frozenset({"doc_id", "doc", "target", "arguments", "filtered_resps"})
+_REQUIRED: Final = ("doc", "target", "arguments", "filtered_resps")
+_NOT_SCORES: Final = frozenset({"doc_id", "target"})
+_RESULTS_KEYS: Final = frozenset({"results", "versions", "configs"})
+_NEW_NAME: Final = re.compile(
+    r"samples_(?P<task>.+)_(?P<stamp>[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}-[0-9]{2}-[0-9]{2}(?:\.[0-9]+)?)\.jsonl"
+)
+
+
+class LmEvalLogSamplesImporter:
+    """lm-evaluation-harness per-sample logs (0.4.0-0.4.2 arrays, ≥0.4.3 JSONL)."""
+
+    name = "lm-eval-log-samples"
+
+    def detect(self, head: bytes, path: Path) -> bool:
+        """Recognise the 0.4.0-0.4.2 array layout, or a results file (refused: ``not_results``)."""
+        del path
+        shape = scan(head)
+        if shape.kind == "array":
+            return shape.names(0) >= _ROW_KEYS
+        return _is_results(shape)
+
+    def records(self, path: Path, options: ImportOptions) -> RecordSource:
+        """Yield one record per row, in file order."""
+        with open_regular(path) as handle:
+            shape = scan(handle.read(DETECT_BYTES))
+        if _is_results(shape):
+            raise refuse("not_results", "source")
+        if shape.kind == "array":
+            yield from self._array(path, options)
+        else:
+            yield from self._lines(path, options)
+
+    def _array(self, path: Path, options: ImportOptions) -> RecordSource:
+        with open_regular(path) as handle:
+            raw = read_bounded(handle, options.max_line_bytes)
+        rows, nan = loads(raw, "source")
+        if type(rows) is not list:
+            raise refuse("invalid_document", "source")
+        facts = _facts(path, layout="array")
+        multi = _multi_filter((row.get("filter") if type(row) is dict else None) for row in rows)
+        ids = Ids()
+        for position, row in enumerate(rows):
+            where = f"rows[{position}]"
+            if type(row) is not dict:
+                raise refuse("invalid_document", where)
+            record = _record(row, where, multi=multi, options=options, nan=nan, facts=facts)
+            if "filter" not in row and record.id in ids:
+                raise refuse("filter_unavailable", f"{where}.doc_id")
+            ids.add(record.id, f"{where}.doc_id")
+            yield record
+        if not rows:
+            raise refuse("no_records", "source")
+
+    def _lines(self, path: Path, options: ImportOptions) -> RecordSource:
+        with open_regular(path) as handle:
+            multi = _multi_filter(_filters(handle, options))
+        facts = _facts(path, layout="lines")
+        ids = Ids()
+        count = 0
+        with open_regular(path) as handle:
+            for where, row, nan in iter_jsonl(handle, options):
+                record = _record(row, where, multi=multi, options=options, nan=nan, facts=facts)
+                ids.add(record.id, f"{where}.doc_id")
+                count += 1
+                yield record
+        if count == 0:
+            raise refuse("no_records", "source")
+
+    def __repr__(self) -> str:
+        """Show the adapter name."""
+        return f"{type(self).__name__}()"
+
+
+def _is_results(shape: Shape) -> bool:
+    """Whether the head is an lm-eval results file (aggregates, not samples)."""
+    names = shape.names()
+    return shape.kind == "object" and names >= _RESULTS_KEYS and "doc_id" not in names
+
+
+def _filters(handle: IO[bytes], options: ImportOptions) -> Iterator[object]:
+    for _, row, _ in iter_jsonl(handle, options):
+        yield row.get("filter")
+
+
+def _multi_filter(filters: Iterable[object]) -> bool:
+    """Whether the rows name more than one filter (every row is re-checked when mapped)."""
+    seen: set[str | None] = set()
+    for name in filters:
+        seen.add(name if type(name) is str else None)
+        if len(seen) > 1:
+            return True
+    return False
+
+
+def _record(
+    row: dict[str, Any],
+    where: str,
+    *,
+    multi: bool,
+    options: ImportOptions,
+    nan: bool,
+    facts: dict[str, Any],
+) -> Record:
+    for key in _REQUIRED:
+        if key not in row:
+            raise refuse("missing_field", f"{where}.{key}")
+    doc_id = identifier(row.get("doc_id"), f"{where}.doc_id")
+    scores = Scores(f"{where}.scores")
+    for key, value in row.items():
+        if key not in _NOT_SCORES:
+            scores.add(key, number(value, f"{where}.scores", options))
+    error = task_error(row.get("error"), f"{where}.error")
+    clean = without_nan(row) if nan else row
+    metadata = tags(clean.get("metadata"))
+    record_id = doc_id
+    if multi:
+        name = clean.get("filter")
+        if type(name) is not str:
+            raise refuse("invalid_field", f"{where}.filter")
+        record_id = f"{doc_id}/{name}"
+        metadata["filter"] = name
+    return build_record(
+        where,
+        record_id=record_id,
+        input_value=clean["doc"],
+        expected=clean["target"],
+        output=_output(clean["filtered_resps"], error),
+        scores=scores.values,
+        metadata=metadata,
+        error=error,
+        context={"arguments": clean["arguments"], "upstream_record": clean, "lm_eval": facts},
+    )
+
+
+def _output(value: Any, error: str | None) -> Any:
+    if error is not None and value in (None, [], [None]):
+        return None
+    unwrapped = value
+    while type(unwrapped) is list and len(unwrapped) == 1:
+        unwrapped = unwrapped[0]
+    if type(unwrapped) is str or unwrapped is None:
+        return unwrapped
+    return value
+
+
+def _facts(path: Path, *, layout: str) -> dict[str, Any]:
+    """Collect the run facts of the results file beside the samples and the task name."""
+    match = _NEW_NAME.fullmatch(path.name)
+    task = match["task"] if match is not None else None
+    if match is not None:
+        companion = sibling(path, f"results_{match['stamp']}.json")
+    else:
+        companion = sibling(path, "results.json") if layout == "array" else None
+    facts: dict[str, Any] = {}
+    if companion is not None:
+        read = read_companion(companion, "results")
+        if type(read.value) is not dict:
+            raise refuse("invalid_companion", "results")
+        facts["results_digest"] = read.digest
+        task = task or _task_from_configs(path, read.value.get("configs"))
+        facts.update(_results_facts(read.value, task))
+    if task is not None:
+        facts["task"] = task
+    return facts
+
+
+def _task_from_configs(path: Path, configs: Any) -> str | None:
+    """Name the task of a 0.4.0-0.4.2 file (``<model_args>_<task>.jsonl``) from the configs."""
+    if type(configs) is not dict:
+        return None
+    names = [name for name in configs if path.name.endswith(f"_{name}.jsonl")]
+    return max(names, key=len) if names else None
+
+
+def _results_facts(results: dict[str, Any], task: str | None) -> dict[str, Any]:
+    facts: dict[str, Any] = {}
+    config = results.get("config")
+    if type(config) is dict:
+        facts.update(
+            {
+                key: config[key]
+                for key in ("model", "model_args")
+                if type(config.get(key)) in (str, dict)
+            }
+        )
+    facts.update(
+        {
+            key: results[key]
+            for key in ("lm_eval_version", "model_name", "date")
+            if type(results.get(key)) in (str, int, float)
+        }
+    )
+    for key, name in (("versions", "task_version"), ("n-shot", "n_shot")):
+        table = results.get(key)
+        if task is not None and type(table) is dict and type(table.get(task)) in (str, int, float):
+            facts[name] = table[task]
+    return facts

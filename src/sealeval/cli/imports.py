@@ -1,0 +1,207 @@
+"""``sealeval import``: turn a recorded result file into a canonical evaluation run.
+
+The command streams records from the source into the run file while it is
+hashed (:func:`sealeval.captured.importers.import_run_streaming`): memory
+does not grow with the records already written, and there is no record cap
+unless ``--compat-invarlock`` asks for the reference's envelope (50,000
+records, 128 MiB). The output is created exclusively (never overwritten) and
+published atomically; on any refusal nothing is written.
+
+Exit status: 0 written (the run digest is printed on standard output), 2
+refused (``sealeval: error: <field>: <code>`` on standard error; values and
+paths are never printed). A progress bar is shown on standard error for
+large sources when it is a terminal; otherwise the command is quiet.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Final
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
+
+from sealeval.captured.importers import (
+    AUTO,
+    SPECIFIED_ADAPTERS,
+    ImportOptions,
+    ImportSummary,
+    import_run_streaming,
+)
+from sealeval.captured.importers.base import ImportRefusalError
+from sealeval.captured.importers.jsonl import decode_document, read_source
+from sealeval.captured.run import INVARLOCK_LIMITS, UNLIMITED
+from sealeval.captured.service_identity import validate_service_identity
+from sealeval.cli._common import CONTEXT_SETTINGS, is_terminal, refusals_exit
+
+__all__ = ["PROGRESS_MIN_BYTES", "import_command"]
+
+#: Sources at least this large get a progress bar (when standard error is a terminal).
+PROGRESS_MIN_BYTES: Final = 8 * 1_048_576
+#: Largest ``--service-identity`` / ``--score-provenance`` file.
+_OPTION_FILE_BYTES: Final = 4 * 1_048_576
+#: Redraw the bar at most once per this many bytes processed.
+_PROGRESS_STEP: Final = 1_048_576
+
+
+def _source(spec: str | None) -> dict[str, str] | None:
+    """``NAME@VERSION`` (split at the last ``@``) → ``{name, version}``."""
+    if spec is None:
+        return None
+    name, separator, version = spec.rpartition("@")
+    if not separator or not name or not version:
+        raise ImportRefusalError("adapter_option_invalid", "source")
+    return {"name": name, "version": version}
+
+
+def _json_file(path: Path | None, field: str) -> Any:
+    if path is None:
+        return None
+    return decode_document(read_source(path, _OPTION_FILE_BYTES, field), field)
+
+
+def _provenance(path: Path | None) -> Mapping[str, Any] | None:
+    value = _json_file(path, "score_provenance")
+    if value is not None and type(value) is not dict:
+        raise ImportRefusalError("not_object", "score_provenance")
+    return value
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.lstat().st_size
+    except OSError:
+        return 0
+
+
+@contextmanager
+def _progress_bar(path: Path) -> Iterator[Any]:
+    """Yield a ``progress(completed, total)`` callback, or ``None`` when quiet."""
+    if not is_terminal() or _size(path) < PROGRESS_MIN_BYTES:
+        yield None
+        return
+    console = Console(stderr=True)
+    columns = (
+        TextColumn("importing"),
+        BarColumn(),
+        DownloadColumn(),
+        TimeRemainingColumn(),
+    )
+    with Progress(*columns, console=console, transient=True) as progress:
+        task = progress.add_task("import", total=None)
+        shown = -_PROGRESS_STEP
+
+        def update(completed: int, total: int) -> None:
+            nonlocal shown
+            if completed - shown >= _PROGRESS_STEP or completed >= total:
+                shown = completed
+                progress.update(task, completed=completed, total=total)
+
+        yield update
+
+
+@click.command("import", context_settings=CONTEXT_SETTINGS)
+@click.argument("path", type=click.Path(path_type=Path, dir_okay=True, file_okay=True))
+@click.option(
+    "--adapter",
+    default=AUTO,
+    show_default=True,
+    metavar="NAME",
+    help=(
+        "Source format: auto (recognised from the content), "
+        + ", ".join(SPECIFIED_ADAPTERS)
+        + ", or a native format (docs/importers.md)."
+    ),
+)
+@click.option(
+    "--source",
+    "source_spec",
+    metavar="NAME@VERSION",
+    help="The evaluator that produced the results (split at the last @).",
+)
+@click.option("--run-id", metavar="ID", help="The run's id.")
+@click.option(
+    "--artifact-digest",
+    metavar="sha256:HEX",
+    help="Digest of the evaluated model artifact.",
+)
+@click.option(
+    "--service-identity",
+    type=click.Path(path_type=Path, dir_okay=True, file_okay=True),
+    metavar="FILE",
+    help="Hosted service descriptor (JSON) instead of an artifact digest.",
+)
+@click.option(
+    "--score-provenance",
+    type=click.Path(path_type=Path, dir_okay=True, file_okay=True),
+    metavar="FILE",
+    help="JSON object: score name -> {kind, source, version, unit, rubric_digest}.",
+)
+@click.option(
+    "--input-projection",
+    metavar="POINTER",
+    help="JSON pointer selecting each record's text input (/input/... or /context/...).",
+)
+@click.option(
+    "-o",
+    "--output",
+    required=True,
+    type=click.Path(path_type=Path, dir_okay=True, file_okay=True),
+    help="The canonical run file to create (never overwritten).",
+)
+@click.option(
+    "--compat-invarlock",
+    is_flag=True,
+    help="Apply invarlock's limits (50,000 records, 128 MiB).",
+)
+@click.option(
+    "--nan-as-error",
+    is_flag=True,
+    help="Refuse NaN metrics in lm-eval samples instead of treating them as missing scores.",
+)
+@refusals_exit
+def import_command(
+    *,
+    path: Path,
+    adapter: str,
+    source_spec: str | None,
+    run_id: str | None,
+    artifact_digest: str | None,
+    service_identity: Path | None,
+    score_provenance: Path | None,
+    input_projection: str | None,
+    output: Path,
+    compat_invarlock: bool,
+    nan_as_error: bool,
+) -> None:
+    """Import recorded evaluation results (PATH) as a canonical evaluation run."""
+    identity = _json_file(service_identity, "service_identity")
+    summary: ImportSummary
+    with _progress_bar(path) as progress:
+        summary = import_run_streaming(
+            path,
+            output,
+            adapter=adapter,
+            source=_source(source_spec),
+            run_id=run_id,
+            artifact_digest=artifact_digest,
+            service_identity=None if identity is None else validate_service_identity(identity),
+            score_provenance=_provenance(score_provenance),
+            input_projection=(
+                None
+                if input_projection is None
+                else {"kind": "json-pointer", "pointer": input_projection}
+            ),
+            limits=INVARLOCK_LIMITS if compat_invarlock else UNLIMITED,
+            options=ImportOptions(nan_as_missing_score=not nan_as_error),
+            progress=progress,
+        )
+    click.echo(summary.run_digest)
+    if is_terminal():
+        click.echo(
+            f"sealeval: wrote {summary.record_count} records ({summary.adapter})",
+            err=True,
+        )
