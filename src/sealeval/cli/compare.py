@@ -1,0 +1,237 @@
+"""``sealeval compare``: the paired multi-metric comparison of two captured runs.
+
+Reads the baseline and subject runs (canonical or plain run documents, see
+``docs/captured-runs.md``) and the comparison policy, runs
+:func:`sealeval.captured.comparison.compare_runs`, and prints one table row per
+metric and scope (pairs, means, delta or ratio, interval, decision, reasons),
+or with ``--json`` the report's canonical bytes exactly as an evidence pack
+stores them.
+
+Exit status (the captured CLI's): 0 the policy passed; 7 the policy did not
+pass (``regression`` or ``insufficient_evidence``; the report is still
+printed); 2 an input or local error (unreadable or invalid file, pairing,
+budget, unsupported Unicode version, usage), reported on standard error as
+``sealeval: error: <field>: <code>``. Messages never contain ids, values or
+paths; the table shows policy names and counts, never ids or captured text
+(the ``--json`` report lists missing ids, as the wire format requires).
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import unicodedata
+from pathlib import Path
+from typing import Final
+
+import click
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from sealeval.captured.comparison import (
+    DECISION_ORDERS,
+    DEFAULT_MAX_BOOTSTRAP_DRAWS,
+    ComparisonReport,
+    MetricEntry,
+    compare_runs,
+)
+from sealeval.captured.policy import (
+    MAX_CANONICAL_BYTES,
+    ComparisonPolicy,
+    ComparisonPolicyError,
+    load_comparison_policy,
+)
+from sealeval.captured.run import Run, read_file_bytes, read_run
+from sealeval.cli._common import CONTEXT_SETTINGS, EXIT_ERROR, EXIT_OK
+from sealeval.errors import SealevalError
+
+__all__ = ["EXIT_POLICY_NOT_PASSED", "compare_command"]
+
+#: The policy was evaluated and did not pass (``regression`` or ``insufficient_evidence``).
+EXIT_POLICY_NOT_PASSED: Final = 7
+_DRAWS: Final = re.compile(r"[0-9]{1,30}")
+_UNPRINTABLE: Final = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
+
+
+class _RefusalError(Exception):
+    """A refusal to report as ``<field>: <code>`` (field already rooted)."""
+
+    def __init__(self, field: str, code: str) -> None:
+        super().__init__(code)
+        self.field = field
+        self.code = code
+
+
+def _rooted(root: str, error: SealevalError, own_root: str | None = None) -> _RefusalError:
+    """Root a library error's field at ``root`` (``own_root`` is the library's name for it)."""
+    field = error.field
+    if field is None or field == own_root:
+        return _RefusalError(root, error.code)
+    if own_root is not None and field.startswith((own_root + ".", own_root + "[")):
+        return _RefusalError(root + field[len(own_root) :], error.code)
+    return _RefusalError(f"{root}.{field}", error.code)
+
+
+def _read_run(path: Path, side: str) -> Run:
+    try:
+        return read_run(path)
+    except SealevalError as error:
+        raise _rooted(side, error, "run") from None
+
+
+def _read_policy(path: Path) -> ComparisonPolicy:
+    try:
+        return load_comparison_policy(read_file_bytes(path, MAX_CANONICAL_BYTES, "policy"))
+    except SealevalError as error:
+        raise _rooted("policy", error, "policy") from None
+
+
+def _budget(max_draws: str | None, unlimited: bool) -> int | None:
+    if unlimited:
+        if max_draws is not None:
+            raise _RefusalError("max_bootstrap_draws", "conflicting_options")
+        return None
+    if max_draws is None:
+        return DEFAULT_MAX_BOOTSTRAP_DRAWS
+    if _DRAWS.fullmatch(max_draws) is None:
+        raise _RefusalError("max_bootstrap_draws", "invalid_budget")
+    return int(max_draws)
+
+
+def _check_order(decision_order: str) -> None:
+    if decision_order not in DECISION_ORDERS:
+        raise _RefusalError("decision_order", "invalid_decision_order")
+
+
+def _printable(text: str) -> Text:
+    """Policy text for the terminal: control and format characters escaped, no markup."""
+    shown = "".join(
+        f"\\u{ord(char):04x}" if unicodedata.category(char) in _UNPRINTABLE else char
+        for char in text
+    )
+    return Text(shown)
+
+
+def _number(value: float | None, signed: bool = False) -> str:
+    if value is None:
+        return "-"
+    return f"{value:+.4f}" if signed else f"{value:.4f}"
+
+
+def _row(entry: MetricEntry) -> list[Text | str]:
+    interval = entry.interval
+    if interval is None:
+        bounds = "-"
+    else:
+        signed = not entry.is_nll
+        bounds = f"[{_number(interval.lower, signed)}, {_number(interval.upper, signed)}]"
+    change = f"ratio {_number(entry.ratio)}" if entry.is_nll and entry.ratio is not None else None
+    style = {"pass": "green", "regression": "red"}.get(entry.decision, "yellow")
+    return [
+        _printable(entry.name),
+        _printable(entry.slice),
+        f"{entry.usable_count}/{entry.count}",
+        _number(entry.baseline_mean),
+        _number(entry.subject_mean),
+        change if change is not None else _number(entry.delta, signed=True),
+        bounds,
+        Text(entry.decision, style=style),
+        "; ".join(entry.reasons),
+    ]
+
+
+def _print_table(report: ComparisonReport) -> None:
+    console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
+    table = Table(title="captured comparison")
+    table.add_column("metric")
+    table.add_column("slice")
+    table.add_column("usable/pairs", justify="right")
+    table.add_column("baseline", justify="right")
+    table.add_column("subject", justify="right")
+    table.add_column("delta", justify="right", no_wrap=True)
+    table.add_column("interval (95 %)", no_wrap=True)
+    table.add_column("decision", no_wrap=True)
+    table.add_column("reasons")
+    for entry in report.metrics:
+        table.add_row(*_row(entry))
+    console.print(table)
+    if report.decision_order == "width_first":
+        console.print("decision order: width first (sealeval/width-first-v1, not invarlock)")
+    style = "bold green" if report.passed else "bold red"
+    console.print(Text.assemble("decision: ", Text(report.decision, style=style)))
+    console.print(f"report digest: {report.digest}")
+
+
+@click.command("compare", context_settings=CONTEXT_SETTINGS)
+@click.argument("baseline", type=click.Path(path_type=Path, dir_okay=True, file_okay=True))
+@click.argument("subject", type=click.Path(path_type=Path, dir_okay=True, file_okay=True))
+@click.option(
+    "--policy",
+    "policy_path",
+    required=True,
+    type=click.Path(path_type=Path, dir_okay=True, file_okay=True),
+    metavar="FILE",
+    help="The approved comparison policy (invarlock/comparison-policy-v1 JSON).",
+)
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print the report's canonical bytes instead of the table.",
+)
+@click.option(
+    "--decision-order",
+    default="reference",
+    show_default=True,
+    metavar="reference|width_first",
+    help="width_first checks interval width before the regression bounds (not invarlock).",
+)
+@click.option(
+    "--max-bootstrap-draws",
+    "max_draws",
+    metavar="N",
+    help=f"Local work budget in bootstrap draws [default: {DEFAULT_MAX_BOOTSTRAP_DRAWS}].",
+)
+@click.option(
+    "--unlimited-draws",
+    is_flag=True,
+    help="No work budget (instead of --max-bootstrap-draws).",
+)
+def compare_command(
+    *,
+    baseline: Path,
+    subject: Path,
+    policy_path: Path,
+    as_json: bool,
+    decision_order: str,
+    max_draws: str | None,
+    unlimited_draws: bool,
+) -> None:
+    """Compare SUBJECT with BASELINE under an approved policy (exit 0 pass, 7 not passed)."""
+    try:
+        budget = _budget(max_draws, unlimited_draws)
+        _check_order(decision_order)
+        baseline_run = _read_run(baseline, "baseline")
+        subject_run = _read_run(subject, "subject")
+        policy = _read_policy(policy_path)
+        try:
+            report = compare_runs(
+                baseline=baseline_run,
+                subject=subject_run,
+                policy=policy,
+                max_bootstrap_draws=budget,
+                decision_order=decision_order,
+            )
+        except ComparisonPolicyError as error:
+            raise _rooted("policy", error) from None
+        except SealevalError as error:
+            raise _RefusalError(error.field or "comparison", error.code) from None
+    except _RefusalError as refusal:
+        click.echo(f"sealeval: error: {refusal.field}: {refusal.code}", err=True)
+        raise click.exceptions.Exit(EXIT_ERROR) from None
+    if as_json:
+        click.echo(report.canonical_bytes, nl=False)
+    else:
+        _print_table(report)
+    raise click.exceptions.Exit(EXIT_OK if report.passed else EXIT_POLICY_NOT_PASSED)

@@ -1,0 +1,186 @@
+"""``sealeval report``: readable reports of a captured evidence pack.
+
+Contract: ``33-report.md`` §2 and ``40-cli.md`` §3 of the invarlock
+specification (see ``docs/reports.md``)::
+
+    sealeval report EVIDENCE [--html F] [--markdown F] [--junit F] [--explain] [--json]
+
+The pack is examined exactly as verification examines it (inventory, canonical
+bytes, digests, ledger, signature if signed, re-normalization, bindings) and
+then rendered; nothing is replayed, scored or verified, and no pack byte is
+modified. Destinations are validated before anything is rendered and written
+no-clobber and atomically (mode 0600). Exit status 0 when everything was
+written, 2 on any failure. Without ``--json`` the Markdown report is printed;
+with it, the ``invarlock/evidence-report-v2`` result.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Final
+
+import click
+
+from sealeval._io import publish_exclusive
+from sealeval.captured.pack_reader import read_evidence_pack
+from sealeval.captured.report import (
+    ReportError,
+    encode_result,
+    render_html,
+    render_junit,
+    render_markdown,
+    report_result,
+)
+from sealeval.cli._common import CONTEXT_SETTINGS, EXIT_ERROR, fail
+from sealeval.errors import OutputError, SealevalError
+
+__all__ = ["check_destinations", "report_command"]
+
+#: Output formats in the order they are written.
+FORMATS: Final = ("html", "junit", "markdown")
+
+
+def _lexical(path: str) -> Path:
+    """Return the absolute path without resolving symlinks (``..`` removed lexically)."""
+    return Path(os.path.normpath(Path.cwd() / path))
+
+
+def _inside(path: Path, directory: Path) -> bool:
+    return path == directory or directory in path.parents
+
+
+def _check_ancestors(path: Path, where: str) -> None:
+    """Refuse a symlink or a non-directory among the existing ancestors of ``path``."""
+    for ancestor in reversed(path.parents):
+        try:
+            mode = ancestor.lstat().st_mode
+        except FileNotFoundError:
+            return  # missing ancestors are created (mode 0700) at publication
+        except OSError:  # pragma: no cover - EACCES (tests run as root)
+            raise ReportError("unsafe_destination", where) from None
+        if not stat.S_ISDIR(mode):  # a symlink, a file, anything but a real directory
+            raise ReportError("unsafe_destination", where)
+
+
+def check_destinations(evidence: str, requested: Mapping[str, str]) -> dict[str, Path]:
+    """Validate report destinations (33-report.md §2) and return their absolute paths.
+
+    Each destination must name a file, must not exist, must not be inside
+    the pack (lexically or after resolving symlinks), must not collide with
+    another destination, and no existing ancestor may be a symlink or a
+    non-directory.
+
+    Raises:
+        ReportError: ``invalid_destination``, ``destination_inside_pack``,
+            ``unsafe_destination``, ``destination_exists``,
+            ``destination_collision`` (field ``outputs.<format>``).
+    """
+    pack_lexical = _lexical(evidence)
+    pack_resolved = Path(os.path.realpath(evidence))
+    lexical: dict[str, Path] = {}
+    resolved: dict[str, Path] = {}
+    for fmt, given in requested.items():
+        where = f"outputs.{fmt}"
+        if not given or given.endswith(("/", os.sep)) or Path(given).name in ("", ".", ".."):
+            raise ReportError("invalid_destination", where)
+        path = _lexical(given)
+        if _inside(path, pack_lexical):
+            raise ReportError("destination_inside_pack", where)
+        _check_ancestors(path, where)
+        if os.path.lexists(path):
+            raise ReportError("destination_exists", where)
+        real = Path(os.path.realpath(path.parent)) / path.name
+        if _inside(real, pack_resolved):
+            raise ReportError("destination_inside_pack", where)
+        if path in lexical.values() or real in resolved.values():
+            raise ReportError("destination_collision", where)
+        lexical[fmt], resolved[fmt] = path, real
+    return lexical
+
+
+def _publish(path: Path, data: bytes, where: str) -> None:
+    try:
+        for ancestor in reversed(path.parents):
+            if not os.path.lexists(ancestor):
+                ancestor.mkdir(mode=0o700)
+        publish_exclusive(path, data, mode=0o600)
+    except OutputError as error:
+        code = "destination_exists" if error.code == "output_exists" else "write_failed"
+        raise ReportError(code, where) from None
+    except OSError:
+        raise ReportError("write_failed", where) from None
+
+
+@click.command("report", context_settings=CONTEXT_SETTINGS)
+@click.argument("evidence", metavar="EVIDENCE")
+@click.option("--html", "html_path", metavar="FILE", help="Write the HTML report to FILE.")
+@click.option(
+    "--markdown", "markdown_path", metavar="FILE", help="Write the Markdown report to FILE."
+)
+@click.option("--junit", "junit_path", metavar="FILE", help="Write JUnit XML to FILE.")
+@click.option("--explain", is_flag=True, help="Append policy, context and exact report data.")
+@click.option("--json", "as_json", is_flag=True, help="Print the JSON result, not Markdown.")
+def report_command(
+    evidence: str,
+    *,
+    html_path: str | None,
+    markdown_path: str | None,
+    junit_path: str | None,
+    explain: bool,
+    as_json: bool,
+) -> None:
+    """Render the stored comparison of a captured evidence pack.
+
+    The report is a presentation of the stored evidence: it examines the
+    pack but performs no replay, no scoring and no verification, so it
+    confers no verification authority. Exit 0 when rendered, 2 on any
+    failure (a pack that fails examination, an inconsistent report, an
+    unusable destination).
+    """
+    given = {"html": html_path, "junit": junit_path, "markdown": markdown_path}
+    requested = {fmt: path for fmt, path in given.items() if path is not None}
+    written: dict[str, str] = {}
+    failed: str | None = None
+    try:
+        destinations = check_destinations(evidence, requested)
+        pack = read_evidence_pack(evidence)
+        markdown = render_markdown(pack, explain=explain)
+        rendered = {
+            "html": lambda: render_html(pack).encode("utf-8"),
+            "junit": lambda: render_junit(pack),
+            "markdown": lambda: markdown.encode("utf-8"),
+        }
+        outputs = {fmt: rendered[fmt]() for fmt in FORMATS if fmt in destinations}
+        for fmt, data in outputs.items():
+            failed = fmt
+            _publish(destinations[fmt], data, f"outputs.{fmt}")
+            written[fmt] = requested[fmt]
+            failed = None
+    except SealevalError as error:
+        if not as_json:
+            raise fail(error) from None
+        document = report_result(
+            ok=False,
+            pack_manifest_digest=None,
+            requested_outputs=requested,
+            written_outputs=written,
+            failed_output=failed,
+            errors=[str(error)],
+        )
+        click.echo(encode_result(document), nl=False)
+        raise click.exceptions.Exit(EXIT_ERROR) from None
+    if as_json:
+        document = report_result(
+            ok=True,
+            pack_manifest_digest=pack.manifest_digest,
+            requested_outputs=requested,
+            written_outputs=written,
+            failed_output=None,
+            errors=[],
+        )
+        click.echo(encode_result(document), nl=False)
+    else:
+        click.echo(markdown, nl=False)
