@@ -39,14 +39,22 @@ types: $(DEV_STAMP)
 unit: $(DEV_STAMP)
 	$(BIN)/python -m pytest --cov=sealeval --cov-branch --cov-report=term:skip-covered --cov-fail-under=95
 
-## make interop: check documents both ways against the reference openmed 3.1.0 (own venv)
+## make interop: check documents both ways against the reference openmed 3.1.0 and
+## invarlock 0.17.1 (each in its own venv; invarlock needs Python 3.12, from pyenv)
 INTEROP_OPENMED := .interop/openmed-venv
+INTEROP_INVARLOCK := .interop/invarlock-venv
+INTEROP_PYTHON312 ?= /root/.pyenv/versions/3.12.1/bin/python
 $(INTEROP_OPENMED)/bin/python:
 	$(PYTHON) -m venv $(INTEROP_OPENMED)
 	$(INTEROP_OPENMED)/bin/python -m pip install --quiet --no-deps openmed==3.1.0 pyyaml faker
 
-interop: $(RUN_STAMP) $(INTEROP_OPENMED)/bin/python
+$(INTEROP_INVARLOCK)/bin/python:
+	$(INTEROP_PYTHON312) -m venv $(INTEROP_INVARLOCK)
+	$(INTEROP_INVARLOCK)/bin/python -m pip install --quiet invarlock==0.17.1
+
+interop: $(RUN_STAMP) $(INTEROP_OPENMED)/bin/python $(INTEROP_INVARLOCK)/bin/python
 	$(BIN)/python scripts/interop/openmed_interop.py --reference-python $(INTEROP_OPENMED)/bin/python
+	$(BIN)/python scripts/interop/invarlock_interop.py --reference-python $(INTEROP_INVARLOCK)/bin/python
 
 bench: $(RUN_STAMP)
 	$(BIN)/python bench/digest_throughput.py

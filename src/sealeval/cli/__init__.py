@@ -15,11 +15,13 @@ from sealeval.cli._common import CONTEXT_SETTINGS
 # Imported under other names so that `sealeval.cli.<module>` stays the module.
 from sealeval.cli.compare import compare_command
 from sealeval.cli.demo import demo as demo_command
+from sealeval.cli.evaluate import evaluate_command
 from sealeval.cli.gates import gates as gates_group
 from sealeval.cli.imports import import_command
 from sealeval.cli.manifest import manifest as manifest_group
 from sealeval.cli.report import report_command
 from sealeval.cli.session import session as session_group
+from sealeval.cli.verify import verify_command
 
 __all__ = ["cli", "main"]
 
@@ -36,6 +38,8 @@ cli.add_command(session_group)
 cli.add_command(import_command)
 cli.add_command(compare_command)
 cli.add_command(report_command)
+cli.add_command(evaluate_command)
+cli.add_command(verify_command)
 cli.add_command(demo_command)
 
 

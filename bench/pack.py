@@ -1,0 +1,316 @@
+"""Evidence packs end to end: ``sealeval evaluate`` + ``sealeval verify`` against invarlock 0.17.1.
+
+Generates a deterministic (seeded) pair of canonical runs of ``--records``
+cases (default 50,000, the reference's cap) — short factual questions with
+1-6 word answers, subject outputs exact, re-cased, partially right or wrong —
+and a request with an ``exact_match`` + ``token_f1`` policy (one slice; both sides
+get the same ``--max-bootstrap-draws`` of 1,000,000,000). Then,
+each side in fresh processes of its own interpreter, through the real
+command lines:
+
+* ``evaluate REQUEST --signing-key KEY --output PACK --json`` (load, normalize,
+  compare, sign, publish);
+* ``verify PACK --policy … --expected-… --verifier-signing-key … --receipt R
+  --json`` (examine, anchor, replay, sign the receipt).
+
+The script checks that both sides publish **byte-identical** packs (same key,
+same inputs) and **byte-identical** receipts, and prints each command's wall
+time (interpreter start included, as a user sees it; with ``--repeat N`` the
+fastest of N) and the reference/sealeval ratios.
+
+The reference is ``--reference-python`` (a venv with ``invarlock==0.17.1``,
+whose ``invarlock`` console script is used); by default the virtualenv under
+``bench/.work/invarlock-venv`` (created when missing with
+``/root/.pyenv/versions/3.12.1/bin/python`` or ``python3.12`` on PATH).
+
+Usage: python bench/pack.py [--records 50000] [--seed 11] [--repeat 1]
+                            [--reference-python PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from sealeval.captured import make_run, write_run
+from sealeval.captured.signing import generate_key_directory
+
+HERE = Path(__file__).resolve().parent
+WORK = HERE / ".work"
+VENV = WORK / "invarlock-venv"
+PYENV_PYTHON = Path("/root/.pyenv/versions/3.12.1/bin/python")
+REFERENCE_PACKAGE = "invarlock==0.17.1"
+IDENTITY = "bench"
+#: Both sides get the same local work budget (one slice + overall exceed the default at 50k).
+BUDGET = "1000000000"
+
+SEALEVAL_COMMANDS = {
+    "evaluate": (
+        "from sealeval.cli.evaluate import evaluate_command as c; c(prog_name='sealeval evaluate')"
+    ),
+    "verify": "from sealeval.cli.verify import verify_command as c; c(prog_name='sealeval verify')",
+}
+
+POLICY: dict[str, Any] = {
+    "format": "invarlock/comparison-policy-v1",
+    "metrics": [
+        {
+            "name": "exact",
+            "kind": "exact_match",
+            "configuration": {},
+            "direction": "higher",
+            "unit": "score",
+            "aggregation": "mean",
+            "minimum_count": 100,
+            "maximum_regression": 0.02,
+            "maximum_interval_width": 0.05,
+        },
+        {
+            "name": "f1",
+            "kind": "token_f1",
+            "configuration": {"unicode_version": "15.0.0"},
+            "direction": "higher",
+            "unit": "score",
+            "aggregation": "mean",
+            "minimum_count": 100,
+            "maximum_regression": 0.02,
+            "maximum_interval_width": 0.05,
+        },
+    ],
+    "slices": [{"name": "geography", "where": {"topic": "geography"}}],
+}
+
+REQUEST = """format_version: invarlock/evaluation-request-v2
+execution: {mode: captured}
+comparison:
+  baseline: {path: inputs/baseline.json, adapter: invarlock}
+  subject: {path: inputs/subject.json, adapter: invarlock}
+  policy: policy.json
+output: {evidence: evidence}
+"""
+
+
+def _cases(records: int, seed: int) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
+    rng = random.Random(seed)
+    syllables = [c + v for c in ("", "b", "d", "k", "l", "m", "n", "r", "s", "t") for v in "aeiou"]
+    vocabulary = sorted(
+        {"".join(rng.choice(syllables) for _ in range(rng.randint(1, 4))) for _ in range(3000)}
+    )
+    topics = ("geography", "history", "science", "arithmetic")
+    for index in range(records):
+        answer = [rng.choice(vocabulary) for _ in range(rng.randint(1, 6))]
+        shared = {
+            "id": f"case-{index:07d}",
+            "input": f"Q{index}: " + " ".join(rng.choice(vocabulary) for _ in range(10)) + "?",
+            "expected": " ".join(answer),
+            "metadata": {"topic": topics[index % len(topics)]},
+        }
+        difficulty = rng.random()
+        outputs = []
+        for skill in (0.60, 0.61):
+            roll = difficulty + rng.gauss(0.0, 0.05)
+            if roll < skill:
+                outputs.append(
+                    shared["expected"] if rng.random() < 0.8 else " ".join(answer).upper()
+                )
+            elif roll < skill + 0.25:
+                outputs.append(" ".join([*answer[:-1], rng.choice(vocabulary)]))
+            else:
+                outputs.append(rng.choice(vocabulary))
+        yield {**shared, "output": outputs[0]}, {**shared, "output": outputs[1]}
+
+
+def _write_request(root: Path, records: int, seed: int) -> None:
+    (root / "inputs").mkdir(parents=True)
+    for side, name in enumerate(("baseline", "subject")):
+        rows = (pair[side] for pair in _cases(records, seed))
+        run = make_run(
+            rows,
+            source={"name": "bench", "version": "1"},
+            run_id=name,
+            artifact_digest="sha256:" + str(side + 1) * 64,
+        )
+        write_run(run, root / "inputs" / f"{name}.json")
+    (root / "policy.json").write_text(json.dumps(POLICY), encoding="utf-8")
+    (root / "request.yaml").write_text(REQUEST, encoding="utf-8")
+
+
+def _ensure_reference(given: Path | None) -> Path:
+    if given is not None:
+        return Path(given).absolute()
+    python = VENV / "bin" / "python"
+    if python.exists():
+        return python
+    base = str(PYENV_PYTHON) if PYENV_PYTHON.exists() else shutil.which("python3.12")
+    if base is None:
+        print("bench/pack.py: no Python 3.12 for the invarlock reference", file=sys.stderr)
+        sys.exit(2)
+    print(f"creating the reference virtualenv with {REFERENCE_PACKAGE} ...", flush=True)
+    try:
+        subprocess.run([base, "-m", "venv", str(VENV)], check=True)
+        subprocess.run(
+            [str(python), "-m", "pip", "install", "--quiet", REFERENCE_PACKAGE], check=True
+        )
+    except (OSError, subprocess.CalledProcessError):
+        print("bench/pack.py: could not install the invarlock reference", file=sys.stderr)
+        sys.exit(2)
+    return python
+
+
+def _timed(argv: list[str], cwd: Path) -> tuple[float, int, dict[str, Any]]:
+    """Run one command; return (wall seconds, exit code, parsed JSON stdout)."""
+    start = time.perf_counter()
+    done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, check=False)
+    seconds = time.perf_counter() - start
+    if not done.stdout.strip():
+        print(done.stderr[-2000:], file=sys.stderr)
+        sys.exit(1)
+    return seconds, done.returncode, json.loads(done.stdout)
+
+
+def _verify_args(
+    pack: str, built: dict[str, Any], signer: str, verifier: Path, receipt: str
+) -> list[str]:
+    return [
+        pack,
+        "--policy",
+        "policy.json",
+        "--expected-baseline-run",
+        built["baseline_run_digest"],
+        "--expected-subject-run",
+        built["subject_run_digest"],
+        "--expected-request-digest",
+        built["request_digest"],
+        "--expected-signer",
+        signer,
+        "--verifier-signing-key",
+        str(verifier),
+        "--verifier-identity",
+        IDENTITY,
+        "--receipt",
+        receipt,
+        "--max-bootstrap-draws",
+        BUDGET,
+        "--json",
+    ]
+
+
+def _side(
+    prefix: list[str] | None, command: str, arguments: list[str], reference: Path
+) -> list[str]:
+    if prefix is None:  # the reference's console script
+        return [str(reference.with_name("invarlock")), command, *arguments]
+    return [*prefix, SEALEVAL_COMMANDS[command], *arguments]
+
+
+def _print_timings(
+    records: int, size: int, decision: str, timings: dict[tuple[str, str], float]
+) -> None:
+    print(f"\npack: {records:,} records per run, {size / 1024**2:.1f} MiB, decision {decision}")
+    for step in ("evaluate", "verify", "total"):
+        if step == "total":
+            ours = timings[("sealeval", "evaluate")] + timings[("sealeval", "verify")]
+            theirs = timings[("invarlock", "evaluate")] + timings[("invarlock", "verify")]
+        else:
+            ours, theirs = timings[("sealeval", step)], timings[("invarlock", step)]
+        print(
+            f"  {step:8}  sealeval {ours:8.2f} s   invarlock {theirs:8.2f} s"
+            f"   ratio {theirs / ours:6.2f}x"
+        )
+
+
+def main() -> int:
+    """Generate, run both sides, check identical outputs, print the timings."""
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--records", type=int, default=50_000)
+    parser.add_argument("--seed", type=int, default=11)
+    parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--reference-python", type=Path)
+    args = parser.parse_args()
+    reference = _ensure_reference(args.reference_python)
+    WORK.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=WORK, prefix="pack-") as folder:
+        root = Path(folder)
+        request = root / "request"
+        print(f"generating {args.records:,} paired cases (seed {args.seed}) ...", flush=True)
+        _write_request(request, args.records, args.seed)
+        signer = generate_key_directory(root / "signer")
+        verifier = generate_key_directory(root / "verifier")
+        timings: dict[tuple[str, str], float] = {}
+        outputs: dict[str, dict[str, Any]] = {}
+        for side, prefix in (("sealeval", [sys.executable, "-c"]), ("invarlock", None)):
+            best: dict[str, float] = {}
+            for attempt in range(args.repeat):
+                pack = f"{side}-{attempt}"
+                seconds, status, built = _timed(
+                    _side(
+                        prefix,
+                        "evaluate",
+                        [
+                            "request.yaml",
+                            "--signing-key",
+                            str(signer.private_key),
+                            "--output",
+                            pack,
+                            "--max-bootstrap-draws",
+                            BUDGET,
+                            "--json",
+                        ],
+                        reference,
+                    ),
+                    request,
+                )
+                if status != 0:
+                    print(f"{side} evaluate failed: {built}", file=sys.stderr)
+                    return 1
+                best["evaluate"] = min(best.get("evaluate", seconds), seconds)
+                receipt = str(root / f"{side}-{attempt}.receipt.json")
+                seconds, status, verified = _timed(
+                    _side(
+                        prefix,
+                        "verify",
+                        _verify_args(
+                            pack, built, signer.fingerprint, verifier.private_key, receipt
+                        ),
+                        reference,
+                    ),
+                    request,
+                )
+                if status not in (0, 7) or verified.get("integrity_ok") is not True:
+                    print(f"{side} verify failed: {verified}", file=sys.stderr)
+                    return 1
+                best["verify"] = min(best.get("verify", seconds), seconds)
+                outputs[side] = {"pack": request / pack, "receipt": Path(receipt), "built": built}
+            for step, seconds in best.items():
+                timings[(side, step)] = seconds
+
+        def files(directory: Path) -> dict[str, bytes]:
+            return {
+                p.relative_to(directory).as_posix(): p.read_bytes()
+                for p in sorted(directory.rglob("*"))
+                if p.is_file()
+            }
+
+        identical_pack = files(outputs["sealeval"]["pack"]) == files(outputs["invarlock"]["pack"])
+        identical_receipt = (
+            outputs["sealeval"]["receipt"].read_bytes()
+            == outputs["invarlock"]["receipt"].read_bytes()
+        )
+        size = sum(len(data) for data in files(outputs["sealeval"]["pack"]).values())
+        _print_timings(args.records, size, outputs["sealeval"]["built"]["decision"], timings)
+        print(f"  packs byte-identical: {identical_pack}")
+        print(f"  receipts byte-identical: {identical_receipt}")
+        return 0 if identical_pack and identical_receipt else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

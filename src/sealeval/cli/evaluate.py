@@ -1,0 +1,473 @@
+"""``sealeval evaluate``: build and publish a captured evidence pack ``invarlock/evidence-pack-v2``.
+
+Contract: ``30-request.md``, ``31-pack.md`` and ``40-cli.md`` §1 of the
+invarlock specification (see ``docs/evidence-pack.md`` and
+``docs/verification.md``)::
+
+    sealeval evaluate REQUEST (--signing-key KEY | --unsigned) [--preflight] [--json]
+                      [--fail-on-policy] [--max-bootstrap-draws N]
+                      [--baseline-run P] [--subject-run P] [--output P] [--request-root DIR]
+    sealeval evaluate --keygen DIR [--json]
+    sealeval evaluate --freeze-cases FILE [--case-set-output FILE] [--json]
+
+The request (strict YAML) names both runs — a canonical run (adapter
+``invarlock``) or a native export read by :func:`sealeval.captured.importers.load_run`
+— the approved policy and the evidence destination (which must not exist).
+``evaluate`` loads and normalizes the request, compares the runs, and
+publishes the pack atomically and no-clobber: signed with an Ed25519 key, or
+explicitly ``unsigned_local`` (such packs can be rendered but never
+verified). ``--preflight`` runs every check without writing anything.
+
+Exit status: 0 published (any decision) or preflight passed; 7 published
+with ``--fail-on-policy`` and a decision other than ``pass``; 2 any request,
+input, budget, destination or signing error (``sealeval: error: <field>:
+<code>`` on standard error, or the JSON result with ``--json``). Messages
+never contain values or paths; paths in results are request-relative.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Final
+
+import click
+from click.core import ParameterSource
+
+from sealeval.captured.case_set import parse_case_set, write_case_set
+from sealeval.captured.comparison import (
+    DEFAULT_MAX_BOOTSTRAP_DRAWS,
+    ComparisonReport,
+    compare_runs,
+)
+from sealeval.captured.importers import load_run
+from sealeval.captured.pack import build_evidence_pack
+from sealeval.captured.policy import ComparisonPolicy
+from sealeval.captured.request import PairedCheck, PreflightResult, SourceSpec, preflight
+from sealeval.captured.run import INVARLOCK_LIMITS, Limits, Run, read_file_bytes
+from sealeval.captured.signing import generate_key_directory
+from sealeval.cli._common import CONTEXT_SETTINGS, EXIT_ERROR, EXIT_OK
+from sealeval.cli.verify import dump_json, metric_lines
+from sealeval.errors import CanonicalError, SealevalError
+
+__all__ = [
+    "EXIT_POLICY_NOT_PASSED",
+    "PREFLIGHT_FORMAT",
+    "RESULT_FORMAT",
+    "SETUP_FORMAT",
+    "EvaluateError",
+    "evaluate_command",
+    "native_run_loader",
+]
+
+#: ``--fail-on-policy`` and the decision is not ``pass``.
+EXIT_POLICY_NOT_PASSED: Final = 7
+#: ``format_version`` of the evaluation result (``--json``).
+RESULT_FORMAT: Final = "invarlock/evaluation-result-v2"
+#: ``format_version`` of the preflight result (``--preflight --json``).
+PREFLIGHT_FORMAT: Final = "invarlock/evaluation-preflight-v3"
+#: ``format_version`` of a setup action's result (``--keygen``/``--freeze-cases --json``).
+SETUP_FORMAT: Final = "invarlock/evaluation-setup-v1"
+
+_DRAWS: Final = re.compile(r"[0-9]{1,30}")
+_MAX_CASE_SET_BYTES: Final = 134_217_728
+#: Evaluation options a setup action may not be combined with (parameter names).
+_EVALUATION_OPTIONS: Final = (
+    "signing_key",
+    "unsigned",
+    "preflight",
+    "fail_on_policy",
+    "max_draws",
+    "baseline_run",
+    "subject_run",
+    "output",
+    "request_root",
+)
+
+
+class EvaluateError(SealevalError):
+    """Refusal of the ``evaluate`` command line itself (exit 2)."""
+
+    module = "sealeval.cli.evaluate"
+    codes = frozenset(
+        {
+            "request_required",
+            "conflicting_actions",
+            "invalid_budget",
+            "case_set_output_without_freeze",
+            "invalid_json",
+        }
+    )
+
+
+def native_run_loader(path: Path, side: SourceSpec, *, limits: Limits) -> Run:
+    """Load a non-``invarlock`` side with :func:`sealeval.captured.importers.load_run`.
+
+    The side's declared ``source``, ``run_id``, ``artifact_digest``,
+    ``service_identity``, ``score_provenance`` and ``input_projection`` are
+    passed through; normalization then checks them against the run.
+    """
+    return load_run(
+        path,
+        side.adapter,
+        source=side.source,
+        run_id=side.run_id,
+        artifact_digest=side.artifact_digest,
+        service_identity=side.service_identity,
+        score_provenance=side.score_provenance,
+        input_projection=side.input_projection,
+        limits=limits,
+    )
+
+
+def _budget(value: str | None) -> int:
+    if value is None:
+        return DEFAULT_MAX_BOOTSTRAP_DRAWS
+    if _DRAWS.fullmatch(value) is None:
+        raise EvaluateError("invalid_budget", "max_bootstrap_draws")
+    return int(value)
+
+
+def _given(ctx: click.Context, parameter: str) -> bool:
+    """Whether an option was given on the command line or through the environment."""
+    source = ctx.get_parameter_source(parameter)
+    return source in (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT)
+
+
+# ---------------------------------------------------------------------------
+# Setup actions
+
+
+def _setup_result(action: str | None, details: Mapping[str, Any] | None, error: str | None) -> str:
+    return dump_json(
+        {
+            "format_version": SETUP_FORMAT,
+            "action": action,
+            "ok": error is None,
+            "details": None if error is not None else dict(details or {}),
+            "errors": [] if error is None else [error],
+        }
+    )
+
+
+def _keygen(directory: str) -> dict[str, Any]:
+    generated = generate_key_directory(directory)
+    return {
+        "private_key": str(Path(directory) / generated.private_key.name),
+        "public_key": str(Path(directory) / generated.public_key.name),
+        "public_key_fingerprint": generated.fingerprint,
+    }
+
+
+def _freeze(source: str, output: str | None) -> dict[str, Any]:
+    data = read_file_bytes(Path(source), _MAX_CASE_SET_BYTES, "case_set")
+    try:
+        case_set = parse_case_set(data, limits=INVARLOCK_LIMITS)
+    except CanonicalError:
+        raise EvaluateError("invalid_json", "case_set") from None
+    if output is not None:
+        write_case_set(case_set, output)
+    return {"case_count": len(case_set.cases), "case_set_digest": case_set.digest, "output": output}
+
+
+def _setup(
+    ctx: click.Context,
+    *,
+    request: str | None,
+    keygen: str | None,
+    freeze_cases: str | None,
+    case_set_output: str | None,
+    as_json: bool,
+) -> None:
+    """Run exactly one setup action (no request, no evaluation option)."""
+    action = "keygen" if keygen is not None else "freeze_cases"
+    try:
+        if keygen is not None and freeze_cases is not None:
+            raise EvaluateError("conflicting_actions", "setup")
+        if request is not None or any(_given(ctx, name) for name in _EVALUATION_OPTIONS):
+            raise EvaluateError("conflicting_actions", "setup")
+        if case_set_output is not None and freeze_cases is None:
+            raise EvaluateError("case_set_output_without_freeze", "case_set_output")
+        if keygen is not None:
+            details = _keygen(keygen)
+        else:
+            assert freeze_cases is not None
+            details = _freeze(freeze_cases, case_set_output)
+    except SealevalError as error:
+        if as_json:
+            click.echo(_setup_result(action, None, str(error)), nl=False)
+        else:
+            click.echo(f"sealeval: error: {error}", err=True)
+        raise click.exceptions.Exit(EXIT_ERROR) from None
+    if as_json:
+        click.echo(_setup_result(action, details, None), nl=False)
+    elif action == "keygen":
+        click.echo(f"Key pair written; public key fingerprint {details['public_key_fingerprint']}")
+    else:
+        click.echo(f"Case set frozen: {details['case_count']} cases; {details['case_set_digest']}")
+
+
+# ---------------------------------------------------------------------------
+# Evaluation
+
+
+def _paired_check(budget: int) -> PairedCheck:
+    """Return the comparison engine's preflight: a dry comparison in memory (nothing written)."""
+
+    def check(baseline: Run, subject: Run, policy: ComparisonPolicy) -> Mapping[str, Any]:
+        report = compare_runs(
+            baseline=baseline, subject=subject, policy=policy, max_bootstrap_draws=budget
+        )
+        return {
+            "required_bootstrap_draws": report.required_bootstrap_draws,
+            "missing_id_bytes": report.missing_id_bytes,
+        }
+
+    return check
+
+
+def _preflight_document(checked: PreflightResult, budget: int) -> dict[str, Any]:
+    request = checked.request
+    paired = checked.paired or {}
+    return {
+        "format_version": PREFLIGHT_FORMAT,
+        "kind": "captured",
+        "ok": True,
+        "execution_mode": "captured",
+        "requested_authentication": checked.requested_authentication,
+        "baseline_run_digest": request.baseline.digest,
+        "subject_run_digest": request.subject.digest,
+        "policy_digest": request.policy.digest,
+        "request_digest": request.request_digest,
+        "record_count": checked.record_count,
+        "scope_count": checked.scope_count,
+        "required_bootstrap_draws": paired.get("required_bootstrap_draws"),
+        "missing_id_bytes": paired.get("missing_id_bytes"),
+        "max_bootstrap_draws": budget,
+        "checks": list(checked.checks),
+        "output": request.authored.output,
+    }
+
+
+def _evaluate(checked: PreflightResult, budget: int) -> tuple[dict[str, Any], ComparisonReport]:
+    request = checked.request
+    report = compare_runs(
+        baseline=request.baseline,
+        subject=request.subject,
+        policy=request.policy,
+        max_bootstrap_draws=budget,
+    )
+    published = build_evidence_pack(
+        request,
+        comparison_report=report.canonical_bytes,
+        signing_key=checked.signing_key,
+        unsigned=checked.signing_key is None,
+    )
+    document = {
+        "format_version": RESULT_FORMAT,
+        "kind": "captured",
+        "ok": True,
+        "evidence": request.authored.output,
+        "comparison_id": published.comparison_id,
+        "baseline_run_digest": published.baseline_run_digest,
+        "subject_run_digest": published.subject_run_digest,
+        "policy_digest": published.policy_digest,
+        "authentication": published.authentication,
+        "policy_verdict": published.decision,
+        "decision": published.decision,
+        "pack_manifest_digest": published.pack_manifest_digest,
+        "request_digest": published.request_digest,
+    }
+    return document, report
+
+
+def _evaluation_text(document: Mapping[str, Any], report: ComparisonReport) -> str:
+    signing = (
+        "Signing: Signed evidence"
+        if document["authentication"] == "signed"
+        else "Signing: Unsigned local evidence"
+    )
+    lines = [
+        "Captured evidence created",
+        f"Recorded policy result: {document['decision']}",
+        signing,
+        "Independent verification: not performed",
+        *metric_lines(report.metric_summaries()),
+        f"Evidence: {document['evidence']}",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _preflight_text(document: Mapping[str, Any]) -> str:
+    lines = [
+        "Captured preflight passed (nothing scored into evidence, nothing written)",
+        f"Requested signing: {document['requested_authentication']}",
+        f"Records: {document['record_count']}; scopes: {document['scope_count']}",
+        f"Bootstrap draws: {document['required_bootstrap_draws']} of "
+        f"{document['max_bootstrap_draws']} allowed",
+        f"Request digest: {document['request_digest']}",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _run(
+    ctx: click.Context,
+    request: str,
+    *,
+    signing_key: str | None,
+    unsigned: bool,
+    run_preflight: bool,
+    max_draws: str | None,
+    overrides: Mapping[str, str | None],
+) -> tuple[dict[str, Any], ComparisonReport | None]:
+    budget = _budget(max_draws)
+    key = signing_key
+    if unsigned and ctx.get_parameter_source("signing_key") == ParameterSource.ENVIRONMENT:
+        key = None  # an environment-provided key is ignored under --unsigned
+    checked = preflight(
+        request,
+        signing_key=key,
+        unsigned=unsigned,
+        request_root=overrides["request_root"],
+        baseline_run=overrides["baseline_run"],
+        subject_run=overrides["subject_run"],
+        output=overrides["output"],
+        run_loader=native_run_loader,
+        paired_check=_paired_check(budget) if run_preflight else None,
+    )
+    if run_preflight:
+        return _preflight_document(checked, budget), None
+    return _evaluate(checked, budget)
+
+
+def _failure(run_preflight: bool, signing_key: str | None, unsigned: bool, error: str) -> str:
+    document: dict[str, Any] = {
+        "format_version": PREFLIGHT_FORMAT if run_preflight else RESULT_FORMAT,
+        "kind": "captured",
+        "ok": False,
+        "errors": [error],
+    }
+    if run_preflight:
+        document["execution_mode"] = "captured"
+        document["requested_authentication"] = (
+            "unsigned_local" if unsigned and signing_key is None else "signed"
+        )
+    return dump_json(document)
+
+
+def _check_usage(
+    ctx: click.Context, request: str | None, *, as_json: bool, case_set_output: str | None
+) -> None:
+    """Refuse a missing request and option combinations click cannot express (exit 2)."""
+    if request is None:
+        error = EvaluateError("request_required", "request")
+        if as_json:
+            click.echo(_setup_result(None, None, str(error)), nl=False)
+        else:
+            click.echo(f"sealeval: error: {error}", err=True)
+        raise click.exceptions.Exit(EXIT_ERROR)
+    if ctx.params["fail_on_policy"] and ctx.params["run_preflight"]:
+        raise click.UsageError("--fail-on-policy cannot be used with --preflight", ctx)
+    if case_set_output is not None:
+        raise click.UsageError("--case-set-output requires --freeze-cases", ctx)
+
+
+@click.command("evaluate", context_settings=CONTEXT_SETTINGS)
+@click.argument("request", required=False, metavar="[REQUEST]")
+@click.option(
+    "--signing-key",
+    metavar="KEY",
+    envvar="SEALEVAL_SIGNING_KEY",
+    help="Ed25519 private key (PEM) that signs the pack [env: SEALEVAL_SIGNING_KEY].",
+)
+@click.option(
+    "--unsigned", is_flag=True, help="Publish unsigned_local evidence (never verifiable)."
+)
+@click.option("--preflight", "run_preflight", is_flag=True, help="Check everything; write nothing.")
+@click.option("--json", "as_json", is_flag=True, help="Print the JSON result.")
+@click.option(
+    "--fail-on-policy",
+    is_flag=True,
+    help="Exit 7 after publication unless the decision is pass (not with --preflight).",
+)
+@click.option(
+    "--max-bootstrap-draws",
+    "max_draws",
+    metavar="N",
+    help=f"Local work budget in bootstrap draws [default: {DEFAULT_MAX_BOOTSTRAP_DRAWS}].",
+)
+@click.option("--baseline-run", metavar="P", help="Replace the baseline path (inside the root).")
+@click.option("--subject-run", metavar="P", help="Replace the subject path (inside the root).")
+@click.option("--output", metavar="P", help="Replace output.evidence (inside the root).")
+@click.option("--request-root", metavar="DIR", help="Resolve references below DIR instead.")
+@click.option("--keygen", metavar="DIR", help="Write a new key pair into DIR (must not exist).")
+@click.option("--freeze-cases", metavar="FILE", help="Validate and freeze a planned case set.")
+@click.option("--case-set-output", metavar="FILE", help="Write the frozen case set (no clobber).")
+@click.pass_context
+def evaluate_command(
+    ctx: click.Context,
+    /,
+    request: str | None,
+    *,
+    signing_key: str | None,
+    unsigned: bool,
+    run_preflight: bool,
+    as_json: bool,
+    fail_on_policy: bool,
+    max_draws: str | None,
+    baseline_run: str | None,
+    subject_run: str | None,
+    output: str | None,
+    request_root: str | None,
+    keygen: str | None,
+    freeze_cases: str | None,
+    case_set_output: str | None,
+) -> None:
+    """Compare the runs a captured REQUEST names and publish an evidence pack.
+
+    Exit 0 published (or preflight passed), 7 published with --fail-on-policy
+    and a decision other than pass, 2 on any error (nothing is published).
+    """
+    if keygen is not None or freeze_cases is not None:
+        _setup(
+            ctx,
+            request=request,
+            keygen=keygen,
+            freeze_cases=freeze_cases,
+            case_set_output=case_set_output,
+            as_json=as_json,
+        )
+        return
+    _check_usage(ctx, request, as_json=as_json, case_set_output=case_set_output)
+    assert request is not None
+    try:
+        document, report = _run(
+            ctx,
+            request,
+            signing_key=signing_key,
+            unsigned=unsigned,
+            run_preflight=run_preflight,
+            max_draws=max_draws,
+            overrides={
+                "request_root": request_root,
+                "baseline_run": baseline_run,
+                "subject_run": subject_run,
+                "output": output,
+            },
+        )
+    except SealevalError as error:
+        if as_json:
+            click.echo(_failure(run_preflight, signing_key, unsigned, str(error)), nl=False)
+        else:
+            click.echo(f"sealeval: error: {error}", err=True)
+        raise click.exceptions.Exit(EXIT_ERROR) from None
+    if as_json:
+        click.echo(dump_json(document), nl=False)
+    elif report is None:
+        click.echo(_preflight_text(document), nl=False)
+    else:
+        click.echo(_evaluation_text(document, report), nl=False)
+    if fail_on_policy and document.get("decision") != "pass":
+        raise click.exceptions.Exit(EXIT_POLICY_NOT_PASSED)
+    raise click.exceptions.Exit(EXIT_OK)

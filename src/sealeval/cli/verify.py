@@ -1,0 +1,360 @@
+"""``sealeval verify``: offline verification of a captured evidence pack with a signed receipt.
+
+Contract: ``32-verify.md`` and ``40-cli.md`` §2 of the invarlock
+specification (see ``docs/verification.md``)::
+
+    sealeval verify EVIDENCE --trust-profile FILE --receipt OUT [--max-bootstrap-draws N] [--json]
+    sealeval verify EVIDENCE --policy FILE --expected-baseline-run D --expected-subject-run D
+                    --expected-request-digest D --expected-signer FP
+                    --verifier-signing-key KEY --verifier-identity ID --receipt OUT [--json]
+
+The policy, the anchors and the verifier key are the recipient's own (a
+trust profile, or explicit options — mixing the two is refused); nothing is
+taken from the pack. The pack is examined, checked against the anchors, its
+comparison is replayed and must reproduce the stored report byte for byte,
+and a verifier-signed receipt ``invarlock/evidence-verification-receipt-v3``
+is written outside the pack — also for rejections, whenever the manifest
+could be identified.
+
+Exit status: 0 integrity verified and the policy passed; 7 integrity
+verified, decision ``regression`` or ``insufficient_evidence``; 6 integrity
+failure; 4 contract failure; 2 incomplete (inputs, work budget, Unicode
+environment, receipt destination) — no receipt. Messages are
+``<field>: <code>``; no value or path is ever printed (the receipt is named
+by its file name only).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Final
+
+import click
+from click.core import ParameterSource
+
+from sealeval.canonical import encode_invarlock
+from sealeval.captured.comparison import DEFAULT_MAX_BOOTSTRAP_DRAWS, MetricSummary
+from sealeval.captured.receipt import ReceiptError, issue_receipt, publish_receipt
+from sealeval.captured.trust import (
+    RecipientInputs,
+    TrustInputError,
+    TrustInputs,
+    check_verification_inputs,
+    explicit_trust_inputs,
+    read_trust_profile,
+)
+from sealeval.captured.verify import (
+    VerificationError,
+    VerificationOutcome,
+    verify_evidence_pack,
+)
+from sealeval.cli._common import CONTEXT_SETTINGS, EXIT_ERROR
+from sealeval.errors import SealevalError
+
+__all__ = [
+    "REASONS",
+    "VERIFY_FORMAT",
+    "dump_json",
+    "metric_lines",
+    "printable",
+    "verify_command",
+]
+
+#: ``format_version`` of the ``--json`` result (the reference's, for drop-in use).
+VERIFY_FORMAT: Final = "invarlock/evidence-pack-verify-v2"
+#: ``reason`` values of an incomplete verification (exit 2).
+REASONS: Final = (
+    "invalid_verification_inputs",
+    "unsupported_scoring_environment",
+    "local_work_budget_exceeded",
+    "receipt_publication_failed",
+)
+#: Explicit trust options (parameter name, option name), in checking order.
+_EXPLICIT: Final = (
+    ("policy", "policy"),
+    ("expected_baseline_run", "expected_baseline_run"),
+    ("expected_subject_run", "expected_subject_run"),
+    ("expected_request_digest", "expected_request_digest"),
+    ("expected_signer", "expected_signer"),
+    ("verifier_signing_key", "verifier_signing_key"),
+    ("verifier_identity", "verifier_identity"),
+)
+_DRAWS: Final = re.compile(r"[0-9]{1,30}")
+_UNPRINTABLE: Final = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
+_C1: Final = re.compile("[\x7f-\x9f]")
+
+
+class _IncompleteError(Exception):
+    """An exit-2 outcome: the refusal and its reason."""
+
+    def __init__(self, error: SealevalError, reason: str) -> None:
+        super().__init__(error.code)
+        self.error = error
+        self.reason = reason
+
+
+def dump_json(document: Mapping[str, Any]) -> str:
+    """Encode a CLI result: sorted keys, compact, non-ASCII raw, control characters escaped."""
+    text = encode_invarlock(document).decode("utf-8")
+    return _C1.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
+
+
+def printable(text: str) -> str:
+    """Return policy text for a terminal (control and format characters escaped)."""
+    return "".join(
+        f"\\u{ord(char):04x}" if unicodedata.category(char) in _UNPRINTABLE else char
+        for char in text
+    )
+
+
+def metric_lines(summaries: tuple[MetricSummary, ...]) -> list[str]:
+    """Return one line per metric entry (plus its recorded reasons)."""
+    lines: list[str] = []
+    for summary in summaries:
+        lines.append(
+            f"{printable(summary.name)} / {printable(summary.slice)}: {summary.decision}; "
+            f"{summary.usable_count} usable pairs; {summary.missing_count} missing results"
+        )
+        if summary.reasons:
+            lines.append("Recorded reasons: " + "; ".join(summary.reasons))
+    return lines
+
+
+def _budget(value: str | None) -> int:
+    if value is None:
+        return DEFAULT_MAX_BOOTSTRAP_DRAWS
+    if _DRAWS.fullmatch(value) is None:
+        raise _IncompleteError(
+            TrustInputError("invalid_budget", "max_bootstrap_draws"), "invalid_verification_inputs"
+        )
+    return int(value)
+
+
+def _trust_inputs(
+    ctx: click.Context, trust_profile: str | None, options: Mapping[str, Any]
+) -> TrustInputs:
+    """Read the profile (refusing explicit options given on the command line) or the options."""
+    if trust_profile is not None:
+        for parameter, name in _EXPLICIT:
+            if ctx.get_parameter_source(parameter) == ParameterSource.COMMANDLINE:
+                raise TrustInputError("mixed_trust_inputs", name)
+        return read_trust_profile(trust_profile)
+    return explicit_trust_inputs(
+        policy=options["policy"],
+        expected_baseline_run=options["expected_baseline_run"],
+        expected_subject_run=options["expected_subject_run"],
+        expected_request_digest=options["expected_request_digest"],
+        expected_signer=options["expected_signer"],
+        verifier_signing_key=options["verifier_signing_key"],
+        verifier_identity=options["verifier_identity"],
+    )
+
+
+def _run(
+    ctx: click.Context,
+    evidence: str,
+    *,
+    trust_profile: str | None,
+    receipt: str | None,
+    max_draws: str | None,
+    options: Mapping[str, Any],
+) -> tuple[VerificationOutcome, RecipientInputs, bool]:
+    """Check inputs, verify, and publish the receipt; return (outcome, inputs, receipt written)."""
+    try:
+        budget = _budget(max_draws)
+        trust = _trust_inputs(ctx, trust_profile, options)
+        recipient = check_verification_inputs(
+            trust, evidence=evidence, receipt=receipt, max_bootstrap_draws=budget
+        )
+    except SealevalError as error:
+        raise _IncompleteError(error, "invalid_verification_inputs") from None
+    destination = recipient.receipt
+    assert destination is not None
+    if destination.exists() or destination.is_symlink():
+        raise _IncompleteError(
+            ReceiptError("publication_failed", "receipt"), "receipt_publication_failed"
+        )
+    try:
+        outcome = verify_evidence_pack(evidence, recipient)
+    except VerificationError as error:
+        reason = error.code if error.code in REASONS else "invalid_verification_inputs"
+        raise _IncompleteError(error, reason) from None
+    if not outcome.identified:
+        return outcome, recipient, False
+    try:
+        publish_receipt(destination, issue_receipt(outcome, recipient))
+    except ReceiptError as error:
+        raise _IncompleteError(error, "receipt_publication_failed") from None
+    return outcome, recipient, True
+
+
+def _result(outcome: VerificationOutcome, receipt_name: str | None) -> dict[str, Any]:
+    if outcome.integrity_ok:
+        assert outcome.report is not None
+        return {
+            "format_version": VERIFY_FORMAT,
+            "kind": "captured",
+            "ok": outcome.ok,
+            "integrity_ok": True,
+            "policy_verdict": outcome.policy_verdict,
+            "decision": outcome.decision,
+            "replay_status": outcome.replay_status,
+            "signed_receipt": receipt_name,
+            "pack_manifest_digest": outcome.pack_manifest_digest,
+            "metric_summaries": [summary.to_dict() for summary in outcome.metric_summaries],
+        }
+    return {
+        "format_version": VERIFY_FORMAT,
+        "kind": "captured",
+        "ok": False,
+        "integrity_ok": False,
+        "policy_verdict": None,
+        "decision": None,
+        "scoring_assurance": None,
+        "signed_receipt": receipt_name,
+        "errors": [str(outcome.error)],
+    }
+
+
+def _incomplete_result(refusal: _IncompleteError) -> dict[str, Any]:
+    return {
+        "format_version": VERIFY_FORMAT,
+        "kind": "captured",
+        "ok": False,
+        "integrity_ok": None,
+        "policy_verdict": None,
+        "decision": None,
+        "scoring_assurance": None,
+        "signed_receipt": None,
+        "errors": [str(refusal.error)],
+        "reason": refusal.reason,
+    }
+
+
+def _text(outcome: VerificationOutcome, receipt_name: str | None) -> str:
+    if outcome.integrity_ok:
+        headline = (
+            "PASS Independent captured verification complete"
+            if outcome.ok
+            else "FAIL captured evidence does not satisfy the approved policy"
+        )
+        lines = [
+            headline,
+            "Evidence integrity: verified",
+            f"Policy result: {outcome.policy_verdict}",
+            "Independent captured replay complete",
+            f"Recorded decision: {outcome.decision}",
+            *metric_lines(outcome.metric_summaries),
+        ]
+    else:
+        lines = [
+            f"FAIL {outcome.error}",
+            "Evidence integrity: not verified; no acceptance established",
+        ]
+    if receipt_name is not None:
+        lines.append(f"Receipt {printable(receipt_name)}")
+    return "\n".join(lines) + "\n"
+
+
+@click.command("verify", context_settings=CONTEXT_SETTINGS)
+@click.argument("evidence", metavar="EVIDENCE")
+@click.option(
+    "--trust-profile",
+    metavar="FILE",
+    help="Recipient trust profile (invarlock/trust-inputs-v2); not with explicit anchors.",
+)
+@click.option("--policy", metavar="FILE", envvar="SEALEVAL_POLICY", help="The approved policy.")
+@click.option(
+    "--expected-baseline-run",
+    "--expected-baseline",
+    "expected_baseline_run",
+    metavar="DIGEST",
+    envvar="SEALEVAL_EXPECTED_BASELINE_RUN",
+    help="Expected baseline run digest.",
+)
+@click.option(
+    "--expected-subject-run",
+    "--expected-subject",
+    "expected_subject_run",
+    metavar="DIGEST",
+    envvar="SEALEVAL_EXPECTED_SUBJECT_RUN",
+    help="Expected subject run digest.",
+)
+@click.option(
+    "--expected-request-digest",
+    metavar="DIGEST",
+    envvar="SEALEVAL_EXPECTED_REQUEST_DIGEST",
+    help="Expected captured request digest.",
+)
+@click.option(
+    "--expected-signer",
+    metavar="FINGERPRINT",
+    envvar="SEALEVAL_EXPECTED_SIGNER",
+    help="Expected pack signer key fingerprint.",
+)
+@click.option(
+    "--verifier-signing-key",
+    "--verifier-key",
+    "verifier_signing_key",
+    metavar="KEY",
+    envvar="SEALEVAL_VERIFIER_SIGNING_KEY",
+    help="Ed25519 private key (PEM) that signs the receipt.",
+)
+@click.option(
+    "--verifier-identity",
+    metavar="ID",
+    envvar="SEALEVAL_VERIFIER_IDENTITY",
+    help="Verifier identity recorded in the receipt.",
+)
+@click.option(
+    "--receipt", metavar="OUT", help="Receipt destination (must not exist, outside the pack)."
+)
+@click.option(
+    "--max-bootstrap-draws",
+    "max_draws",
+    metavar="N",
+    help=f"Local work budget in bootstrap draws [default: {DEFAULT_MAX_BOOTSTRAP_DRAWS}].",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the JSON result.")
+@click.pass_context
+def verify_command(
+    ctx: click.Context,
+    /,
+    evidence: str,
+    *,
+    trust_profile: str | None,
+    receipt: str | None,
+    max_draws: str | None,
+    as_json: bool,
+    **options: Any,
+) -> None:
+    """Verify a captured evidence pack against recipient-owned inputs; write a signed receipt.
+
+    Exit 0 verified and passed, 7 verified but the policy did not pass,
+    6 integrity failure, 4 contract failure (both with a signed rejection
+    receipt once the manifest is identified), 2 incomplete (no receipt).
+    """
+    try:
+        outcome, _, written = _run(
+            ctx,
+            evidence,
+            trust_profile=trust_profile,
+            receipt=receipt,
+            max_draws=max_draws,
+            options=options,
+        )
+    except _IncompleteError as refusal:
+        if as_json:
+            click.echo(dump_json(_incomplete_result(refusal)), nl=False)
+        else:
+            click.echo(f"sealeval: error: {refusal.error}", err=True)
+        raise click.exceptions.Exit(EXIT_ERROR) from None
+    receipt_name = Path(str(receipt)).name if written else None
+    if as_json:
+        click.echo(dump_json(_result(outcome, receipt_name)), nl=False)
+    else:
+        click.echo(_text(outcome, receipt_name), nl=False)
+    raise click.exceptions.Exit(outcome.status)
