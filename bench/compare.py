@@ -36,7 +36,7 @@ slice tag unless ``--scale-metadata``), compared once, and the script prints
 the ``compare_runs`` time, the memory the two runs hold and the process's peak
 RSS, which must stay under 2 GiB.
 
-Usage: python bench/compare.py [--records 50000] [--seed 7] [--repeat 1]
+Usage: python bench/compare.py [--records 50000] [--seed 7] [--repeat 1] [--workers auto|N]
        python bench/compare.py --scale [--scale-records 1000000] [--scale-metadata]
 """
 
@@ -102,14 +102,19 @@ SEALEVAL_RUNNER = (
 import json, sys, time
 from sealeval.captured import read_run
 from sealeval.captured.comparison import compare_runs
-baseline_path, subject_path, policy_path, out_path = sys.argv[1:5]
+baseline_path, subject_path, policy_path, out_path, workers = sys.argv[1:6]
 policy = json.loads(open(policy_path, encoding="utf-8").read())
 start = time.perf_counter()
 baseline = read_run(baseline_path)
 subject = read_run(subject_path)
 load_seconds = time.perf_counter() - start
 report, seconds, peak = measured(
-    lambda: compare_runs(baseline=baseline, subject=subject, policy=policy)
+    lambda: compare_runs(
+        baseline=baseline,
+        subject=subject,
+        policy=policy,
+        workers=None if workers == "auto" else int(workers),
+    )
 )
 open(out_path, "wb").write(report.canonical_bytes)
 print(json.dumps({"load_seconds": load_seconds, "compare_seconds": seconds, "peak_bytes": peak}))
@@ -253,7 +258,7 @@ def ensure_reference() -> Path:
     return python
 
 
-def run_child(python: str, runner: str, arguments: list[Path]) -> dict[str, Any]:
+def run_child(python: str, runner: str, arguments: list[Path | str]) -> dict[str, Any]:
     done = subprocess.run(
         [python, "-c", runner, *map(str, arguments)],
         check=True,
@@ -277,7 +282,7 @@ def _mib(value: int | None) -> str:
     return "n/a" if value is None else f"{value / 1024**2:.1f} MiB"
 
 
-def compare_with_reference(records: int, seed: int, repeat: int) -> int:
+def compare_with_reference(records: int, seed: int, repeat: int, workers: str) -> int:
     reference_python = ensure_reference()
     WORK.mkdir(parents=True, exist_ok=True)
     failures = 0
@@ -300,7 +305,7 @@ def compare_with_reference(records: int, seed: int, repeat: int) -> int:
             arguments = [*paths, policy_path]
             ours = min(
                 (
-                    run_child(sys.executable, SEALEVAL_RUNNER, [*arguments, ours_path])
+                    run_child(sys.executable, SEALEVAL_RUNNER, [*arguments, ours_path, workers])
                     for _ in range(repeat)
                 ),
                 key=lambda item: item["compare_seconds"],
@@ -384,6 +389,11 @@ def main() -> int:
     parser.add_argument("--records", type=int, default=50_000)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument(
+        "--workers",
+        default="auto",
+        help="compare_runs(workers=...) for sealeval: auto (the CPUs) or a number (1: serial)",
+    )
     parser.add_argument("--scale", action="store_true")
     parser.add_argument("--scale-records", type=int, default=1_000_000)
     parser.add_argument(
@@ -394,7 +404,9 @@ def main() -> int:
     arguments = parser.parse_args()
     if arguments.scale:
         return scale(arguments.scale_records, arguments.seed, metadata=arguments.scale_metadata)
-    return compare_with_reference(arguments.records, arguments.seed, arguments.repeat)
+    return compare_with_reference(
+        arguments.records, arguments.seed, arguments.repeat, arguments.workers
+    )
 
 
 if __name__ == "__main__":

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import math
 import os
 import tempfile
 import tracemalloc
+import types
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -44,7 +46,7 @@ from sealeval.captured import (
     write_run,
 )
 from sealeval.captured.errors import frozen_canonical, thaw_json
-from sealeval.errors import CanonicalError, OutputError
+from sealeval.errors import CanonicalError, OutputError, SealevalError
 
 ARTIFACT = "sha256:2d242308f097c11c0e1d2363d17b07069ac1e3aa2aee55317f76d083f9057fa0"
 OTHER = "sha256:" + "ab" * 32
@@ -1489,3 +1491,965 @@ def test_every_code_is_exercised() -> None:
     for table in (CASE_SET_REFUSALS, EXPORT_REFUSALS, IDENTITY_REFUSALS):
         exercised |= {row[-1] for row in table}
     assert exercised == set(CapturedRunError.codes)
+
+
+# ---------------------------------------------------------------------------
+# Fast paths: plain records (RunEncoder.add) and two-process JSONL imports
+
+
+class _Str(str):
+    __slots__ = ()
+
+
+class _Int(int):
+    pass
+
+
+class _List(list):  # type: ignore[type-arg]
+    pass
+
+
+class _Dict(dict):  # type: ignore[type-arg]
+    pass
+
+
+def _header(**changes: Any) -> RunHeader:
+    arguments: dict[str, Any] = {"source": SOURCE, "run_id": "run-1", "artifact_digest": ARTIFACT}
+    arguments.update(changes)
+    return RunHeader(**arguments)
+
+
+def _outcome(action: Callable[[], bytes]) -> tuple[Any, ...]:
+    """``("ok", bytes)`` or ``(error class, code, field)``."""
+    try:
+        return ("ok", action())
+    except (CapturedRunError, CanonicalError) as error:
+        return (type(error), error.code, error.field)
+
+
+def _record_path(records: list[Any]) -> bytes:
+    """The existing path: every record built as a Record (make_run semantics)."""
+    return make_run(records, source=SOURCE, run_id="run-1", artifact_digest=ARTIFACT).to_canonical()
+
+
+def _encoder_path(records: list[Any]) -> bytes:
+    """RunEncoder.add with the records as given (plain dicts take the fast path)."""
+    encoder = RunEncoder(_header())
+    pieces = [encoder.add(record) for record in records]
+    pieces.append(encoder.finish())
+    return b"".join(pieces)
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=_VALUES)
+def test_plain_encoder_matches_the_canonical_encoder(value: Any) -> None:
+    from sealeval.captured.errors import plain_canonical, plain_json  # noqa: PLC0415
+
+    assert plain_json(value)
+    assert plain_canonical(value) == encode_invarlock(value)[:-1]
+
+
+@settings(max_examples=300, deadline=None)
+@given(records=_RECORDS)
+def test_plain_fast_path_matches_the_record_path(records: list[dict[str, Any]]) -> None:
+    from sealeval.captured.run import plain_record_bytes  # noqa: PLC0415
+
+    for record in records:
+        if isinstance(record.get("context"), dict) and "input_projection" in record["context"]:
+            return  # a retained binding always takes the Record path
+        plain = plain_record_bytes(record)
+        assert plain is not None  # every valid plain record takes the fast path
+        assert plain == (record["id"], Record.from_mapping(record).to_canonical()[:-1])
+    assert _encoder_path(records) == _record_path(records)
+    assert _encoder_path([Record.from_mapping(record) for record in records]) == _record_path(
+        records
+    )
+
+
+def _deep(depth: int, inner: Any = "leaf") -> Any:
+    value = inner
+    for level in range(depth):
+        value = [value] if level % 2 else {"k": value}
+    return value
+
+
+# Member -> values that break (or stress) a rule of Record; each replaces the member of
+# a valid random record. Valid non-plain values (read-only mappings, tuples, dict
+# subclasses) must give the same bytes through either path.
+_BAD_VALUES: dict[str, list[Any]] = {
+    "id": [
+        "",
+        "x" * 129,
+        "x" * 128,
+        "a\x00b",
+        "a\x7fb",
+        "\ud800",
+        "ok\udfff",
+        5,
+        None,
+        True,
+        _Str("x"),
+        " ",
+    ],
+    "input": [
+        math.nan,
+        math.inf,
+        -math.inf,
+        "\ud800",
+        {"\udc00": 1},
+        {1: "x"},
+        {1: "x", 2: "y"},
+        {None: 1},
+        {"k": [1, {"z": math.nan}]},
+        _deep(128),
+        _deep(129),
+        _deep(127, [1]),
+        _deep(128, {"k": 1}),
+        object(),
+        b"bytes",
+        {1, 2},
+        1j,
+        _Str("x"),
+        _Int(3),
+        _List([1]),
+        _Dict(a=1),
+        ("tuple", ["ok"]),
+        types.MappingProxyType({"b": 1, "a": [2]}),
+        10**4400,
+        10**4299,
+        -(10**300),
+        True,
+        None,
+        "ok",
+    ],
+    "scores": [
+        None,
+        [],
+        {"a": "x"},
+        {"a": True},
+        {"a": None},
+        {"a": math.nan},
+        {"a": math.inf},
+        {"a": 10**400},
+        {"a": 2**1023},
+        {"a": 2**1024},
+        {"a": -(2**1023)},
+        {1: 1.0},
+        {"\ud800": 1},
+        {f"s{index}": index for index in range(101)},
+        {f"s{index}": index for index in range(100)},
+        types.MappingProxyType({"a": 1}),
+        _Dict(a=1.5),
+        {"a": _Int(1)},
+        {"a": 1.0, "b": 2},
+    ],
+    "metadata": [
+        None,
+        [],
+        {"a": 1},
+        {"a": None},
+        {"a": "x" * 4097},
+        {"a": "x" * 4096},
+        {"a": "\ud800"},
+        {"\ud800": "a"},
+        {1: "x"},
+        {f"m{index}": "" for index in range(101)},
+        {f"m{index}": "\n" for index in range(100)},
+        types.MappingProxyType({"a": "b"}),
+        {"a": _Str("b")},
+    ],
+    "error": [5, "x" * 4097, "x" * 4096, "\ud800", "", "\x00", _Str("e"), [], None],
+    "context": [
+        None,
+        {"input_projection": "x"},
+        {"input_projection": {"configuration": {}}},
+        {"a": {"input_projection": 1}},
+        {"k": math.inf},
+        _deep(129),
+        types.MappingProxyType({"a": (1, 2)}),
+    ],
+}
+
+
+def _mutations() -> list[tuple[str, Any]]:
+    mutations = [(member, value) for member, values in _BAD_VALUES.items() for value in values]
+    mutations += [
+        (member, value) for member in ("expected", "output") for value in _BAD_VALUES["input"]
+    ]
+    return mutations
+
+
+_MUTATION_LIST = _mutations()
+_SHAPES: list[Callable[[dict[str, Any]], None]] = [
+    lambda r: r.update(bogus=1),
+    lambda r: r.pop("id"),
+    lambda r: r.pop("input"),
+    lambda r: r.pop("expected"),
+    lambda r: r.pop("output"),
+    lambda r: r.update(likelihood=None),
+    lambda r: r.update(likelihood={}),
+    lambda r: r.update({1: "x"}),
+]
+
+
+@settings(max_examples=400, deadline=None)
+@given(records=_RECORDS, data=st.data())
+def test_plain_fast_path_refuses_what_the_record_path_refuses(
+    records: list[dict[str, Any]], data: st.DataObject
+) -> None:
+    from sealeval.captured.run import plain_record_bytes  # noqa: PLC0415
+
+    position = data.draw(st.integers(min_value=0, max_value=len(records) - 1))
+    changed = [dict(record) for record in records]
+    if data.draw(st.booleans()):
+        member, value = data.draw(st.sampled_from(_MUTATION_LIST))
+        changed[position][member] = value
+    else:
+        data.draw(st.sampled_from(_SHAPES))(changed[position])
+    if data.draw(st.booleans()) and len(changed) > 1:
+        changed[-1]["id"] = changed[0].get("id")  # a duplicate id after the mutation
+    expected = _outcome(lambda: _record_path(changed))
+    assert _outcome(lambda: _encoder_path(changed)) == expected
+    if expected[0] != "ok":
+        # the fast path only accepts: whatever the Record path refuses, it leaves to it
+        refused = _outcome(lambda: _record_path([changed[position]]))
+        if refused[0] != "ok":
+            assert plain_record_bytes(changed[position]) is None
+
+
+def test_plain_fast_path_follows_the_host_integer_setting() -> None:
+    import sys  # noqa: PLC0415
+
+    from sealeval.captured.run import plain_record_bytes  # noqa: PLC0415
+
+    previous = sys.get_int_max_str_digits()
+    try:
+        for setting in (0, 640, 5000, previous):
+            sys.set_int_max_str_digits(setting)
+            for value in (10**4300, 10**4299, 10**700, 10**639):
+                record = _record(input=[value], scores={"s": 10**300})
+                assert _outcome(lambda r=record: _encoder_path([r])) == _outcome(
+                    lambda r=record: _record_path([r])
+                )
+        sys.set_int_max_str_digits(0)
+        assert plain_record_bytes(_record(input=1)) is None  # the Record path checks digits
+    finally:
+        sys.set_int_max_str_digits(previous)
+
+
+# JSONL lines: the fast decoder accepts only what the strict decoder accepts, same value.
+_LINE_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(10**30), max_value=10**30)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=6),
+    lambda children: (
+        st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=4), children, max_size=3)
+    ),
+    max_leaves=10,
+)
+_LINE_EDITS: list[Callable[[bytes], bytes]] = [
+    lambda line: line,
+    lambda line: b"  " + line,
+    lambda line: line + b" \t\r",
+    lambda line: line + b"x",
+    lambda line: line + b"{}",
+    lambda line: line[:-1],
+    lambda line: b"\xef\xbb\xbf" + line,
+    lambda line: line.replace(b"}", b',"a":1,"a":2}', 1),
+    lambda line: line.replace(b"}", b',"n":NaN}', 1),
+    lambda line: line.replace(b"}", b',"n":1e999}', 1),
+    lambda line: line.replace(b"}", b',"n":Infinity}', 1),
+    lambda line: line.replace(b"}", b',"s":"\\ud800"}', 1),
+    lambda line: line.replace(b"}", b',"s":"\\ud83d\\ude00"}', 1),
+    lambda line: line.replace(b"}", b',"s":"\\uDBFF"}', 1),
+    lambda line: line.replace(b"}", b',"s":"\xff"}', 1),
+    lambda line: line.replace(b"}", b',"s":"\x01"}', 1),
+    lambda line: line.replace(b"}", b',"i":1' + b"0" * 5000 + b"}", 1),
+    lambda line: line.replace(b"}", b',"d":' + b"[" * 127 + b"]" * 127 + b"}", 1),
+    lambda line: line.replace(b"}", b',"d":' + b"[" * 128 + b"]" * 128 + b"}", 1),
+    lambda line: line.replace(b"}", b',"t":"[[[[' + b"[" * 130 + b'"}', 1),
+]
+
+
+@settings(max_examples=400, deadline=None)
+@given(value=st.dictionaries(st.text(max_size=4), _LINE_VALUES, max_size=4), data=st.data())
+def test_fast_line_decoding_matches_the_strict_decoder(value: Any, data: st.DataObject) -> None:
+    from sealeval.captured.importers.jsonl import _strict_row, decode_row  # noqa: PLC0415
+
+    line = json.dumps(value, ensure_ascii=data.draw(st.booleans())).encode("utf-8")
+    line = data.draw(st.sampled_from(_LINE_EDITS))(line) + b"\n"
+
+    def outcome(decoder: Callable[[], Any]) -> tuple[Any, ...]:
+        try:
+            return ("ok", encode_invarlock(decoder()))
+        except SealevalError as error:
+            return (type(error), error.code, error.field)
+
+    expected = outcome(lambda: _strict_row(line, "line[1]"))
+    assert outcome(lambda: decode_row(line, "line[1]")) == expected
+    tolerant = outcome(lambda: decode_row(line, "line[1]", lambda name: name == "n"))
+    if b"NaN" not in line:
+        assert tolerant == expected
+
+
+def _lm_rows(count: int) -> list[dict[str, Any]]:
+    rows = []
+    for index in range(count):
+        answer = ["Paris", "café 東京", "x"][index % 3]
+        rows.append(
+            {
+                "doc_id": index,
+                "doc": {"question": f"q{index} naïve?", "answer": answer},
+                "target": answer,
+                "arguments": {"gen_args_0": {"arg_0": f"Q{index}", "arg_1": {"until": ["\n"]}}},
+                "resps": [[answer]],
+                "filtered_resps": [answer],
+                "exact_match": 1.0 if index % 2 else 0,
+                "metadata": {"subtask": "alpha", "shard": str(index % 7)},
+            }
+        )
+    return rows
+
+
+def _jsonl_rows(count: int) -> list[dict[str, Any]]:
+    return [
+        {
+            "id": f"case-{index}",
+            "input": {"messages": [{"role": "user", "content": f"hello {index} ✓"}]},
+            "expected": "yes",
+            "output": None if index % 5 == 0 else "yes",
+            "scores": {"bleu": index / 7, "n": index},
+            "metadata": {"topic": "alpha"},
+            **({"error": "upstream timeout"} if index % 5 == 0 else {}),
+        }
+        for index in range(count)
+    ]
+
+
+def _write_lines(path: Path, rows: list[Any], extra: dict[int, bytes] | None = None) -> None:
+    lines = [json.dumps(row, ensure_ascii=False).encode("utf-8") + b"\n" for row in rows]
+    for position, line in (extra or {}).items():
+        lines.insert(position, line)
+    path.write_bytes(b"".join(lines))
+
+
+def _imported(
+    path: Path,
+    adapter: str,
+    *,
+    parallel: bool,
+    monkeypatch: pytest.MonkeyPatch,
+    adaptive: bool = False,
+    **kwargs: Any,
+) -> tuple[Any, ...]:
+    """Import in one or two processes; ``("ok", file bytes, summary)`` or the refusal.
+
+    One process: the importer's own ``rows`` through ``_write`` (the path every
+    adapter has). Two: the line loop with the worker. Unless ``adaptive``, the
+    worker encodes every batch and the parent waits for each (so that the worker's
+    records are used whatever the scheduling).
+    """
+    from sealeval.captured import importers  # noqa: PLC0415
+
+    calls: list[bool] = []
+    original = importers._write_lines
+
+    def spy(*args: Any, parallel: bool) -> Any:
+        calls.append(parallel)
+        return original(*args, parallel=parallel)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(importers, "_PARALLEL_ENABLED", parallel)
+        patch.setattr(importers, "_parallel_min_bytes", 0)
+        patch.setattr(importers, "_BATCH_LINES", 3)
+        patch.setattr(importers, "_write_lines", spy)
+        if not parallel:  # the baseline: the importer's own rows() through _write
+            patch.setattr(importers, "_lines_loop", lambda _request: False)
+        patch.setattr(
+            importers,
+            "_parallel",
+            lambda request, _size: parallel and importers._lines_loop(request),
+        )
+        if not adaptive:  # the worker encodes every batch; the parent waits for each
+            patch.setattr(importers, "_LEAD", 0)
+            patch.setattr(importers._Board, "position", lambda _self: -1)
+            patch.setattr(importers._Worker, "_encoding", lambda _self, _index: True)
+        destination = path.with_name(f"{path.name}.{int(parallel)}.run.json")
+        try:
+            summary = importers.import_run_streaming(
+                path,
+                destination,
+                adapter=adapter,
+                source=SOURCE,
+                run_id="run-1",
+                artifact_digest=ARTIFACT,
+                **kwargs,
+            )
+        except SealevalError as error:
+            assert not destination.exists()
+            assert [p.name for p in path.parent.iterdir() if p.name.endswith(".tmp")] == []
+            result: tuple[Any, ...] = (type(error), error.code, error.field)
+        else:
+            result = ("ok", destination.read_bytes(), summary)
+            destination.unlink()
+    assert calls == ([True] if parallel and "input_projection" not in kwargs else [])
+    return result
+
+
+@pytest.mark.parametrize("adapter", ["lm-eval-samples", "jsonl"])
+def test_two_process_import_equals_one_process(
+    adapter: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rows = _lm_rows(40) if adapter == "lm-eval-samples" else _jsonl_rows(40)
+    path = tmp_path / "source.jsonl"
+    extra = {3: b"\n", 7: b"  \t\r\n", 20: b"\n"}
+    if adapter == "lm-eval-samples":
+        # NaN metrics (missing scores) and rows outside the fast path (likelihood facts
+        # are checked by the Record path: here they are refused, at the same line)
+        extra[11] = b'{"doc_id": "n1", "doc": {}, "target": "t", "arguments": {}, ' + (
+            b'"filtered_resps": ["t"], "acc": NaN}\n'
+        )
+    else:
+        extra[11] = (
+            b'{"id": "p1", "input": {"a": "x"}, "expected": 1, "output": 2, "context": {}}\n'
+        )
+    _write_lines(path, rows, extra)
+    one = _imported(path, adapter, parallel=False, monkeypatch=monkeypatch)
+    two = _imported(path, adapter, parallel=True, monkeypatch=monkeypatch)
+    assert one[0] == "ok"
+    assert two == one
+    projection = {"kind": "json-pointer", "pointer": "/input"}
+    if adapter == "jsonl":
+        with_projection = _imported(
+            path, adapter, parallel=True, monkeypatch=monkeypatch, input_projection=projection
+        )
+        assert with_projection[0] != "ok" or with_projection[1] != one[1]
+
+
+_LINE_FAULTS: list[bytes] = [
+    b"{not json}\n",
+    b'{"id": "case-3", "input": 1, "expected": 1, "output": 1}\n',  # duplicate id
+    b'{"id": "z", "input": 1, "expected": 1, "output": 1, "scores": {"s": "x"}}\n',
+    b'{"id": "z", "input": 1, "expected": 1, "output": 1, "bogus": 1}\n',
+    b'{"id": "z", "input": 1, "expected": 1, "output": 1, "likelihood": {}}\n',
+    b'{"id": "z", "input": "\\ud800", "expected": 1, "output": 1}\n',
+    b'{"id": "z", "input": 1, "expected": 1, "output": NaN}\n',
+    b'{"doc_id": 1, "doc": {}, "target": "t", "arguments": {}, "filtered_resps": [1, 2]}\n',
+    b'{"doc_id": 1.5, "doc": {}, "target": "t", "arguments": {}, "filtered_resps": ["t"]}\n',
+    b"[1]\n",
+    b"\xff\n",
+    b"x" * 300 + b"\n",
+]
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    adapter=st.sampled_from(["lm-eval-samples", "jsonl"]),
+    fault=st.sampled_from(_LINE_FAULTS),
+    position=st.integers(min_value=0, max_value=24),
+    max_records=st.sampled_from([None, 17, 5]),
+)
+def test_two_process_import_refuses_like_one_process(
+    adapter: str, fault: bytes, position: int, max_records: int | None
+) -> None:
+    from sealeval.captured.importers.base import ImportOptions  # noqa: PLC0415
+
+    rows = _lm_rows(24) if adapter == "lm-eval-samples" else _jsonl_rows(24)
+    limits = Limits(max_records=max_records)
+    options = ImportOptions(max_line_bytes=256)
+    with tempfile.TemporaryDirectory() as directory, pytest.MonkeyPatch.context() as patch:
+        path = Path(directory) / "source.jsonl"
+        _write_lines(path, rows, {position: fault})
+        kwargs: dict[str, Any] = {"limits": limits, "options": options, "monkeypatch": patch}
+        one = _imported(path, adapter, parallel=False, **kwargs)
+        two = _imported(path, adapter, parallel=True, **kwargs)
+    assert two == one
+
+
+def test_two_process_import_refuses_a_worker_reading_other_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sealeval.captured import importers  # noqa: PLC0415
+
+    path = tmp_path / "source.jsonl"
+    other = tmp_path / "other.jsonl"
+    rows = _jsonl_rows(30)
+    _write_lines(path, rows)
+    rows[7]["output"] = "changed"  # same records but one; the worker encodes that one
+    _write_lines(other, rows)
+    original = importers._work
+    monkeypatch.setattr(importers, "_work", lambda fd, _path, *args: original(fd, other, *args))
+    assert _imported(path, "jsonl", parallel=True, monkeypatch=monkeypatch) == (
+        importers.ImportRefusalError,
+        "source_changed",
+        "source",
+    )
+
+
+def _exit_at_once(*_args: Any) -> None:
+    raise SystemExit(0)
+
+
+def _send_garbage(fd: int, *_args: Any) -> None:
+    from multiprocessing.connection import Connection  # noqa: PLC0415
+
+    connection = Connection(fd, readable=False)
+    connection.send(("not", "a batch", []))
+
+
+def _send_out_of_order(fd: int, *_args: Any) -> None:
+    from multiprocessing.connection import Connection  # noqa: PLC0415
+
+    connection = Connection(fd, readable=False)
+    connection.send((5, b"", []))
+
+
+@pytest.mark.parametrize("worker", [_exit_at_once, _send_garbage, _send_out_of_order])
+def test_two_process_import_goes_on_alone_when_the_worker_fails(
+    worker: Callable[..., None], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sealeval.captured import importers  # noqa: PLC0415
+
+    path = tmp_path / "source.jsonl"
+    _write_lines(path, _lm_rows(25))
+    one = _imported(path, "lm-eval-samples", parallel=False, monkeypatch=monkeypatch)
+    monkeypatch.setattr(importers, "_work", worker)
+    assert _imported(path, "lm-eval-samples", parallel=True, monkeypatch=monkeypatch) == one
+
+
+def test_worker_batches_in_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The worker's own code, run here (coverage is not collected in the forked child)."""
+    import threading  # noqa: PLC0415
+    from multiprocessing.connection import Connection  # noqa: PLC0415
+
+    from sealeval.captured import importers  # noqa: PLC0415
+    from sealeval.captured.importers.base import ImportOptions  # noqa: PLC0415
+
+    monkeypatch.setattr(importers, "_BATCH_LINES", 2)
+    path = tmp_path / "source.jsonl"
+    _write_lines(path, _lm_rows(7), {2: b"\n", 4: b"{bad\n"})  # 9 lines, 5 batches
+    read_fd, write_fd = os.pipe()
+    received: list[Any] = []
+    reader = Connection(read_fd, writable=False)
+
+    def drain() -> None:
+        with contextlib.suppress(EOFError):
+            while True:
+                received.append(reader.recv())
+
+    thread = threading.Thread(target=drain)
+    thread.start()
+    importer = importers.get_importer("lm-eval-samples")
+    importers._work(write_fd, path, importer, ImportOptions())  # closes write_fd
+    thread.join()
+    reader.close()
+    assert [message[0] for message in received] == [0, 1, 2, 3, 4]  # 4: one line
+    entries = [entry for message in received for entry in message[2]]
+    assert None in entries  # the blank and the undecodable line
+    assert all(entry is None or entry[1].startswith(b'{"context":') for entry in entries)
+    # with a board: only batches _LEAD ahead of the parent's position
+    board = importers._Board()
+    board.publish(1)
+    monkeypatch.setattr(importers, "_LEAD", 2)
+    read_fd, write_fd = os.pipe()
+    received.clear()
+    reader = Connection(read_fd, writable=False)
+    thread = threading.Thread(target=drain)
+    thread.start()
+    importers._work(write_fd, path, importer, ImportOptions(), board)
+    thread.join()
+    reader.close()
+    assert [message[0] for message in received] == [3, 4]
+    assert board.working() == 4
+
+
+def test_two_process_gate() -> None:
+    from sealeval.captured import importers  # noqa: PLC0415
+
+    class Stateful(importers.LinesImporter):
+        name = "stateful"
+        parallel_safe = False
+
+        def detect(self, head: bytes, path: Path) -> bool:
+            return False
+
+        def map_row(self, row: dict[str, Any], where: str, options: Any) -> Any:
+            return row
+
+    assert importers.get_importer("jsonl").parallel_safe
+    assert importers.get_importer("lm-eval-samples").parallel_safe
+    assert not Stateful.parallel_safe
+    assert importers.PARALLEL_MIN_BYTES >= 1 << 20
+
+
+def test_two_process_import_edge_refusals(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from sealeval.captured import importers  # noqa: PLC0415
+
+    blank = tmp_path / "blank.jsonl"
+    blank.write_bytes(b"\n \n\t\n" * 5)
+    for parallel in (False, True):
+        assert _imported(blank, "jsonl", parallel=parallel, monkeypatch=monkeypatch) == (
+            importers.ImportRefusalError,
+            "no_records",
+            "source",
+        )
+    # the source changes after the first pass: both processes read the new bytes
+    path = tmp_path / "source.jsonl"
+    _write_lines(path, _jsonl_rows(12))
+    text = path.read_bytes()
+
+    def progress(completed: int, total: int) -> None:
+        if completed == len(text) and total == 2 * completed:
+            path.write_bytes(text.replace(b"hello", b"jello"))
+
+    for parallel in (False, True):
+        path.write_bytes(text)
+        changed = _imported(
+            path, "jsonl", parallel=parallel, monkeypatch=monkeypatch, progress=progress
+        )
+        assert changed == (importers.ImportRefusalError, "source_changed", "source")
+
+
+def test_two_process_import_checks_the_last_partial_batch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sealeval.captured import importers  # noqa: PLC0415
+
+    path = tmp_path / "source.jsonl"
+    other = tmp_path / "other.jsonl"
+    rows = _jsonl_rows(13)  # batches of 3 lines: the 13th line alone, the worker's
+    _write_lines(path, rows)
+    rows[12]["output"] = "changed"
+    _write_lines(other, rows)
+    original = importers._work
+    monkeypatch.setattr(importers, "_work", lambda fd, _path, *args: original(fd, other, *args))
+    assert _imported(path, "jsonl", parallel=True, monkeypatch=monkeypatch) == (
+        importers.ImportRefusalError,
+        "source_changed",
+        "source",
+    )
+
+
+def test_two_process_import_names_a_failing_adapter(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sealeval.captured import importers  # noqa: PLC0415
+
+    path = tmp_path / "source.jsonl"
+    _write_lines(path, _jsonl_rows(20))
+    importer = importers.get_importer("jsonl")
+    original = type(importer).map_row
+
+    def map_row(self: Any, row: dict[str, Any], where: str, options: Any) -> Any:
+        if row["id"] == "case-14":
+            raise RuntimeError(CANARY)
+        return original(self, row, where, options)
+
+    monkeypatch.setattr(type(importer), "map_row", map_row)
+    one = _imported(path, "jsonl", parallel=False, monkeypatch=monkeypatch)
+    assert one == (importers.ImportRefusalError, "importer_failed", "source")
+    assert _imported(path, "jsonl", parallel=True, monkeypatch=monkeypatch) == one
+
+
+def test_plain_helpers_refuse_what_they_cannot_encode() -> None:
+    from collections.abc import Mapping  # noqa: PLC0415
+
+    from sealeval.captured.errors import plain_canonical, plain_json  # noqa: PLC0415
+
+    class Custom(Mapping[str, Any]):
+        def __getitem__(self, key: str) -> Any:
+            return {"b": 1, "a": [2]}[key]
+
+        def __iter__(self) -> Iterator[str]:
+            return iter(["b", "a"])
+
+        def __len__(self) -> int:
+            return 2
+
+    assert plain_canonical({"x": object()}) is None
+    assert plain_canonical({"x": math.nan}) is None
+    assert plain_canonical({"x": "\ud800"}) is None
+    assert not plain_json({"x": Custom()})
+    from sealeval.captured.run import plain_record_bytes as plain  # noqa: PLC0415
+
+    assert plain(_record(context={"input_projection": {}})) is None
+    assert plain(_record(context={"other": {}})) is not None
+    import sys  # noqa: PLC0415
+
+    from sealeval.captured.run import plain_record_bytes  # noqa: PLC0415
+
+    deep = _record(input=_deep(120))
+    limit = sys.getrecursionlimit()
+    try:
+        sys.setrecursionlimit(60)
+        assert plain_record_bytes(deep) is None  # deferred to the Record path
+    finally:
+        sys.setrecursionlimit(limit)
+    assert plain_record_bytes(deep) is not None
+    assert frozen_canonical({"x": Custom()}) == encode_invarlock({"x": {"a": [2], "b": 1}})
+    encoder = RunEncoder(_header())
+    encoder.add(_record())
+    with pytest.raises(CapturedRunError) as caught:
+        encoder._add_plain_bytes("r1", b"{}")
+    assert (caught.value.code, caught.value.field) == ("duplicate_id", "records[1].id")
+    with pytest.raises(CapturedRunError) as caught:
+        encoder._add_plain_bytes("r2", b"{}")
+    assert caught.value.code == "invalid_state"
+
+
+@pytest.mark.parametrize("broken", ["pipe", "fork"])
+def test_two_process_import_without_a_worker(
+    broken: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sealeval.captured import importers  # noqa: PLC0415
+
+    path = tmp_path / "source.jsonl"
+    _write_lines(path, _lm_rows(12))
+    one = _imported(path, "lm-eval-samples", parallel=False, monkeypatch=monkeypatch)
+
+    def refused(*_args: Any) -> Any:
+        raise OSError("resource temporarily unavailable")
+
+    monkeypatch.setattr(importers.os, broken, refused)
+    assert _imported(path, "lm-eval-samples", parallel=True, monkeypatch=monkeypatch) == one
+
+
+def test_two_process_import_names_a_failing_progress_callback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sealeval.captured import importers  # noqa: PLC0415
+
+    path = tmp_path / "source.jsonl"
+    _write_lines(path, _jsonl_rows(20))
+    size = path.stat().st_size
+
+    def progress(completed: int, total: int) -> None:
+        if total == 2 * size and completed > size + size // 2:
+            raise RuntimeError(CANARY)
+
+    for parallel in (False, True):
+        assert _imported(
+            path, "jsonl", parallel=parallel, monkeypatch=monkeypatch, progress=progress
+        ) == (importers.ImportRefusalError, "importer_failed", "source")
+
+
+def test_worker_batches_are_taken_skipped_or_awaited() -> None:
+    import subprocess  # noqa: PLC0415
+    import sys  # noqa: PLC0415
+    import threading  # noqa: PLC0415
+    from multiprocessing.connection import Connection  # noqa: PLC0415
+
+    from sealeval.captured import importers  # noqa: PLC0415
+
+    read_fd, write_fd = os.pipe()
+    writer = Connection(write_fd, readable=False)
+    dummy = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    worker = object.__new__(importers._Worker)
+    worker._pid = dummy.pid
+    worker._pending = None
+    worker._affinity = None
+    worker._board = importers._Board()
+    worker._connection = Connection(read_fd, writable=False)
+    try:
+        # nothing ready and the worker is not on batch 1: the parent encodes it
+        assert worker.batch(1) is None
+        assert worker._board.position() == 1
+        # the worker's batch 1 (encoded anyway, in a race) is dropped; 2 is used
+        writer.send((1, b"d1", [None]))
+        writer.send((2, b"d2", [("a", b"{}")]))
+        assert worker.batch(2) == ([("a", b"{}")], b"d2")
+        # the worker skipped 4: its batch 6 is kept for later
+        writer.send((6, b"d6", []))
+        assert worker.batch(4) is None
+        assert worker.batch(5) is None
+        assert worker.batch(6) == ([], b"d6")
+        # the worker is encoding batch 7: the parent waits for it
+        worker._board.work(7)
+        timer = threading.Timer(0.2, lambda: writer.send((7, b"d7", [None])))
+        timer.start()
+        assert worker.batch(7) == ([None], b"d7")
+        timer.join()
+        assert worker._board.position() == 7
+        # the worker ends while encoding 8: the parent stops it and goes on alone
+        worker._board.work(8)
+        writer.close()
+        assert worker.batch(8) is None
+        assert worker._pid is None
+        assert worker.batch(9) is None
+    finally:
+        worker.close()
+        dummy.kill()
+        dummy.wait(timeout=30)
+
+
+@pytest.mark.parametrize("slow", [False, True])
+def test_two_process_import_adapts_to_a_slow_worker(
+    slow: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import time  # noqa: PLC0415
+
+    from sealeval.captured import importers  # noqa: PLC0415
+
+    path = tmp_path / "source.jsonl"
+    nan_row = (
+        b'{"doc_id": "n1", "doc": {}, "target": "t", "arguments": {}, '
+        b'"filtered_resps": ["t"], "acc": NaN}\n'
+    )
+    _write_lines(path, _lm_rows(60), {9: b"\n", 30: nan_row})
+    one = _imported(path, "lm-eval-samples", parallel=False, monkeypatch=monkeypatch)
+    assert one[0] == "ok"
+    if slow:  # the parent claims the batches the worker has not reached
+        original = importers._encoded
+
+        def slowly(*args: Any) -> Any:
+            time.sleep(0.002)
+            return original(*args)
+
+        monkeypatch.setattr(importers, "_encoded", slowly)
+    two = _imported(path, "lm-eval-samples", parallel=True, monkeypatch=monkeypatch, adaptive=True)
+    assert two == one
+
+
+def test_one_process_line_loop_equals_the_rows_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sealeval.captured import importers  # noqa: PLC0415
+
+    path = tmp_path / "source.jsonl"
+    _write_lines(path, _lm_rows(30), {4: b"\n", 12: b"{bad\n"})
+    one = _imported(path, "lm-eval-samples", parallel=False, monkeypatch=monkeypatch)
+    monkeypatch.setattr(importers, "_PARALLEL_ENABLED", False)
+    destination = tmp_path / "loop.json"
+    with pytest.raises(importers.ImportRefusalError) as caught:
+        importers.import_run_streaming(
+            path,
+            destination,
+            adapter="lm-eval-samples",
+            source=SOURCE,
+            run_id="run-1",
+            artifact_digest=ARTIFACT,
+        )
+    assert (type(caught.value), caught.value.code, caught.value.field) == one
+    _write_lines(path, _lm_rows(30), {4: b"\n"})
+    one = _imported(path, "lm-eval-samples", parallel=False, monkeypatch=monkeypatch)
+    summary = importers.import_run_streaming(
+        path,
+        destination,
+        adapter="lm-eval-samples",
+        source=SOURCE,
+        run_id="run-1",
+        artifact_digest=ARTIFACT,
+    )
+    assert ("ok", destination.read_bytes(), summary) == one
+
+
+def test_two_process_gate_and_cpu_pinning(monkeypatch: pytest.MonkeyPatch) -> None:
+    from sealeval.captured import importers  # noqa: PLC0415
+
+    calls: list[set[int]] = []
+    monkeypatch.setattr(importers.os, "sched_setaffinity", lambda _pid, cpus: calls.append(cpus))
+    assert importers._pin([0, 1, 2], 0) is None  # more than two CPUs: the scheduler decides
+    assert importers._pin([3, 5], 1) == {3, 5}
+    assert calls == [{5}]
+
+    def refused(_pid: int, _cpus: set[int]) -> None:
+        raise OSError("not permitted")
+
+    monkeypatch.setattr(importers.os, "sched_setaffinity", refused)
+    assert importers._pin([3, 5], 0) is None
+
+    class Request:
+        projection = None
+        importer = importers.get_importer("jsonl")
+
+    request: Any = Request()
+    big = importers.PARALLEL_MIN_BYTES
+    monkeypatch.setattr(importers.os, "sched_getaffinity", lambda _pid: {0, 1})
+    monkeypatch.setattr(importers.threading, "active_count", lambda: 1)
+    monkeypatch.setattr(importers.sys, "platform", "linux")
+    assert importers._parallel(request, big)
+    assert not importers._parallel(request, big - 1)
+    monkeypatch.setattr(importers.threading, "active_count", lambda: 2)
+    assert not importers._parallel(request, big)  # never fork a multi-threaded process
+    monkeypatch.setattr(importers.threading, "active_count", lambda: 1)
+    monkeypatch.setattr(importers.os, "sched_getaffinity", lambda _pid: {0})
+    assert not importers._parallel(request, big)
+    request.importer = importers.get_importer("promptfoo-jsonl")
+    monkeypatch.setattr(importers.os, "sched_getaffinity", lambda _pid: {0, 1})
+    assert not importers._parallel(request, big)  # not parallel-safe
+
+
+_DEEP_VALUES = (
+    st.integers(min_value=120, max_value=130).map(_deep) | _LINE_VALUES | st.just(1) | st.just(1)
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    values=st.lists(_DEEP_VALUES, min_size=4, max_size=4),
+    lm=st.booleans(),
+    ascii_only=st.booleans(),
+)
+def test_decoded_rows_are_trusted_only_as_the_walk_would(
+    values: list[Any], lm: bool, ascii_only: bool
+) -> None:
+    """A row as the strict decoder made it is not walked again: same bytes, same refusals."""
+    from sealeval.captured.importers.jsonl import decode_line  # noqa: PLC0415
+    from sealeval.captured.importers.lm_eval_samples import harness_record  # noqa: PLC0415
+    from sealeval.captured.run import plain_record_bytes  # noqa: PLC0415
+
+    if lm:
+        row: dict[str, Any] = {
+            "doc_id": 7,
+            "doc": values[0],
+            "target": "t",
+            "arguments": values[1],
+            "filtered_resps": "answer",  # a string: no bracket of its own
+            "extra": values[2],
+        }
+    else:
+        row = {"id": "r", "input": values[0], "expected": values[1], "output": values[2]}
+        row["context"] = values[3]
+    line = json.dumps(row, ensure_ascii=ascii_only).encode("utf-8") + b"\n"
+    try:
+        decoded, height = decode_line(line, "line[1]")
+    except SealevalError:
+        return  # too deep for the decoder: never reaches a record
+    record = harness_record(decoded, "line[1]") if lm else decoded
+    plain = plain_record_bytes(record)
+    if height is not None:
+        assert plain_record_bytes(record, decoded=(decoded, height)) == plain
+    expected = _outcome(lambda: _record_path([record]))
+    if plain is not None:
+        assert expected[0] == "ok"
+
+
+def test_trusted_walk_and_worker_results_refuse_what_they_must() -> None:
+    from sealeval.captured import importers  # noqa: PLC0415
+    from sealeval.captured.importers.base import ImportOptions  # noqa: PLC0415
+    from sealeval.captured.run import _plain_within  # noqa: PLC0415
+
+    row: dict[str, Any] = {"a": [1], "b": {"c": 2}}
+    trusted = {id(row), id(row["a"]), id(row["b"])}
+    assert _plain_within({"x": row, "y": row["a"]}, 128, trusted, 2)
+    assert not _plain_within({"x": object()}, 128, trusted, 2)
+    assert not _plain_within({1: row}, 128, trusted, 2)
+    assert not _plain_within([[row]], 2, trusted, 2)  # the bound does not fit: walked
+
+    class Listing(importers.LinesImporter):
+        name = "listing"
+
+        def detect(self, head: bytes, path: Path) -> bool:
+            return False
+
+        def map_row(self, row: dict[str, Any], where: str, options: Any) -> Any:
+            return [row]
+
+    line = b'{"id": "r", "input": 1, "expected": 1, "output": 1}\n'
+    assert importers._encoded(Listing(), line, 1, ImportOptions(), None) is None
+    jsonl = importers.get_importer("jsonl")
+    encoded = importers._encoded(jsonl, line, 1, ImportOptions(), None)
+    assert encoded is not None
+    assert encoded[0] == "r"

@@ -563,11 +563,17 @@ def _check_pair(left: Record, right: Record, subject_position: int) -> None:
 
 @dataclass(slots=True)
 class _Pairs:
+    """The paired records in pair order (ids ascending) and the scopes over them.
+
+    Record positions (for error fields) are looked up in the runs' indexes
+    only when an error is reported.
+    """
+
     ids: list[str]
     baseline: list[Record]
     subject: list[Record]
-    baseline_positions: list[int]
-    subject_positions: list[int]
+    baseline_index: Mapping[str, int]
+    subject_index: Mapping[str, int]
     errored: bytearray
     scopes: list[_IndexArray | None]  # None: every pair (overall)
     seeds: list[str | None]
@@ -587,8 +593,6 @@ def _pair(baseline: Run, subject: Run, policy: ComparisonPolicy, seeded: bool) -
     hashes = [_ScopeHash() for _ in range(len(slices) + 1)] if seeded else []
     pairs_baseline: list[Record] = []
     pairs_subject: list[Record] = []
-    baseline_positions: list[int] = []
-    subject_positions: list[int] = []
     errored = bytearray(len(ids))
     for index, record_id in enumerate(ids):
         left_position = baseline_index[record_id]
@@ -599,8 +603,6 @@ def _pair(baseline: Run, subject: Run, policy: ComparisonPolicy, seeded: bool) -
         left_metadata = left.metadata
         pairs_baseline.append(left)
         pairs_subject.append(right)
-        baseline_positions.append(left_position)
-        subject_positions.append(right_position)
         if left.error is not None or right.error is not None:
             errored[index] = 1
         row = b""
@@ -622,8 +624,8 @@ def _pair(baseline: Run, subject: Run, policy: ComparisonPolicy, seeded: bool) -
         ids=ids,
         baseline=pairs_baseline,
         subject=pairs_subject,
-        baseline_positions=baseline_positions,
-        subject_positions=subject_positions,
+        baseline_index=baseline_index,
+        subject_index=subject_index,
         errored=errored,
         scopes=scopes,
         seeds=seeds,
@@ -678,7 +680,7 @@ def _deterministic_values(scorer: Scorer, pairs: _Pairs, values: _Values, where:
         try:
             reference = prepare(left.expected)
         except ScorerError as error:
-            position = pairs.baseline_positions[index]
+            position = pairs.baseline_index[pairs.ids[index]]
             values.error = _held(error, f"{where}.baseline.records[{position}].expected")
             scoring = False
             continue
@@ -719,13 +721,14 @@ def _recorded_values(
         if not scoring:
             continue
         for side, scores, target, positions in (
-            ("baseline", left_scores, values.baseline, pairs.baseline_positions),
-            ("subject", right_scores, values.subject, pairs.subject_positions),
+            ("baseline", left_scores, values.baseline, pairs.baseline_index),
+            ("subject", right_scores, values.subject, pairs.subject_index),
         ):
             try:
                 target[index] = scorer.value(scores)
             except ScorerError as error:
-                values.error = _held(error, f"{where}.{side}.records[{positions[index]}].scores")
+                position = positions[pairs.ids[index]]
+                values.error = _held(error, f"{where}.{side}.records[{position}].scores")
                 scoring = False
                 break
 
@@ -741,14 +744,15 @@ def _nll_values(scorer: NormalizedNll, pairs: _Pairs, values: _Values, where: st
         right_facts = right.likelihood
         if binding_error is None:
             for side, facts, check, positions in (
-                ("baseline", left_facts, scorer.check_baseline, pairs.baseline_positions),
-                ("subject", right_facts, scorer.check_subject, pairs.subject_positions),
+                ("baseline", left_facts, scorer.check_baseline, pairs.baseline_index),
+                ("subject", right_facts, scorer.check_subject, pairs.subject_index),
             ):
                 try:
                     check(facts)
                 except ScorerError as error:
+                    position = positions[pairs.ids[index]]
                     binding_error = _held(
-                        error, f"{where}.{side}.records[{positions[index]}].{error.field}"
+                        error, f"{where}.{side}.records[{position}].{error.field}"
                     )
                     break
         if errored[index] or left_facts is None or right_facts is None:
@@ -757,13 +761,14 @@ def _nll_values(scorer: NormalizedNll, pairs: _Pairs, values: _Values, where: st
         if binding_error is not None or value_error is not None:
             continue
         for side, facts, target, positions in (
-            ("baseline", left_facts, values.baseline, pairs.baseline_positions),
-            ("subject", right_facts, values.subject, pairs.subject_positions),
+            ("baseline", left_facts, values.baseline, pairs.baseline_index),
+            ("subject", right_facts, values.subject, pairs.subject_index),
         ):
             try:
                 target[index] = scorer.value(facts)
             except ScorerError as error:
-                value_error = _held(error, f"{where}.{side}.records[{positions[index]}].likelihood")
+                position = positions[pairs.ids[index]]
+                value_error = _held(error, f"{where}.{side}.records[{position}].likelihood")
                 break
     values.error = binding_error if binding_error is not None else value_error
 
@@ -778,8 +783,8 @@ def _metric_values(
     size = len(pairs.ids)
     values = _Values(
         missing=bytearray(size),
-        baseline=array("d", bytes(8 * size)),
-        subject=array("d", bytes(8 * size)),
+        baseline=array("d", [0.0]) * size,
+        subject=array("d", [0.0]) * size,
     )
     where = f"metrics[{metric.index}]"
     if isinstance(scorer, RecordedScore):
@@ -845,13 +850,14 @@ class _Grouped:
 
 
 def _grouped(differences: _FloatArray) -> _Grouped | None:
-    distinct, codes = np.unique(differences, return_inverse=True)
+    distinct = np.unique(differences)
     if distinct.size > _MAX_DISTINCT:
         return None
+    codes: _IndexArray = np.searchsorted(distinct, differences).astype(np.intp, copy=False)
     ratios = [value.as_integer_ratio() for value in distinct.tolist()]
     denominator = max(den for _, den in ratios)  # powers of two: a common multiple
     numerators = tuple(num * (denominator // den) for num, den in ratios)
-    return _Grouped(codes.astype(np.intp).reshape(-1), numerators, denominator)
+    return _Grouped(codes, numerators, denominator)
 
 
 _WORKER_STATE: dict[str, Any] = {}
@@ -949,7 +955,7 @@ def _shake_interval(left: _FloatArray, right: _FloatArray, seed: str, workers: i
         with np.errstate(over="ignore", invalid="ignore"):
             differences = right - left
         if np.isfinite(differences).all():
-            magnitude = float(np.abs(differences).max())
+            magnitude = max(-float(differences.min()), float(differences.max()))
             if (
                 differences.min() != differences.max()
                 and magnitude * (differences.size + 1) < _SAFE_TOTAL

@@ -164,6 +164,41 @@ def _check_int(value: int, field: str) -> None:
             raise fail("invalid_json_value", field)
 
 
+def _freeze(item: object, depth: int, field: str, max_depth: int) -> JsonValue:
+    """Freeze one value for :func:`freeze_json` (module level: no closure, no cycle)."""
+    kind = type(item)
+    if kind is str:
+        if not item.isascii():  # type: ignore[attr-defined]
+            _check_string(item, field)  # type: ignore[arg-type]
+        return item  # type: ignore[return-value]
+    if item is None or kind is bool:
+        return item  # type: ignore[return-value]
+    if kind is int:
+        _check_int(item, field)  # type: ignore[arg-type]
+        return item  # type: ignore[return-value]
+    if kind is float:
+        if not math.isfinite(item):  # type: ignore[arg-type]
+            raise fail("invalid_json_value", field)
+        return item  # type: ignore[return-value]
+    if kind is list or kind is tuple:
+        if depth >= max_depth:
+            raise fail("too_deep", field)
+        depth += 1
+        return tuple([_freeze(child, depth, field, max_depth) for child in item])  # type: ignore[attr-defined]
+    if kind is dict or kind is types.MappingProxyType or isinstance(item, Mapping):
+        if depth >= max_depth:
+            raise fail("too_deep", field)
+        depth += 1
+        frozen: dict[str, JsonValue] = {}
+        for key, child in item.items():  # type: ignore[attr-defined]
+            if type(key) is not str:
+                raise fail("invalid_json_value", field)
+            _check_string(key, field)
+            frozen[key] = _freeze(child, depth, field, max_depth)
+        return types.MappingProxyType(frozen)
+    raise fail("invalid_json_value", field)
+
+
 def freeze_json(value: object, field: str, *, max_depth: int = MAX_VALUE_DEPTH) -> JsonValue:
     """Return a deep, read-only copy of a JSON value, refusing anything outside JSON.
 
@@ -173,38 +208,91 @@ def freeze_json(value: object, field: str, *, max_depth: int = MAX_VALUE_DEPTH) 
     surrogates, integers of more than 4300 digits. Refused with ``too_deep``:
     more than ``max_depth`` nested arrays/objects.
     """
+    return _freeze(value, 0, field, max_depth)
 
-    def walk(item: object, depth: int) -> JsonValue:
-        kind = type(item)
-        if kind is str:
-            _check_string(item, field)  # type: ignore[arg-type]
-            return item  # type: ignore[return-value]
-        if item is None or kind is bool:
-            return item  # type: ignore[return-value]
-        if kind is int:
-            _check_int(item, field)  # type: ignore[arg-type]
-            return item  # type: ignore[return-value]
-        if kind is float:
-            if not math.isfinite(item):  # type: ignore[arg-type]
-                raise fail("invalid_json_value", field)
-            return item  # type: ignore[return-value]
-        if kind is list or kind is tuple:
-            if depth >= max_depth:
-                raise fail("too_deep", field)
-            return tuple(walk(child, depth + 1) for child in item)  # type: ignore[attr-defined]
-        if kind is dict or kind is types.MappingProxyType or isinstance(item, Mapping):
-            if depth >= max_depth:
-                raise fail("too_deep", field)
-            frozen: dict[str, JsonValue] = {}
-            for key, child in item.items():  # type: ignore[attr-defined]
-                if type(key) is not str:
-                    raise fail("invalid_json_value", field)
-                _check_string(key, field)
-                frozen[key] = walk(child, depth + 1)
-            return types.MappingProxyType(frozen)
-        raise fail("invalid_json_value", field)
 
-    return walk(value, 0)
+#: The exact types of JSON scalars (``bool`` is not an ``int`` here: types are compared).
+_PLAIN_SCALARS: Final = frozenset({str, int, float, bool, type(None)})
+
+
+def plain_json(value: object, max_depth: int = MAX_VALUE_DEPTH) -> bool:
+    """Return whether ``value`` has the shape :func:`freeze_json` accepts, in plain containers.
+
+    True only for a tree of exact ``dict`` (``str`` keys), ``list``, ``tuple``,
+    ``str``, ``int``, ``float``, ``bool`` and ``None`` with at most
+    ``max_depth`` nested containers — what ``json.loads`` produces. Text,
+    float and integer *values* are not checked here (unpaired surrogates,
+    NaN/infinities, over-long integers): :func:`plain_canonical` refuses
+    them. Anything else (subclasses, read-only mappings, other types) returns
+    ``False``; the caller then takes the :func:`freeze_json` path, which
+    names the refusal. Never raises (but ``RecursionError`` on a host whose
+    recursion limit is below ``max_depth``).
+    """
+    kind = type(value)
+    if kind is not dict and kind is not list and kind is not tuple:
+        return kind in _PLAIN_SCALARS
+    if not max_depth:
+        return False
+    max_depth -= 1
+    if kind is dict:
+        for key, child in value.items():  # type: ignore[attr-defined]
+            if type(key) is not str or (
+                type(child) not in _PLAIN_SCALARS and not plain_json(child, max_depth)
+            ):
+                return False
+        return True
+    for child in value:  # type: ignore[attr-defined]
+        if type(child) not in _PLAIN_SCALARS and not plain_json(child, max_depth):
+            return False
+    return True
+
+
+def _refuse_default(value: object) -> Any:
+    raise TypeError("not JSON")
+
+
+# The invarlock canonical profile for plain values (dict, list, tuple and JSON scalars),
+# calling CPython's C encoder directly (no JSONEncoder.encode wrapper, no ``default``
+# fallback per read-only mapping). A test pins it to encode_invarlock.
+_C_MAKE_ENCODER: Final[Any] = json.encoder.c_make_encoder  # type: ignore[attr-defined]
+_C_ENCODER: Final[Any] = (
+    None
+    if _C_MAKE_ENCODER is None
+    else _C_MAKE_ENCODER(
+        None,  # markers: no circular check (as check_circular=False)
+        _refuse_default,
+        json.encoder.encode_basestring,  # raw UTF-8 text (ensure_ascii=False)
+        None,  # indent
+        ":",
+        ",",
+        True,  # sort_keys
+        False,  # skipkeys
+        False,  # allow_nan
+    )
+)
+_PY_ENCODER: Final = json.JSONEncoder(
+    ensure_ascii=False,
+    allow_nan=False,
+    sort_keys=True,
+    separators=(",", ":"),
+    check_circular=False,
+)
+
+
+def plain_canonical(value: object) -> bytes | None:
+    """Return the canonical bytes *without* the final LF of a :func:`plain_json` value.
+
+    ``None`` when the value cannot be encoded canonically (NaN or infinity,
+    an integer over the interpreter's digit limit, an unpaired surrogate in
+    any string or key); the caller then takes the checked path, which names
+    the refusal. The bytes equal ``encode_invarlock(value)[:-1]``.
+    """
+    try:
+        if _C_ENCODER is None:  # pragma: no cover - interpreters without the C accelerator
+            return _PY_ENCODER.encode(value).encode("utf-8")
+        return "".join(_C_ENCODER(value, 0)).encode("utf-8")
+    except (ValueError, TypeError, RecursionError):  # UnicodeEncodeError is a ValueError
+        return None
 
 
 def thaw_json(value: object) -> Any:
@@ -293,6 +381,8 @@ def check_string_map(
 
 def plain_mapping(value: object) -> dict[str, Any]:
     """``default`` hook of JSON encoders: serialize read-only mappings like dicts."""
+    if type(value) is types.MappingProxyType:
+        return value.copy()
     if isinstance(value, Mapping):
         return dict(value)
     raise fail("invalid_json_value")
@@ -311,10 +401,22 @@ _FROZEN_ENCODER: Final = json.JSONEncoder(
 )
 
 
+# _FROZEN_ENCODER's C encoder itself (what its encode method builds on every call).
+_C_FROZEN: Final[Any] = (
+    None
+    if _C_MAKE_ENCODER is None
+    else _C_MAKE_ENCODER(
+        None, plain_mapping, json.encoder.encode_basestring, None, ":", ",", True, False, False
+    )
+)
+
+
 def frozen_canonical(value: object) -> bytes:
     """Return the canonical bytes of a value built from frozen, checked parts only."""
     try:
-        return (_FROZEN_ENCODER.encode(value) + "\n").encode("utf-8")
+        if _C_FROZEN is None:  # pragma: no cover - interpreters without the C accelerator
+            return (_FROZEN_ENCODER.encode(value) + "\n").encode("utf-8")
+        return ("".join(_C_FROZEN(value, 0)) + "\n").encode("utf-8")
     except (ValueError, TypeError, RecursionError):
         raise fail("invalid_json_value") from None
 

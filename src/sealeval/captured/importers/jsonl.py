@@ -33,6 +33,7 @@ import functools
 import json
 import math
 import os
+import re
 import stat
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping
@@ -55,7 +56,11 @@ __all__ = [
     "LinesImporter",
     "capture_facts",
     "decode_document",
+    "decode_line",
+    "decode_row",
     "identifier",
+    "is_blank",
+    "iter_lines",
     "iter_rows",
     "metadata_of",
     "native_score",
@@ -224,6 +229,75 @@ def _decode_tolerating_nan(
     return value
 
 
+def _refuse_constant(_token: str) -> Any:
+    raise CanonicalError("non_standard_constant")
+
+
+# The strict decoder's grammar and hooks (sealeval.canonical.decode), used directly on
+# lines that cannot need its post-decoding walk; see _plain_row.
+_ROW_SCAN: Final[Callable[[str, int], tuple[Any, int]]] = json.JSONDecoder(
+    object_pairs_hook=_pairs, parse_constant=_refuse_constant, parse_float=_finite, strict=True
+).scan_once  # type: ignore[attr-defined]
+_MAX_DEPTH: Final = _UNBOUNDED_DECODE.max_depth
+_MAX_STRING: Final = _UNBOUNDED_DECODE.max_string_length
+_SURROGATE_ESCAPE: Final = re.compile(rb"\\u[dD][89a-fA-F]")
+_JSON_SPACE: Final = " \t\n\r"
+
+
+def _plain_row(line: bytes) -> tuple[dict[str, Any], int] | None:
+    """Decode an object line the fast way, or return ``None`` for :func:`_strict_row`.
+
+    Accepts only what :func:`sealeval.canonical.decode` accepts, with the same
+    value: a line that starts with ``{`` and cannot need the decoder's
+    post-decoding walk (few enough brackets for the depth limit, no
+    surrogate escape, shorter than the string limit) is scanned by the same
+    C scanner with the same hooks. Any doubt or failure returns ``None`` and
+    the strict decoder names the refusal. Returns the object and the line's
+    bracket count, which bounds its nesting.
+    """
+    if not line.startswith(b"{") or len(line) > _MAX_STRING:
+        return None
+    brackets = line.count(b"[") + line.count(b"{")
+    if brackets > _MAX_DEPTH or (b"\\u" in line and _SURROGATE_ESCAPE.search(line) is not None):
+        return None
+    try:
+        text = line.decode("utf-8")
+        value, end = _ROW_SCAN(text, 0)
+    except (ValueError, StopIteration, RecursionError):  # CanonicalError is a ValueError
+        return None
+    if end != len(text) and text[end:].strip(_JSON_SPACE):
+        return None
+    return value, brackets
+
+
+def decode_line(
+    line: bytes, where: str, tolerate: Callable[[str], bool] | None = None
+) -> tuple[dict[str, Any], int | None]:
+    """Decode a line as :func:`decode_row` does; also return a nesting bound when known.
+
+    The bound (the line's bracket count, at most 128) is given for an object
+    the strict decoder's own scanner produced: exact ``dict``/``list``/``str``/
+    ``int``/``float``/``bool``/``None`` values, ``str`` keys, nested at most
+    that deep. ``None`` for the other paths (the NaN-tolerant decoder checks
+    no depth).
+    """
+    if tolerate is not None and b"NaN" in line:
+        return _decode_tolerating_nan(line, where, tolerate), None
+    decoded = _plain_row(line)
+    return (_strict_row(line, where), None) if decoded is None else decoded
+
+
+def decode_row(
+    line: bytes, where: str, tolerate: Callable[[str], bool] | None = None
+) -> dict[str, Any]:
+    """Decode one non-blank JSONL line into an object, as :func:`iter_rows` does.
+
+    ``tolerate`` is :func:`iter_rows`'s NaN rule (``nan_members`` when
+    ``nan_as_missing_score``), or ``None``.
+    """
+    return decode_line(line, where, tolerate)[0]
+
+
 def _strict_row(line: bytes, where: str) -> dict[str, Any]:
     try:
         value = decode(line, limits=_UNBOUNDED_DECODE)
@@ -256,12 +330,32 @@ def iter_rows(
             ``duplicate_key``, ``non_finite_number``, ``too_deep``,
             ``integer_too_long``, ``not_object``.
     """
-    limit = options.max_line_bytes
     tolerate = nan_members if options.nan_as_missing_score else None
+    for number, line in iter_lines(handle, options.max_line_bytes, sink):
+        if is_blank(line):
+            continue
+        where = f"line[{number}]"
+        yield where, decode_row(line, where, tolerate)
+
+
+def is_blank(line: bytes) -> bool:
+    """Whether a JSONL line holds only ASCII whitespace (skipped, §1.1)."""
+    return not line.startswith(b"{") and not line.strip(JSON_WHITESPACE)
+
+
+def iter_lines(
+    handle: IO[bytes], limit: int, sink: Callable[[bytes], object] | None = None
+) -> Iterator[tuple[int, bytes]]:
+    """Yield ``(number, line)`` for every physical line (1-based), blank ones included.
+
+    Each line goes to ``sink`` first; a line over ``limit`` bytes (its LF not
+    counted) is refused with ``too_large`` (field ``line[N]``).
+    """
+    readline = handle.readline
     number = 0
     while True:
         try:
-            line = handle.readline(limit + 1)
+            line = readline(limit + 1)
         except OSError:  # pragma: no cover - a read error after a successful open
             raise refuse("unreadable", "source") from None
         if not line:
@@ -271,13 +365,7 @@ def iter_rows(
             sink(line)
         if len(line) > limit and not (len(line) == limit + 1 and line.endswith(b"\n")):
             raise refuse("too_large", f"line[{number}]")
-        if not line.strip(JSON_WHITESPACE):
-            continue
-        where = f"line[{number}]"
-        if tolerate is not None and b"NaN" in line:
-            yield where, _decode_tolerating_nan(line, where, tolerate)
-        else:
-            yield where, _strict_row(line, where)
+        yield number, line
 
 
 # ---------------------------------------------------------------------------
@@ -524,6 +612,13 @@ class LinesImporter(ABC):
 
     #: The adapter name (``--adapter NAME``).
     name: ClassVar[str]
+    #: Whether :meth:`map_row` is a pure function of its arguments (no state kept
+    #: across rows, nothing read but the row, the row itself never modified):
+    #: ``import_run_streaming`` may then map rows of large files in a second process
+    #: too, and trusts the decoded row's values to still be plain JSON when they
+    #: reach the record (docs/importers.md, "Memory and scale"). Subclasses that
+    #: override :meth:`rows` never are.
+    parallel_safe: ClassVar[bool] = False
 
     @abstractmethod
     def detect(self, head: bytes, path: Path) -> bool:
@@ -622,6 +717,7 @@ class JsonlImporter(LinesImporter):
     """
 
     name = "jsonl"
+    parallel_safe = True
 
     def detect(self, head: bytes, path: Path) -> bool:
         """Detect a first object with record member names only."""

@@ -49,6 +49,7 @@ from sealeval.captured.importers.jsonl import (
 __all__ = ["LmEvalSamplesImporter", "harness_record"]
 
 _REQUIRED: Final = ("doc", "target", "arguments", "filtered_resps")
+_NEEDED: Final = frozenset({"doc_id", *_REQUIRED})
 #: Top-level members that are never a metric (a NaN there is refused).
 _STRUCTURAL: Final = frozenset(
     {"doc_id", "doc", "target", "arguments", "resps", "filtered_resps", "metadata", "error"}
@@ -119,13 +120,16 @@ def harness_record(row: object, where: str, *, honour_invarlock_id: bool = False
     """Map one harness sample row to a record mapping (§3; the profile honours ``invarlock_id``)."""
     if type(row) is not dict:
         raise refuse("not_object", where)
-    if "doc_id" not in row or any(name not in row for name in _REQUIRED):
+    if not row.keys() >= _NEEDED:
         raise refuse("missing_field", where)
-    record_id = identifier(row["doc_id"], f"{where}.doc_id")
+    doc_id = row["doc_id"]
+    # field names are built only for a refusal (this runs once per sample)
+    record_id = doc_id if type(doc_id) is str else identifier(doc_id, f"{where}.doc_id")
     metadata = metadata_of(row, where)
     if honour_invarlock_id and "invarlock_id" in metadata:
         record_id = identifier(metadata["invarlock_id"], f"{where}.metadata.invarlock_id")
-    error = task_error(row.get("error"), f"{where}.error")
+    native_error = row.get("error")
+    error = None if native_error is None else task_error(native_error, f"{where}.error")
     scores = {
         name: value
         for name, value in row.items()
@@ -149,6 +153,7 @@ class LmEvalSamplesImporter(LinesImporter):
     """The ``lm-eval-samples`` adapter (see the module docstring)."""
 
     name = "lm-eval-samples"
+    parallel_safe = True
 
     def detect(self, head: bytes, path: Path) -> bool:
         """Detect a first row with the harness's ``doc_id`` and ``doc`` members."""
