@@ -283,3 +283,16 @@ def test_progress_bar_on_a_terminal_only(tmp_path: Path) -> None:
     assert b"importing" in shown
     assert b"records (jsonl)" in shown
     assert (tmp_path / "tty.json").read_bytes() == (tmp_path / "quiet.json").read_bytes()
+
+
+def test_progress_bar_starts_no_thread(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The bar redraws from its callback, so a large import may still fork its worker."""
+    import threading
+
+    path = _big_source(tmp_path)
+    monkeypatch.setattr(imports_module, "is_terminal", lambda: True)
+    with imports_module._progress_bar(path) as update:
+        assert update is not None
+        update(1, 2)
+        update(2, 2)
+        assert threading.active_count() == 1

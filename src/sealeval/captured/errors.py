@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import sys
 import types
 from collections.abc import Collection, Iterator, Mapping
 from contextlib import contextmanager
@@ -112,6 +113,9 @@ MAX_SHORT_TEXT: Final = 128
 
 EMPTY: Final[Mapping[str, Any]] = types.MappingProxyType({})
 
+#: Metadata values up to this many code points are interned (slice tags repeat).
+_INTERNED_VALUE: Final = 64
+
 _CONTROL: Final = re.compile(r"[\x00-\x1f\x7f]")
 _BLANK: Final = re.compile(r"\s*")
 # Integers of more than 4300 decimal digits cannot be canonically encoded; anything
@@ -194,8 +198,9 @@ def _freeze(item: object, depth: int, field: str, max_depth: int) -> JsonValue:
             if type(key) is not str:
                 raise fail("invalid_json_value", field)
             _check_string(key, field)
-            frozen[key] = _freeze(child, depth, field, max_depth)
-        return types.MappingProxyType(frozen)
+            frozen[sys.intern(key)] = _freeze(child, depth, field, max_depth)
+        # Keys repeat across records (interned); an empty object is one shared proxy.
+        return types.MappingProxyType(frozen) if frozen else EMPTY
     raise fail("invalid_json_value", field)
 
 
@@ -375,8 +380,10 @@ def check_string_map(
         if type(key) is not str:
             raise fail("invalid_json_value", field)
         _check_string(key, field)
-        frozen[key] = check_text(item, field, max_length=max_length, min_length=0, controls=True)
-    return types.MappingProxyType(frozen)
+        text = check_text(item, field, max_length=max_length, min_length=0, controls=True)
+        # Slice tags repeat across records: short values share one string object.
+        frozen[sys.intern(key)] = sys.intern(text) if len(text) <= _INTERNED_VALUE else text
+    return types.MappingProxyType(frozen) if frozen else EMPTY
 
 
 def plain_mapping(value: object) -> dict[str, Any]:

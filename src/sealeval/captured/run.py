@@ -461,8 +461,8 @@ def _check_scores(value: object) -> Mapping[str, int | float]:
                 raise fail("invalid_score", "record.scores") from None
         else:
             raise fail("invalid_score", "record.scores")
-        frozen[key] = item
-    return types.MappingProxyType(frozen)
+        frozen[sys.intern(key)] = item
+    return types.MappingProxyType(frozen) if frozen else EMPTY
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)

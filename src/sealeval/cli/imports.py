@@ -90,7 +90,9 @@ def _progress_bar(path: Path) -> Iterator[Any]:
         DownloadColumn(),
         TimeRemainingColumn(),
     )
-    with Progress(*columns, console=console, transient=True) as progress:
+    # No refresh thread: the bar is redrawn from ``update`` itself, so the import
+    # stays single-threaded and may still use its forked worker on large files.
+    with Progress(*columns, console=console, transient=True, auto_refresh=False) as progress:
         task = progress.add_task("import", total=None)
         shown = -_PROGRESS_STEP
 
@@ -99,6 +101,7 @@ def _progress_bar(path: Path) -> Iterator[Any]:
             if completed - shown >= _PROGRESS_STEP or completed >= total:
                 shown = completed
                 progress.update(task, completed=completed, total=total)
+                progress.refresh()
 
         yield update
 
