@@ -9,6 +9,7 @@ import re
 import select
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -287,8 +288,6 @@ def test_progress_bar_on_a_terminal_only(tmp_path: Path) -> None:
 
 def test_progress_bar_starts_no_thread(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The bar redraws from its callback, so a large import may still fork its worker."""
-    import threading
-
     path = _big_source(tmp_path)
     monkeypatch.setattr(imports_module, "is_terminal", lambda: True)
     with imports_module._progress_bar(path) as update:
