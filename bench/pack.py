@@ -23,14 +23,23 @@ whose ``invarlock`` console script is used); by default the virtualenv under
 ``bench/.work/invarlock-venv`` (created when missing with
 ``/root/.pyenv/versions/3.12.1/bin/python`` or ``python3.12`` on PATH).
 
+``--scale`` builds and verifies a 1,000,000-record pack with sealeval alone
+(the reference refuses more than 50,000 records per run): the runs are
+written record by record (``RunWriter``), then ``evaluate --uncapped`` and
+``verify --uncapped`` run as above, and the script prints each command's wall
+time and the peak resident set size of its process (``os.wait4`` rusage of
+that child; target: under 2 GiB each).
+
 Usage: python bench/pack.py [--records 50000] [--seed 11] [--repeat 1]
                             [--reference-python PATH]
+       python bench/pack.py --scale [--scale-records 1000000]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import shutil
 import subprocess
@@ -41,7 +50,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from sealeval.captured import make_run, write_run
+from sealeval.captured import RunHeader, RunWriter, Source, make_run, write_run
 from sealeval.captured.signing import generate_key_directory
 
 HERE = Path(__file__).resolve().parent
@@ -52,6 +61,9 @@ REFERENCE_PACKAGE = "invarlock==0.17.1"
 IDENTITY = "bench"
 #: Both sides get the same local work budget (one slice + overall exceed the default at 50k).
 BUDGET = "1000000000"
+#: The local work budget of the 1,000,000-record pack (two scopes x 2,048 replicates x n).
+SCALE_BUDGET = "100000000000"
+RSS_LIMIT_KIB = 2 * 1024 * 1024
 
 SEALEVAL_COMMANDS = {
     "evaluate": (
@@ -142,6 +154,92 @@ def _write_request(root: Path, records: int, seed: int) -> None:
         write_run(run, root / "inputs" / f"{name}.json")
     (root / "policy.json").write_text(json.dumps(POLICY), encoding="utf-8")
     (root / "request.yaml").write_text(REQUEST, encoding="utf-8")
+
+
+def _write_streamed_request(root: Path, records: int, seed: int) -> None:
+    """Like ``_write_request``, but each run is written record by record (no run in memory)."""
+    (root / "inputs").mkdir(parents=True)
+    for side, name in enumerate(("baseline", "subject")):
+        header = RunHeader(
+            source=Source("bench", "1"), run_id=name, artifact_digest="sha256:" + str(side + 1) * 64
+        )
+        with RunWriter(root / "inputs" / f"{name}.json", header) as writer:
+            for pair in _cases(records, seed):
+                writer.add(pair[side])
+            writer.finish()
+    (root / "policy.json").write_text(json.dumps(POLICY), encoding="utf-8")
+    (root / "request.yaml").write_text(REQUEST, encoding="utf-8")
+
+
+def _measured(argv: list[str], cwd: Path) -> tuple[float, int, int, dict[str, Any]]:
+    """Run one command; return (wall seconds, exit code, peak RSS KiB, parsed JSON stdout)."""
+    start = time.perf_counter()
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        process = subprocess.Popen(argv, cwd=cwd, stdout=out, stderr=err)
+        _, status, usage = os.wait4(process.pid, 0)
+        process.returncode = os.waitstatus_to_exitcode(status)
+        seconds = time.perf_counter() - start
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read().decode(), err.read().decode()
+    if not stdout.strip():
+        print(stderr[-2000:], file=sys.stderr)
+        sys.exit(1)
+    return seconds, process.returncode, usage.ru_maxrss, json.loads(stdout)
+
+
+def scale(records: int, seed: int) -> int:
+    """Build and verify one ``records``-record pack with sealeval alone (uncapped)."""
+    WORK.mkdir(parents=True, exist_ok=True)
+    prefix = [sys.executable, "-c"]
+    with tempfile.TemporaryDirectory(dir=WORK, prefix="pack-scale-") as folder:
+        root = Path(folder)
+        request = root / "request"
+        print(f"writing 2 x {records:,} records (seed {seed}) ...", flush=True)
+        _write_streamed_request(request, records, seed)
+        signer = generate_key_directory(root / "signer")
+        verifier = generate_key_directory(root / "verifier")
+        seconds, status, peak, built = _measured(
+            [
+                *prefix,
+                SEALEVAL_COMMANDS["evaluate"],
+                "request.yaml",
+                "--signing-key",
+                str(signer.private_key),
+                "--output",
+                "pack",
+                "--max-bootstrap-draws",
+                SCALE_BUDGET,
+                "--uncapped",
+                "--json",
+            ],
+            request,
+        )
+        if status != 0:
+            print(f"evaluate failed: {built}", file=sys.stderr)
+            return 1
+        size = sum(p.stat().st_size for p in (request / "pack").rglob("*") if p.is_file())
+        print(
+            f"pack: {records:,} records per run, {size / 1024**2:.0f} MiB, "
+            f"decision {built['decision']}"
+        )
+        print(f"  evaluate --uncapped  {seconds:7.1f} s   peak RSS {peak / 1024:7.0f} MiB")
+        arguments = _verify_args("pack", built, signer.fingerprint, verifier.private_key, "")
+        arguments[arguments.index("--receipt") + 1] = str(root / "receipt.json")
+        arguments[arguments.index("--max-bootstrap-draws") + 1] = SCALE_BUDGET
+        verify_seconds, verify_status, verify_peak, verified = _measured(
+            [*prefix, SEALEVAL_COMMANDS["verify"], *arguments, "--uncapped"], request
+        )
+        if verify_status not in (0, 7) or verified.get("integrity_ok") is not True:
+            print(f"verify failed: {verified}", file=sys.stderr)
+            return 1
+        print(
+            f"  verify --uncapped    {verify_seconds:7.1f} s   "
+            f"peak RSS {verify_peak / 1024:7.0f} MiB"
+        )
+        worst = max(peak, verify_peak)
+        print(f"  worst peak RSS {worst / 1024:.0f} MiB (limit {RSS_LIMIT_KIB / 1024:.0f} MiB)")
+        return 0 if worst < RSS_LIMIT_KIB else 1
 
 
 def _ensure_reference(given: Path | None) -> Path:
@@ -235,7 +333,11 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=11)
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--reference-python", type=Path)
+    parser.add_argument("--scale", action="store_true")
+    parser.add_argument("--scale-records", type=int, default=1_000_000)
     args = parser.parse_args()
+    if args.scale:
+        return scale(args.scale_records, args.seed)
     reference = _ensure_reference(args.reference_python)
     WORK.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=WORK, prefix="pack-") as folder:

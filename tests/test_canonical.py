@@ -336,3 +336,34 @@ def test_openmed_text_is_ascii_and_matches_reference_layout(value: Any) -> None:
 def test_decoder_never_raises_anything_but_canonical_error(raw: bytes) -> None:
     with contextlib.suppress(CanonicalError):
         decode(raw)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    value=st.recursive(
+        st.integers() | st.text(max_size=3),
+        lambda children: (
+            st.lists(children, max_size=3)
+            | st.dictionaries(st.text(max_size=2), children, max_size=3)
+        ),
+        max_leaves=40,
+    ),
+    max_depth=st.integers(min_value=1, max_value=8),
+)
+def test_depth_check_agrees_with_the_full_walk(value: Any, max_depth: int) -> None:
+    """The container-only depth check refuses exactly what the full walk refuses."""
+    from sealeval.canonical import _check_depth, _walk_decoded  # noqa: PLC0415
+
+    limits = DecodeLimits(max_depth=max_depth)
+
+    def outcome(check: Any) -> str | None:
+        try:
+            check()
+        except CanonicalError as error:
+            return error.code
+        return None
+
+    walked = outcome(lambda: _walk_decoded(value, limits, True, True))
+    assert outcome(lambda: _check_depth(value, max_depth)) == walked
+    data = json.dumps(value).encode()
+    assert outcome(lambda: decode(data, limits=limits)) == walked

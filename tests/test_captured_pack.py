@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import ctypes
+import dataclasses
 import errno
 import hashlib
 import json
@@ -31,6 +32,7 @@ import sealeval.captured.pack_reader as reader_module
 import sealeval.captured.signing as signing_module
 from _vectors import PROJECT_ROOT, cases, load, vectors_dir
 from sealeval.canonical import digest_bytes, encode_invarlock
+from sealeval.captured.errors import CapturedRunError
 from sealeval.captured.pack import (
     STAGING_PREFIX,
     EvidencePackBuildError,
@@ -41,6 +43,8 @@ from sealeval.captured.pack import (
     publish_pack,
 )
 from sealeval.captured.pack_reader import (
+    REFERENCE_PACK_LIMITS,
+    UNCAPPED_PACK_LIMITS,
     EvidencePack,
     EvidencePackError,
     check_report_document,
@@ -55,7 +59,7 @@ from sealeval.captured.request import (
     comparison_id,
     load_captured_request,
 )
-from sealeval.captured.run import Limits, read_run
+from sealeval.captured.run import read_run
 from sealeval.captured.signing import (
     GeneratedKey,
     SignatureEnvelope,
@@ -852,6 +856,85 @@ def test_reader_refusals(
     assert "\n" not in str(caught.value)
 
 
+#: Refusals that exist only because of the reference's caps (an uncapped read accepts).
+_CAP_CODES = frozenset({"too_many_records", "too_large"})
+
+
+@pytest.mark.parametrize(
+    ("mutate", "code", "status", "identified"),
+    [pytest.param(*row[1:], id=row[0]) for row in R],
+)
+def test_uncapped_streamed_reader_refuses_alike(
+    mutate: Callable[[Path], Any],
+    code: str,
+    status: int,
+    identified: bool,
+    signed_pack: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Every refusal of the whole-file reader is the same when run files are streamed."""
+    monkeypatch.setattr(reader_module, "STREAM_MIN_BYTES", 0)
+    pack = _writable_copy(signed_pack, tmp_path / "pack")
+    mutate(pack)
+    outcome: tuple[str, int, bool] | None = None
+    try:
+        read_evidence_pack(pack, limits=UNCAPPED_PACK_LIMITS)
+    except EvidencePackError as error:
+        outcome = (error.code, error.status, error.identified)
+    if code in _CAP_CODES and (outcome is None or outcome[0] != code):
+        return  # the cap is lifted: accepted, or a later rule refused the forged content
+    assert outcome == (code, status, identified)
+
+
+def test_uncapped_streamed_read_equals_the_whole_file_read(
+    signed_pack: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    whole = read_evidence_pack(signed_pack)
+    assert whole.limits is REFERENCE_PACK_LIMITS
+    monkeypatch.setattr(reader_module, "STREAM_MIN_BYTES", 0)
+    calls: list[str] = []
+    original = reader_module.read_canonical_run
+
+    def counted(source: Any, **kwargs: Any) -> Any:
+        calls.append("streamed")
+        return original(source, **kwargs)
+
+    monkeypatch.setattr(reader_module, "read_canonical_run", counted)
+    streamed = read_evidence_pack(signed_pack, limits=UNCAPPED_PACK_LIMITS)
+    assert calls == ["streamed", "streamed"]
+    assert streamed.limits is UNCAPPED_PACK_LIMITS
+    assert streamed.baseline.digest == whole.baseline.digest
+    assert streamed.subject.digest == whole.subject.digest
+    assert streamed.baseline.to_canonical() == whole.baseline.to_canonical()
+    streamed.check_unchanged()
+    with pytest.raises(EvidencePackError) as caught:
+        read_evidence_pack(signed_pack, limits="uncapped")  # type: ignore[arg-type]
+    assert (caught.value.code, caught.value.field) == ("invalid_field", "limits")
+
+
+def test_streamed_run_falls_back_or_detects_a_change(
+    signed_pack: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(reader_module, "STREAM_MIN_BYTES", 0)
+    whole = read_evidence_pack(signed_pack)
+
+    def refuse(source: Any, **kwargs: Any) -> Any:
+        raise CapturedRunError("not_canonical", "run")
+
+    monkeypatch.setattr(reader_module, "read_canonical_run", refuse)
+    fallback = read_evidence_pack(signed_pack, limits=UNCAPPED_PACK_LIMITS)
+    assert fallback.baseline.digest == whole.baseline.digest
+
+    def other(source: Any, **kwargs: Any) -> Any:
+        return whole.subject  # parsed bytes that hash differently: the file changed
+
+    monkeypatch.setattr(reader_module, "read_canonical_run", other)
+    with pytest.raises(EvidencePackError) as caught:
+        read_evidence_pack(signed_pack, limits=UNCAPPED_PACK_LIMITS)
+    assert (caught.value.code, caught.value.status) == ("file_changed", 6)
+
+
 def test_reader_refuses_what_is_not_a_real_directory(signed_pack: Path, tmp_path: Path) -> None:
     link = tmp_path / "link"
     link.symlink_to(signed_pack)
@@ -1047,10 +1130,14 @@ def test_build_refuses_runs_over_the_record_cap(
     loaded_main: tuple[CapturedRequest, bytes], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The reference's cap is 50,000; a cap of 19 exercises the same rule on 20 records.
-    monkeypatch.setattr(pack_module, "INVARLOCK_LIMITS", Limits(max_records=19))
+    limits = dataclasses.replace(REFERENCE_PACK_LIMITS, max_records=19)
     with pytest.raises(EvidencePackBuildError) as caught:
-        _prepare(loaded_main)
+        _prepare(loaded_main, limits=limits)
     assert (caught.value.code, caught.value.field) == ("too_many_records", "baseline")
+    assert _prepare(loaded_main, limits=UNCAPPED_PACK_LIMITS).decision
+    with pytest.raises(EvidencePackBuildError) as caught:
+        _prepare(loaded_main, limits="uncapped")
+    assert (caught.value.code, caught.value.field) == ("invalid_type", "limits")
 
 
 def test_build_refuses_a_report_validator_refusal(
@@ -1642,10 +1729,11 @@ def test_build_re_normalizes_the_request(loaded_main: tuple[CapturedRequest, byt
 def test_build_refuses_a_pack_over_384_mib(
     loaded_main: tuple[CapturedRequest, bytes], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(pack_module, "MAX_TOTAL_BYTES", 1000)
+    limits = dataclasses.replace(REFERENCE_PACK_LIMITS, max_total_bytes=1000)
     with pytest.raises(EvidencePackBuildError) as caught:
-        _prepare(loaded_main)
+        _prepare(loaded_main, limits=limits)
     assert (caught.value.code, caught.value.field) == ("too_large", "pack")
+    assert _prepare(loaded_main, limits=UNCAPPED_PACK_LIMITS).decision
 
 
 @pytest.mark.parametrize("sabotage", ["size", "manifest", "extra-file", "mode", "dir-mode", "link"])

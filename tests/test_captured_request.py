@@ -1137,3 +1137,33 @@ def test_more_file_rules(tmp_path: Path) -> None:
     with pytest.raises(CapturedRequestError) as caught:
         load_captured_request(root / "request.yaml", run_loader=wrong)
     assert caught.value.code == "invalid_type"
+
+
+def test_streamed_side_reads_canonical_runs_and_rewinds_otherwise(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Uncapped large runs stream; anything else is left to the whole-file path, unread."""
+    import sealeval.captured.request as request_module  # noqa: PLC0415
+    from sealeval.captured import make_run, write_run  # noqa: PLC0415
+    from sealeval.captured.run import INVARLOCK_LIMITS, UNLIMITED  # noqa: PLC0415
+
+    run = make_run(
+        [{"id": f"r{index}", "input": "q", "expected": "a", "output": "a"} for index in range(5)],
+        source={"name": "tool", "version": "1"},
+        run_id="run",
+        artifact_digest="sha256:" + "1" * 64,
+    )
+    canonical = tmp_path / "canonical.json"
+    write_run(run, canonical)
+    pretty = tmp_path / "pretty.json"
+    pretty.write_text(json.dumps(json.loads(canonical.read_bytes()), indent=2), encoding="utf-8")
+    monkeypatch.setattr(request_module, "STREAM_MIN_BYTES", 0)
+    for path, expected in ((canonical, run.digest), (pretty, None)):
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            streamed = request_module._streamed_side(fd, UNLIMITED)
+            assert (None if streamed is None else streamed.digest) == expected
+            assert os.lseek(fd, 0, os.SEEK_CUR) == (os.fstat(fd).st_size if expected else 0)
+            assert request_module._streamed_side(fd, INVARLOCK_LIMITS) is None
+        finally:
+            os.close(fd)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 import logging
 import math
@@ -10,7 +11,7 @@ import os
 import tempfile
 import tracemalloc
 import types
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -2453,3 +2454,123 @@ def test_trusted_walk_and_worker_results_refuse_what_they_must() -> None:
     encoded = importers._encoded(jsonl, line, 1, ImportOptions(), None)
     assert encoded is not None
     assert encoded[0] == "r"
+
+
+def _frozen_shape(value: Any) -> Any:
+    """The exact frozen structure of a value: types as well as contents."""
+    if isinstance(value, Mapping):
+        return (type(value), [(key, _frozen_shape(child)) for key, child in value.items()])
+    if isinstance(value, tuple | list):
+        return (type(value), [_frozen_shape(child) for child in value])
+    return (type(value), value)
+
+
+def _record_shape(record: Record) -> tuple[Any, ...]:
+    return tuple(
+        _frozen_shape(getattr(record, name))
+        for name in (
+            "id",
+            "input",
+            "expected",
+            "output",
+            "scores",
+            "metadata",
+            "error",
+            "context",
+            "likelihood",
+            "projection",
+        )
+    )
+
+
+@settings(max_examples=200, deadline=None)
+@given(records=_RECORDS)
+def test_fast_record_construction_equals_the_checked_path(records: list[dict[str, Any]]) -> None:
+    """run_from_document / run_from_decoded / parse_run / RunReader build the same records."""
+    from sealeval.captured.run import run_from_decoded  # noqa: PLC0415
+
+    checked = make_run(records, source=SOURCE, run_id="run-1", artifact_digest=ARTIFACT)
+    data = checked.to_canonical()
+    document = json.loads(data)
+    built = [
+        run_from_document(document),
+        run_from_decoded(document),
+        parse_run(data),
+        run_from_document(checked.to_dict()),
+    ]
+    # the checked path over the same document (key order as in the document)
+    expected = [_record_shape(Record.from_document(item)) for item in document["records"]]
+    for run in built[:3]:
+        assert [_record_shape(record) for record in run.records] == expected
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder, "run.json")
+        path.write_bytes(data)
+        reader = RunReader(path)
+        assert [_record_shape(record) for record in reader] == expected
+        assert reader.summary.run_digest == checked.digest
+    for run in built:
+        assert run.digest == checked.digest
+        assert run.canonical_size == len(data)
+        assert dict(run.index) == dict(checked.index)
+    assert gc.isenabled()
+
+
+def test_fast_path_keeps_refusals_and_the_collector(tmp_path: Path) -> None:
+    """A duplicate id and a broken record refuse as before; the collector is re-enabled."""
+    records = [
+        {"id": "a", "input": "x", "expected": "y", "output": "z"},
+        {"id": "a", "input": "x", "expected": "y", "output": "z"},
+    ]
+    document = json.loads(
+        make_run(
+            records[:1], source=SOURCE, run_id="run-1", artifact_digest=ARTIFACT
+        ).to_canonical()
+    )
+    document["records"] = document["records"] * 2
+    with pytest.raises(CapturedRunError) as caught:
+        run_from_document(document)
+    assert (caught.value.code, caught.value.field) == ("duplicate_id", "records[1].id")
+    assert gc.isenabled()
+    document["records"] = [*document["records"][:1], {**document["records"][0], "id": 7}]
+    with pytest.raises(CapturedRunError) as caught:
+        run_from_document(document)
+    assert (caught.value.code, caught.value.field) == ("invalid_type", "records[1].id")
+    document["records"] = []
+    with pytest.raises(CapturedRunError) as caught:
+        run_from_document(document)
+    assert caught.value.code == "no_records"
+    gc.disable()
+    try:
+        document["records"] = document_records = json.loads(
+            make_run(
+                records[:1], source=SOURCE, run_id="r", artifact_digest=ARTIFACT
+            ).to_canonical()
+        )["records"]
+        assert len(run_from_document(document).records) == len(document_records)
+        assert not gc.isenabled()  # a disabled collector stays disabled
+    finally:
+        gc.enable()
+
+
+def test_small_metadata_and_empty_members_are_shared() -> None:
+    """Repeated slice tags share one read-only mapping; long values and empties as documented."""
+    from sealeval.captured.errors import EMPTY  # noqa: PLC0415
+
+    rows = [
+        {"id": f"r{index}", "input": "q", "expected": "a", "output": "a", "metadata": {"t": "x"}}
+        for index in range(3)
+    ]
+    rows.append({"id": "long", "input": "q", "expected": "a", "output": "a"})
+    rows[-1]["metadata"] = {"t": "y" * 65}
+    run = make_run(rows, source=SOURCE, run_id="run-1", artifact_digest=ARTIFACT)
+    parsed = parse_run(run.to_canonical())
+    for built in (run, parsed):
+        first, second = built.records[0], built.records[1]
+        assert first.metadata is second.metadata
+        assert dict(first.metadata) == {"t": "x"}
+        assert first.scores is EMPTY
+        assert first.context is EMPTY
+        assert built.records[3].metadata is not built.records[3 - 1].metadata
+        assert dict(built.records[3].metadata) == {"t": "y" * 65}
+    with pytest.raises(TypeError):
+        first.metadata["t"] = "z"  # type: ignore[index]

@@ -734,3 +734,118 @@ def test_evaluate_never_echoes_canaries(request_dir: Path) -> None:
             assert result.exit_code == 2
             assert CANARY not in result.stdout + result.stderr
             assert str(request_dir) not in result.stdout + result.stderr
+
+
+# ---------------------------------------------------------------------------
+# Beyond the reference's caps: evaluate/verify/report --uncapped
+
+_CAP = 50_000
+
+
+def _uncapped_request(root: Path, records: int) -> None:
+    """Two canonical runs of ``records`` cases, an exact_match policy and a request."""
+    from sealeval.captured import make_run, write_run  # noqa: PLC0415
+
+    (root / "inputs").mkdir(parents=True)
+    for side, name in enumerate(("baseline", "subject")):
+        rows = (
+            {
+                "id": f"case-{index:06d}",
+                "input": f"q{index}",
+                "expected": "yes",
+                "output": "yes" if (index + side) % 7 else "no",
+            }
+            for index in range(records)
+        )
+        run = make_run(
+            rows,
+            source={"name": "bench", "version": "1"},
+            run_id=name,
+            artifact_digest="sha256:" + str(side + 1) * 64,
+        )
+        write_run(run, root / "inputs" / f"{name}.json")
+    policy = {
+        "format": "invarlock/comparison-policy-v1",
+        "metrics": [
+            {
+                "name": "exact",
+                "kind": "exact_match",
+                "configuration": {},
+                "direction": "higher",
+                "unit": "score",
+                "aggregation": "mean",
+                "minimum_count": 100,
+                "maximum_regression": 0.02,
+                "maximum_interval_width": 0.05,
+            }
+        ],
+        "slices": [],
+    }
+    (root / "policy.json").write_text(json.dumps(policy), encoding="utf-8")
+    (root / "request.yaml").write_text(
+        "format_version: invarlock/evaluation-request-v2\n"
+        "execution: {mode: captured}\n"
+        "comparison:\n"
+        "  baseline: {path: inputs/baseline.json, adapter: invarlock}\n"
+        "  subject: {path: inputs/subject.json, adapter: invarlock}\n"
+        "  policy: policy.json\n"
+        "output: {evidence: evidence}\n",
+        encoding="utf-8",
+    )
+
+
+def test_uncapped_pack_beyond_the_reference_record_cap(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """50,001 records: refused by default (the reference's cap), built and verified uncapped."""
+    import sealeval.captured.pack_reader as reader_module  # noqa: PLC0415
+    import sealeval.captured.request as request_module  # noqa: PLC0415
+    from sealeval.captured.signing import generate_key_directory  # noqa: PLC0415
+    from sealeval.cli.report import report_command  # noqa: PLC0415
+
+    # Stream the (small) run files too, so the streamed paths run end to end.
+    monkeypatch.setattr(reader_module, "STREAM_MIN_BYTES", 0)
+    monkeypatch.setattr(request_module, "STREAM_MIN_BYTES", 0)
+    root = tmp_path / "request"
+    _uncapped_request(root, _CAP + 1)
+    signer = generate_key_directory(tmp_path / "signer")
+    verifier = generate_key_directory(tmp_path / "verifier")
+    monkeypatch.chdir(root)
+    base = ["request.yaml", "--signing-key", str(signer.private_key), "--json"]
+    refused = _invoke(evaluate_command, base)
+    assert refused.exit_code == 2
+    assert json.loads(refused.output)["errors"] == ["comparison.baseline.records: too_many_records"]
+    assert not (root / "evidence").exists()
+    built = _invoke(evaluate_command, [*base, "--uncapped"])
+    assert built.exit_code == 0, built.output
+    document = json.loads(built.output)
+    verify_args = [
+        "evidence",
+        "--policy",
+        "policy.json",
+        "--expected-baseline-run",
+        document["baseline_run_digest"],
+        "--expected-subject-run",
+        document["subject_run_digest"],
+        "--expected-request-digest",
+        document["request_digest"],
+        "--expected-signer",
+        signer.fingerprint,
+        "--verifier-signing-key",
+        str(verifier.private_key),
+        "--verifier-identity",
+        "test",
+        "--json",
+    ]
+    capped = _invoke(verify_command, [*verify_args, "--receipt", str(tmp_path / "r1.json")])
+    assert capped.exit_code == 4
+    assert json.loads(capped.output)["errors"] == ["baseline: too_many_records"]
+    verified = _invoke(
+        verify_command, [*verify_args, "--receipt", str(tmp_path / "r2.json"), "--uncapped"]
+    )
+    assert verified.exit_code == 0, verified.output
+    assert json.loads(verified.output)["integrity_ok"] is True
+    assert (tmp_path / "r2.json").is_file()
+    assert _invoke(report_command, ["evidence", "--json"]).exit_code == 2
+    shown = _invoke(report_command, ["evidence", "--json", "--uncapped"])
+    assert shown.exit_code == 0

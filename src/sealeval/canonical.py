@@ -219,10 +219,34 @@ _DECODER: Final = json.JSONDecoder(
 )
 
 
+def _check_depth(value: object, max_depth: int) -> None:
+    """Refuse ``too_deep`` as :func:`_walk_decoded` does, visiting containers only.
+
+    Level by level: the containers of level ``k`` are nested ``k`` deep, and a
+    non-empty level ``max_depth`` is one container too deep.
+    """
+    level: list[Any] = [value] if type(value) is list or type(value) is dict else []
+    depth = 0
+    while level:
+        if depth >= max_depth:
+            raise CanonicalError("too_deep")
+        depth += 1
+        deeper: list[Any] = []
+        for item in level:
+            children = item.values() if type(item) is dict else item
+            deeper.extend(
+                [child for child in children if type(child) is list or type(child) is dict]
+            )
+        level = deeper
+
+
 def _walk_decoded(
     value: object, limits: DecodeLimits, check_depth: bool, check_strings: bool
 ) -> None:
     """Check depth, string length and surrogates over a decoded value, iteratively."""
+    if not check_strings:
+        _check_depth(value, limits.max_depth)
+        return
     max_len = limits.max_string_length
     stack: list[tuple[object, int]] = [(value, 0)]
     while stack:

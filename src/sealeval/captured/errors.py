@@ -114,7 +114,7 @@ MAX_SHORT_TEXT: Final = 128
 EMPTY: Final[Mapping[str, Any]] = types.MappingProxyType({})
 
 #: Metadata values up to this many code points are interned (slice tags repeat).
-_INTERNED_VALUE: Final = 64
+INTERNED_VALUE_LENGTH: Final = 64
 
 _CONTROL: Final = re.compile(r"[\x00-\x1f\x7f]")
 _BLANK: Final = re.compile(r"\s*")
@@ -380,10 +380,45 @@ def check_string_map(
         if type(key) is not str:
             raise fail("invalid_json_value", field)
         _check_string(key, field)
-        text = check_text(item, field, max_length=max_length, min_length=0, controls=True)
-        # Slice tags repeat across records: short values share one string object.
-        frozen[sys.intern(key)] = sys.intern(text) if len(text) <= _INTERNED_VALUE else text
-    return types.MappingProxyType(frozen) if frozen else EMPTY
+        frozen[key] = check_text(item, field, max_length=max_length, min_length=0, controls=True)
+    return shared_string_map(frozen)
+
+
+#: Most distinct small string maps :func:`shared_string_map` keeps.
+_SHARED_MAPS_MAX: Final = 4096
+#: Maps with at most this many members are shared.
+_SHARED_MAP_MEMBERS: Final = 8
+_SHARED_MAPS: dict[tuple[tuple[str, str], ...], Mapping[str, str]] = {}
+
+
+def shared_string_map(members: dict[str, str]) -> Mapping[str, str]:
+    """Return a read-only view of checked ``metadata``-style members, shared when small.
+
+    Metadata repeats across records (slice tags): a map of at most eight
+    members with short values is the same read-only mapping object for
+    every record that has it (up to 4,096 distinct maps per process; later
+    ones get their own). Keys are interned, and so are values of at most 64
+    code points. The caller hands over ``members`` (checked, not used again).
+    """
+    if not members:
+        return EMPTY
+    key = tuple(members.items())
+    shared = _SHARED_MAPS.get(key)
+    if shared is not None:
+        return shared
+    frozen = types.MappingProxyType(
+        {
+            sys.intern(name): sys.intern(value) if len(value) <= INTERNED_VALUE_LENGTH else value
+            for name, value in key
+        }
+    )
+    if (
+        len(key) <= _SHARED_MAP_MEMBERS
+        and len(_SHARED_MAPS) < _SHARED_MAPS_MAX
+        and all(len(value) <= INTERNED_VALUE_LENGTH for _, value in key)
+    ):
+        _SHARED_MAPS[key] = frozen
+    return frozen
 
 
 def plain_mapping(value: object) -> dict[str, Any]:

@@ -59,16 +59,16 @@ from sealeval.captured.pack_reader import (
     DIRECTORIES,
     MANIFEST_NAME,
     MAX_CONTROL_BYTES,
-    MAX_ROLE_BYTES,
-    MAX_TOTAL_BYTES,
     PACK_FORMAT,
     PACK_KIND,
+    REFERENCE_PACK_LIMITS,
     ROLE_PATHS,
     ROLES,
     SIGNATURE_NAME,
     SIGNED,
     UNSIGNED,
     EvidencePackError,
+    PackLimits,
     PackManifest,
     ReportValidator,
     check_report_document,
@@ -82,7 +82,7 @@ from sealeval.captured.request import (
     authored_from_normalized,
     normalize_captured_request,
 )
-from sealeval.captured.run import INVARLOCK_LIMITS, Run
+from sealeval.captured.run import Run
 from sealeval.captured.signing import SigningKey, signature_envelope
 from sealeval.errors import CanonicalError, SealevalError
 
@@ -283,8 +283,11 @@ def _check_inputs(
     report: object,
     signing_key: object,
     unsigned: bool,
+    limits: object,
 ) -> None:
     """Check the signing mode, the argument types, record counts and per-file sizes."""
+    if not isinstance(limits, PackLimits):
+        raise _fail("invalid_type", "limits")
     if (signing_key is None) == (not unsigned):
         raise _fail("signing_mode", "signing_key")
     if signing_key is not None and not isinstance(signing_key, SigningKey):
@@ -300,12 +303,13 @@ def _check_inputs(
             raise _fail("invalid_type", where)
     assert isinstance(baseline, Run)
     assert isinstance(subject, Run)
-    max_records = INVARLOCK_LIMITS.max_records
+    max_records = limits.max_records
     for role, run in (("baseline", baseline), ("subject", subject)):
         if max_records is not None and len(run.records) > max_records:
             raise _fail("too_many_records", role)
     for role, size in _sizes(request, baseline, subject, policy, report).items():  # type: ignore[arg-type]
-        if size > MAX_ROLE_BYTES[role]:
+        limit = limits.role_limit(role)
+        if limit is not None and size > limit:
             raise _fail("too_large", role)
 
 
@@ -331,6 +335,7 @@ def prepare_pack(
     signing_key: SigningKey | None = None,
     unsigned: bool = False,
     validate_report: ReportValidator | None = None,
+    limits: PackLimits = REFERENCE_PACK_LIMITS,
 ) -> StagedPack:
     """Check the pack's content and compute its ledger, manifest and signature.
 
@@ -345,6 +350,9 @@ def prepare_pack(
         unsigned: publish ``unsigned_local`` instead (exactly one of
             ``signing_key`` and ``unsigned`` is required).
         validate_report: the comparison engine's full report-schema check.
+        limits: the size envelope (default: the reference's, so the pack
+            verifies in invarlock too; ``UNCAPPED_PACK_LIMITS`` lifts the
+            record and run-size caps).
 
     Raises:
         EvidencePackBuildError: ``signing_mode``, ``invalid_type``,
@@ -360,6 +368,7 @@ def prepare_pack(
         report=comparison_report,
         signing_key=signing_key,
         unsigned=unsigned,
+        limits=limits,
     )
     _check_bindings(request, baseline, subject, policy)
     hexes = {
@@ -396,7 +405,8 @@ def prepare_pack(
     if max(len(ledger), len(manifest.canonical_bytes), len(signature or b"")) > MAX_CONTROL_BYTES:
         raise _fail("self_check_failed", "manifest")  # pragma: no cover - fixed-size documents
     sizes = _sizes(request, baseline, subject, policy, comparison_report)
-    if sum(sizes.values()) + control > MAX_TOTAL_BYTES:
+    maximum = limits.max_total_bytes
+    if maximum is not None and sum(sizes.values()) + control > maximum:
         raise _fail("too_large", "pack")
     return StagedPack(
         request=request,
@@ -758,6 +768,7 @@ def build_evidence_pack(
     destination: str | os.PathLike[str] | None = None,
     anchor: str | os.PathLike[str] | None = None,
     validate_report: ReportValidator | None = None,
+    limits: PackLimits = REFERENCE_PACK_LIMITS,
 ) -> PublishedPack:
     """Build and publish the pack of a loaded request (``evaluate`` after the comparison).
 
@@ -771,6 +782,7 @@ def build_evidence_pack(
             following symlinks).
         anchor: see :func:`publish_pack` (only with ``destination``).
         validate_report: the comparison engine's full report-schema check.
+        limits: the size envelope (see :func:`prepare_pack`).
 
     Raises:
         EvidencePackBuildError: see :func:`prepare_pack` and :func:`publish_pack`.
@@ -786,6 +798,7 @@ def build_evidence_pack(
         signing_key=signing_key,
         unsigned=unsigned,
         validate_report=validate_report,
+        limits=limits,
     )
     if destination is None:
         return publish_pack(staged, request.authored.output, anchor=request.root)

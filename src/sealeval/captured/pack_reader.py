@@ -58,7 +58,15 @@ from sealeval.captured.request import (
     normalize_captured_request,
     parse_normalized_request,
 )
-from sealeval.captured.run import INVARLOCK_LIMITS, Run, run_from_document
+from sealeval.captured.run import (
+    INVARLOCK_LIMITS,
+    STREAM_MIN_BYTES,
+    UNLIMITED,
+    Limits,
+    Run,
+    read_canonical_run,
+    run_from_decoded,
+)
 from sealeval.captured.signing import (
     SignatureEnvelope,
     SigningKeyError,
@@ -81,15 +89,19 @@ __all__ = [
     "MAX_TOTAL_BYTES",
     "PACK_FORMAT",
     "PACK_KIND",
+    "REFERENCE_PACK_LIMITS",
     "REPORT_FORMAT",
     "ROLES",
     "ROLE_PATHS",
     "SIGNATURE_NAME",
     "SIGNED",
+    "STREAM_MIN_BYTES",
+    "UNCAPPED_PACK_LIMITS",
     "UNSIGNED",
     "EvidencePack",
     "EvidencePackError",
     "PackFile",
+    "PackLimits",
     "PackManifest",
     "PackSnapshot",
     "ReportValidator",
@@ -142,6 +154,56 @@ MAX_CONTROL_BYTES: Final = 65_536
 MAX_MANIFEST_DETECT_BYTES: Final = 262_144
 #: Largest total of all files of a pack, in bytes.
 MAX_TOTAL_BYTES: Final = 384 * _MIB
+
+
+@dataclass(frozen=True, slots=True)
+class PackLimits:
+    """The size envelope packs are built and read within.
+
+    Attributes:
+        max_records: most records per run (``None``: no cap).
+        role_bytes: largest payload file per role (``None``: no cap).
+        max_total_bytes: largest total of all files (``None``: no cap).
+
+    :data:`REFERENCE_PACK_LIMITS` (the default everywhere) is the reference's
+    envelope: a pack within it verifies in invarlock 0.17 too.
+    :data:`UNCAPPED_PACK_LIMITS` lifts the record cap and the run and total
+    byte caps (request, policy and report keep theirs); such a pack has the
+    same layout and bytes but only sealeval reads it (the reference refuses
+    ``too_many_records`` / ``too_large``).
+    """
+
+    max_records: int | None
+    role_bytes: Mapping[str, int | None]
+    max_total_bytes: int | None
+
+    def role_limit(self, role: str) -> int | None:
+        """Return the byte cap of one role's file (``None``: no cap)."""
+        return self.role_bytes[role]
+
+    def run_limits(self) -> Limits:
+        """Return the run limits of the baseline and subject files."""
+        if self.max_records is None:
+            return UNLIMITED
+        return Limits(
+            max_records=self.max_records,
+            max_canonical_bytes=INVARLOCK_LIMITS.max_canonical_bytes,
+            max_file_bytes=INVARLOCK_LIMITS.max_file_bytes,
+        )
+
+
+#: The reference's envelope (50,000 records per run, 128 MiB per payload, 384 MiB in all).
+REFERENCE_PACK_LIMITS: Final = PackLimits(
+    max_records=INVARLOCK_LIMITS.max_records,
+    role_bytes=MAX_ROLE_BYTES,
+    max_total_bytes=MAX_TOTAL_BYTES,
+)
+#: No record cap and no byte cap on the runs or the total (sealeval only; opt-in).
+UNCAPPED_PACK_LIMITS: Final = PackLimits(
+    max_records=None,
+    role_bytes=types.MappingProxyType({**MAX_ROLE_BYTES, "baseline": None, "subject": None}),
+    max_total_bytes=None,
+)
 #: ``format`` of the comparison report.
 REPORT_FORMAT: Final = "invarlock/multi-metric-comparison-v1"
 #: Report decisions.
@@ -593,16 +655,19 @@ def _expected_files(signed: bool) -> dict[str, str]:
     return files
 
 
-def _limit(kind: str) -> int:
-    return MAX_CONTROL_BYTES if kind == "control" else MAX_ROLE_BYTES[kind]
+def _limit(kind: str, limits: PackLimits) -> int | None:
+    return MAX_CONTROL_BYTES if kind == "control" else limits.role_limit(kind)
 
 
 class _Scanner:
     """The inventory scan: names, types, then presence, then sizes (31-pack.md §1)."""
 
-    def __init__(self, root_fd: int, signed: bool) -> None:
+    def __init__(
+        self, root_fd: int, signed: bool, limits: PackLimits = REFERENCE_PACK_LIMITS
+    ) -> None:
         self.root_fd = root_fd
         self.expected = _expected_files(signed)
+        self.limits = limits
         self.dir_fds: dict[str, int] = {}
 
     def close(self) -> None:
@@ -650,9 +715,11 @@ class _Scanner:
         for name, kind in self.expected.items():
             size = found[name].st_size
             total += size
-            if size > _limit(kind):
+            limit = _limit(kind, self.limits)
+            if limit is not None and size > limit:
                 raise _fail("too_large", kind if kind != "control" else name)
-        if total > MAX_TOTAL_BYTES:
+        maximum = self.limits.max_total_bytes
+        if maximum is not None and total > maximum:
             raise _fail("too_large", "pack")
 
     def scan(self) -> PackSnapshot:
@@ -669,6 +736,68 @@ class _Scanner:
         entries = {".": _Identity.of(os.fstat(self.root_fd))}
         entries.update((name, _Identity.of(result)) for name, result in found.items())
         return PackSnapshot(types.MappingProxyType(entries))
+
+    def streamed_run(
+        self, name: str, snapshot: PackSnapshot, role: str, expected_digest: str
+    ) -> Run | None:
+        """Read a large canonical run file without holding its bytes (uncapped packs).
+
+        Two passes over one open file: the digest (``digest_mismatch`` as the
+        whole-file path), then :func:`~sealeval.captured.run.read_canonical_run`,
+        whose run digest — the hash of exactly the bytes it parsed, canonical
+        ones — must equal the file digest (``file_changed`` otherwise). Any
+        refusal of the parse returns ``None``: the caller then takes the
+        whole-file path, which names the refusal exactly as for a small file.
+        """
+        fd = self._open(name, snapshot)
+        expected = snapshot.entries[name]
+        try:
+            with os.fdopen(os.dup(fd), "rb") as handle:
+                hasher = hashlib.sha256()
+                size = 0
+                while chunk := handle.read(_MIB):
+                    hasher.update(chunk)
+                    size += len(chunk)
+                if size != expected.size or _Identity.of(os.fstat(fd)) != expected:
+                    raise _fail("file_changed", "pack")
+                if "sha256:" + hasher.hexdigest() != expected_digest:
+                    raise _fail("digest_mismatch", role)
+                handle.seek(0)
+                try:
+                    run = read_canonical_run(handle, limits=self.limits.run_limits())
+                except CapturedRunError:
+                    return None
+            if run.digest != expected_digest or _Identity.of(os.fstat(fd)) != expected:
+                raise _fail("file_changed", "pack")
+        except OSError:  # pragma: no cover - an I/O error after a successful open
+            raise _fail("unreadable", "pack") from None
+        finally:
+            os.close(fd)
+        return run
+
+    def _open(self, name: str, snapshot: PackSnapshot) -> int:
+        """Open one snapshotted file (blocking), refusing a changed identity."""
+        directory, _, leaf = name.rpartition("/")
+        dir_fd = self.dir_fds[directory] if directory else self.root_fd
+        try:
+            fd = os.open(leaf, _FILE_FLAGS, dir_fd=dir_fd)
+        except FileNotFoundError:
+            raise _fail("file_changed", "pack") from None
+        except OSError as error:
+            if error.errno in (errno.ELOOP, errno.EISDIR):
+                raise _fail("file_changed", "pack") from None
+            raise _fail("unreadable", "pack") from None  # pragma: no cover - EACCES
+        try:
+            same = _Identity.of(os.fstat(fd)) == snapshot.entries[name]
+            if same:
+                os.set_blocking(fd, True)
+        except OSError:  # pragma: no cover - an I/O error after a successful open
+            os.close(fd)
+            raise _fail("unreadable", "pack") from None
+        if not same:
+            os.close(fd)
+            raise _fail("file_changed", "pack")
+        return fd
 
     def read(self, name: str, snapshot: PackSnapshot) -> bytes:
         """Read one snapshotted file once, refusing any change of identity or size."""
@@ -698,9 +827,9 @@ class _Scanner:
         return data
 
 
-def _rescan(path: Path, signed: bool, snapshot: PackSnapshot) -> None:
+def _rescan(path: Path, signed: bool, snapshot: PackSnapshot, limits: PackLimits) -> None:
     fd = _open_root(path)
-    scanner = _Scanner(fd, signed)
+    scanner = _Scanner(fd, signed, limits)
     try:
         try:
             current = scanner.scan()
@@ -717,7 +846,9 @@ def _rescan(path: Path, signed: bool, snapshot: PackSnapshot) -> None:
 # Reading
 
 
-def _strict_object(data: bytes, limit: int, where: str) -> dict[str, Any]:
+def _strict_object(data: bytes, limit: int | None, where: str) -> dict[str, Any]:
+    if limit is None:
+        limit = max(len(data), 1)
     try:
         value = decode(data, limits=DecodeLimits(max_bytes=limit, max_string_length=limit))
     except CanonicalError as error:
@@ -776,6 +907,7 @@ class EvidencePack:
         subject: the subject run (``records/subject.json``).
         report: the comparison report document (read-only).
         snapshot: the identities of every entry when examined.
+        limits: the envelope the pack was read within.
     """
 
     path: Path
@@ -788,6 +920,7 @@ class EvidencePack:
     subject: Run
     report: Mapping[str, Any]
     snapshot: PackSnapshot
+    limits: PackLimits = REFERENCE_PACK_LIMITS
 
     def __repr__(self) -> str:
         """Show the manifest digest and the authentication mode only."""
@@ -838,7 +971,7 @@ class EvidencePack:
     def check_unchanged(self) -> None:
         """Re-scan the directory; refuse (``file_changed``, status 6) any change since reading."""
         with _identified(self.manifest_digest):
-            _rescan(self.path, self.signed, self.snapshot)
+            _rescan(self.path, self.signed, self.snapshot, self.limits)
 
 
 @dataclass(slots=True)
@@ -859,11 +992,11 @@ _COUNT, _CANONICAL, _SCHEMA = 0, 1, 2
 
 
 def _typed_run(
-    role: str, document: dict[str, Any], file_digest: str, deferred: _Deferred
+    role: str, document: dict[str, Any], file_digest: str, deferred: _Deferred, limits: Limits
 ) -> Run | None:
-    """Build a run (at most 50,000 records, closed schema, canonical) or defer the refusal."""
+    """Build a run (within the record cap, closed schema, canonical) or defer the refusal."""
     try:
-        run = run_from_document(document, limits=INVARLOCK_LIMITS)
+        run = run_from_decoded(document, limits=limits)
     except CapturedRunError as error:
         if error.code == "too_many_records":
             deferred.add(_COUNT, role, _fail("too_many_records", role))
@@ -905,11 +1038,13 @@ def _typed_payload(
     document: dict[str, Any],
     file_digest: str,
     deferred: _Deferred,
+    *,
     validate_report: ReportValidator | None,
+    limits: PackLimits,
 ) -> Any:
     """Build the typed value of a payload; defer contract failures (5.3/5.4 order)."""
     if role in ("baseline", "subject"):
-        return _typed_run(role, document, file_digest, deferred)
+        return _typed_run(role, document, file_digest, deferred, limits.run_limits())
     if digest_invarlock(document) != file_digest:
         deferred.add(_CANONICAL, role, _fail("not_canonical", role))
     if role == "policy":
@@ -944,7 +1079,9 @@ def _check_signature(
     return envelope, key
 
 
-def _examine(path: Path, root_fd: int, validate_report: ReportValidator | None) -> EvidencePack:
+def _examine(
+    path: Path, root_fd: int, validate_report: ReportValidator | None, limits: PackLimits
+) -> EvidencePack:
     manifest_bytes, manifest_document, manifest_identity = _identify(root_fd)
     with _identified(digest_bytes(manifest_bytes)):
         return _examine_identified(
@@ -954,6 +1091,7 @@ def _examine(path: Path, root_fd: int, validate_report: ReportValidator | None) 
             manifest_document,
             manifest_identity=manifest_identity,
             validate_report=validate_report,
+            limits=limits,
         )
 
 
@@ -974,10 +1112,12 @@ def _read_all(
     manifest: PackManifest,
     manifest_bytes: bytes,
     manifest_identity: _Identity,
+    *,
     validate_report: ReportValidator | None,
+    limits: PackLimits,
 ) -> _Read:
     """Run steps 3-5.4: inventory, every file read once, signature, digests, typed payloads."""
-    scanner = _Scanner(root_fd, manifest.signed)
+    scanner = _Scanner(root_fd, manifest.signed, limits)
     try:
         snapshot = scanner.scan()
         if snapshot.entries[MANIFEST_NAME] != manifest_identity:  # pragma: no cover - race
@@ -991,14 +1131,32 @@ def _read_all(
         values: dict[str, Any] = {}
         hexes: dict[str, str] = {}
         for role in ROLES:
-            data = scanner.read(ROLE_PATHS[role], snapshot)
+            name = ROLE_PATHS[role]
+            if (
+                role in ("baseline", "subject")
+                and limits.max_records is None
+                and snapshot.entries[name].size >= STREAM_MIN_BYTES
+            ):
+                run = scanner.streamed_run(name, snapshot, role, manifest.files[role].digest)
+                if run is not None:
+                    hexes[role] = run.digest
+                    values[role] = run
+                    continue
+            data = scanner.read(name, snapshot)
             file_digest = digest_bytes(data)
             if file_digest != manifest.files[role].digest:
                 raise _fail("digest_mismatch", role)
-            document = _strict_object(data, MAX_ROLE_BYTES[role], role)
+            document = _strict_object(data, limits.role_limit(role), role)
             del data
             hexes[role] = file_digest
-            values[role] = _typed_payload(role, document, file_digest, deferred, validate_report)
+            values[role] = _typed_payload(
+                role,
+                document,
+                file_digest,
+                deferred,
+                validate_report=validate_report,
+                limits=limits,
+            )
             del document
         deferred.raise_first()
     finally:
@@ -1056,12 +1214,20 @@ def _examine_identified(
     *,
     manifest_identity: _Identity,
     validate_report: ReportValidator | None,
+    limits: PackLimits,
 ) -> EvidencePack:
     # Step 2: canonical bytes, five roles, closed schema.
     if encode_invarlock(manifest_document) != manifest_bytes:
         raise _fail("not_canonical", MANIFEST_NAME)
     manifest = parse_manifest(manifest_document)
-    read = _read_all(root_fd, manifest, manifest_bytes, manifest_identity, validate_report)
+    read = _read_all(
+        root_fd,
+        manifest,
+        manifest_bytes,
+        manifest_identity,
+        validate_report=validate_report,
+        limits=limits,
+    )
     request = _check_bindings(manifest, read)
     return EvidencePack(
         path=path,
@@ -1074,11 +1240,15 @@ def _examine_identified(
         subject=read.values["subject"],
         report=read.values["report"],
         snapshot=read.snapshot,
+        limits=limits,
     )
 
 
 def read_evidence_pack(
-    path: str | os.PathLike[str], *, validate_report: ReportValidator | None = None
+    path: str | os.PathLike[str],
+    *,
+    validate_report: ReportValidator | None = None,
+    limits: PackLimits = REFERENCE_PACK_LIMITS,
 ) -> EvidencePack:
     """Examine a directory evidence pack and return its typed, validated content.
 
@@ -1098,14 +1268,19 @@ def read_evidence_pack(
     Args:
         path: the pack directory (a real directory, not a symlink).
         validate_report: the comparison engine's full report-schema check.
+        limits: the size envelope; :data:`UNCAPPED_PACK_LIMITS` reads packs
+            beyond the reference's caps, streaming run files of at least
+            :data:`STREAM_MIN_BYTES` (see :meth:`_Scanner.streamed_run`).
 
     Raises:
         EvidencePackError: see the class for ``status`` and ``manifest_digest``.
     """
+    if not isinstance(limits, PackLimits):
+        raise _fail("invalid_field", "limits")
     pack_path = Path(path)
     root_fd = _open_root(pack_path)
     try:
-        pack = _examine(pack_path, root_fd, validate_report)
+        pack = _examine(pack_path, root_fd, validate_report, limits)
     finally:
         os.close(root_fd)
     pack.check_unchanged()

@@ -66,10 +66,12 @@ from sealeval.captured.policy import (
 from sealeval.captured.run import (
     INVARLOCK_LIMITS,
     PROVENANCE_KINDS,
+    STREAM_MIN_BYTES,
     InputProjection,
     Limits,
     Run,
     parse_run,
+    read_canonical_run,
     run_from_document,
 )
 from sealeval.captured.service_identity import validate_service_identity
@@ -1204,6 +1206,28 @@ class CapturedRequest:
         return self.normalized.comparison_id
 
 
+def _streamed_side(fd: int, limits: Limits) -> Run | None:
+    """Stream a large canonical run without a record cap; ``None``: read it whole instead.
+
+    Only without a record cap (the reference's envelope reads at most 128 MiB
+    anyway) and from :data:`~sealeval.captured.run.STREAM_MIN_BYTES` on. Any
+    refusal of the streamed read rewinds the file: the whole-file path then
+    accepts non-canonical JSON or names the refusal exactly as for a small file.
+    """
+    try:
+        if limits.max_records is not None or os.fstat(fd).st_size < STREAM_MIN_BYTES:
+            return None
+        with os.fdopen(os.dup(fd), "rb") as handle:
+            try:
+                return read_canonical_run(handle, limits=limits)
+            except CapturedRunError:
+                pass
+        os.lseek(fd, 0, os.SEEK_SET)
+    except OSError:  # pragma: no cover - a read error after a successful open
+        return None
+    return None
+
+
 def _load_side(
     root: Path,
     spec: SourceSpec,
@@ -1220,6 +1244,14 @@ def _load_side(
         if not isinstance(run, Run):
             raise _fail("invalid_type", where)
         return run
+    try:
+        streamed = _streamed_side(fd, limits)
+    except BaseException:
+        os.close(fd)
+        raise
+    if streamed is not None:
+        os.close(fd)
+        return streamed
     data = _read_fd(fd, limits.max_file_bytes, where)
     try:
         return parse_run(data, limits=limits)

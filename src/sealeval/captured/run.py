@@ -33,6 +33,7 @@ from __future__ import annotations
 import codecs
 import contextlib
 import errno
+import gc
 import hashlib
 import json
 import os
@@ -66,6 +67,7 @@ from sealeval.captured.errors import (
     plain_canonical,
     plain_json,
     rebased,
+    shared_string_map,
     thaw_json,
 )
 from sealeval.captured.likelihood import (
@@ -90,6 +92,7 @@ __all__ = [
     "PROVENANCE_KINDS",
     "RECORD_MEMBERS",
     "RUN_FORMAT",
+    "STREAM_MIN_BYTES",
     "UNLIMITED",
     "InputProjection",
     "Limits",
@@ -106,8 +109,10 @@ __all__ = [
     "parse_run",
     "plain_record_bytes",
     "project_record",
+    "read_canonical_run",
     "read_run",
     "run_digest",
+    "run_from_decoded",
     "run_from_document",
     "write_run",
 ]
@@ -552,6 +557,27 @@ class Record:
         return frozen_canonical(self._document())
 
     @classmethod
+    def _accepted(cls, record: dict[str, Any]) -> Record:
+        """Build the record of a plain ``dict`` that :func:`plain_record_bytes` accepted.
+
+        Its checks passed, so the values are only frozen (the same frozen
+        values the checked path makes; pinned by a test).
+        """
+        built = object.__new__(cls)
+        put = object.__setattr__
+        put(built, "id", record["id"])
+        put(built, "input", _freeze_plain(record["input"]))
+        put(built, "expected", _freeze_plain(record["expected"]))
+        put(built, "output", _freeze_plain(record["output"]))
+        put(built, "scores", _freeze_plain(record.get("scores", EMPTY)))
+        put(built, "metadata", shared_string_map(record["metadata"]))
+        put(built, "error", record.get("error"))
+        put(built, "context", _freeze_plain(record.get("context", EMPTY)))
+        put(built, "likelihood", None)
+        put(built, "projection", None)
+        return built
+
+    @classmethod
     def from_document(cls, document: object) -> Record:
         """Build from a record object of a run document (all eight members required)."""
         doc = check_members(document, "record", _RECORD_REQUIRED, ("likelihood",))
@@ -668,6 +694,24 @@ _get_int_digits: Final = getattr(sys, "get_int_max_str_digits", lambda: _MAX_INT
 #: The default of an absent ``scores``/``metadata``/``context`` on the fast path
 #: (only ever read and encoded, never handed out).
 _NO_MEMBERS: Final[dict[str, Any]] = {}
+
+
+#: A record object of a run document has exactly these many members (no likelihood).
+_DOCUMENT_MEMBERS: Final = 8
+
+
+def _freeze_plain(value: Any) -> Any:
+    """Freeze a plain JSON value already shown valid (no checks): what ``freeze_json`` returns."""
+    kind = type(value)
+    if kind is dict:
+        if not value:
+            return EMPTY
+        return types.MappingProxyType(
+            {sys.intern(key): _freeze_plain(child) for key, child in value.items()}
+        )
+    if kind is list or kind is tuple:
+        return tuple([_freeze_plain(child) for child in value])
+    return value
 
 
 def _plain_scores(scores: object) -> bool:
@@ -945,6 +989,19 @@ class Run:
                 raise fail("invalid_type", "records")
             records = tuple(records)
             object.__setattr__(self, "records", records)
+        self._check_records()
+        hasher = hashlib.sha256()
+        size = 0
+        for chunk in self.iter_canonical():
+            hasher.update(chunk)
+            size += len(chunk)
+        object.__setattr__(self, "digest", "sha256:" + hasher.hexdigest())
+        object.__setattr__(self, "canonical_size", size)
+
+    def _check_records(self) -> None:
+        """Run the run-level record checks: typed records, likelihood bindings, unique ids."""
+        header = self.header
+        records = self.records
         if not records:
             raise fail("no_records", "records")
         for position, record in enumerate(records):
@@ -957,13 +1014,21 @@ class Run:
                 raise fail("duplicate_id", f"records[{position}].id")
             index[record.id] = position
         object.__setattr__(self, "index", types.MappingProxyType(index))
-        hasher = hashlib.sha256()
-        size = 0
-        for chunk in self.iter_canonical():
-            hasher.update(chunk)
-            size += len(chunk)
-        object.__setattr__(self, "digest", "sha256:" + hasher.hexdigest())
-        object.__setattr__(self, "canonical_size", size)
+
+    @classmethod
+    def _hashed(cls, header: RunHeader, records: tuple[Record, ...], digest: str, size: int) -> Run:
+        """Build a run whose canonical bytes were already hashed record by record.
+
+        Only for callers that encoded exactly :meth:`iter_canonical`'s bytes
+        (``run_from_document``'s fast path): every check but the hashing runs.
+        """
+        run = object.__new__(cls)
+        object.__setattr__(run, "header", header)
+        object.__setattr__(run, "records", records)
+        run._check_records()
+        object.__setattr__(run, "digest", digest)
+        object.__setattr__(run, "canonical_size", size)
+        return run
 
     def __repr__(self) -> str:
         """Show the record count and the digest only."""
@@ -1137,6 +1202,23 @@ def _header_from(document: Mapping[str, Any], artifact_digest: object) -> RunHea
     )
 
 
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while a run's records are built.
+
+    Building a large run allocates millions of containers none of which can
+    form a cycle; left on, the collector rescans the growing heap over and
+    over (about a fifth of the build time). It is re-enabled (if it was on).
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def run_from_document(document: object, *, limits: Limits = UNLIMITED) -> Run:
     """Validate a parsed run document once and return the typed run.
 
@@ -1149,6 +1231,24 @@ def run_from_document(document: object, *, limits: Limits = UNLIMITED) -> Run:
         CapturedRunError: the first refusal (``too_many_records`` is checked
             before anything else, as the reference does).
     """
+    with _collector_paused():
+        return _run_from(document, limits, decoded=False)
+
+
+def run_from_decoded(document: object, *, limits: Limits = UNLIMITED) -> Run:
+    """Validate a decoded run document once and return the typed run.
+
+    :func:`run_from_document` for a document exactly as
+    :func:`~sealeval.canonical.decode` returned it (default depth limit, not
+    modified since). Such a document holds only exact JSON types within the depth limit, so
+    plain records are not walked again before they are encoded; the result
+    and every refusal are those of :func:`run_from_document`.
+    """
+    with _collector_paused():
+        return _run_from(document, limits, decoded=True)
+
+
+def _run_from(document: object, limits: Limits, *, decoded: bool) -> Run:
     if isinstance(document, Run):
         limits.check_count(len(document.records))
         limits.check_size(document.canonical_size)
@@ -1169,10 +1269,36 @@ def run_from_document(document: object, *, limits: Limits = UNLIMITED) -> Run:
         raise fail("invalid_type", "records")
     header = _header_from(doc, doc["artifact_digest"])
     built: list[Record] = []
+    # Each record is validated once: a plain record (as decoded from JSON) through
+    # plain_record_bytes, which also gives its canonical bytes, anything else through
+    # Record.from_document. The run digest is hashed from those bytes as they come.
+    hasher = hashlib.sha256()
+    prefix, suffix = header.canonical_parts()
+    separator = prefix
+    size = 0
     for position, item in enumerate(records):
-        with _indexed(position):
-            built.append(Record.from_document(item))
-    run = Run(header, tuple(built))
+        accepted = (
+            plain_record_bytes(item, decoded=(item, 0) if decoded else None)
+            if type(item) is dict and len(item) == _DOCUMENT_MEMBERS
+            else None
+        )
+        if accepted is None:
+            with _indexed(position):
+                record = Record.from_document(item)
+            chunk = _record_chunk(record)
+        else:
+            record = Record._accepted(item)
+            chunk = accepted[1]
+        built.append(record)
+        hasher.update(separator)
+        hasher.update(chunk)
+        size += len(separator) + len(chunk)
+        separator = b","
+    if not built:
+        raise fail("no_records", "records")
+    hasher.update(suffix)
+    size += len(suffix)
+    run = Run._hashed(header, tuple(built), "sha256:" + hasher.hexdigest(), size)
     limits.check_count(len(run.records))
     limits.check_size(run.canonical_size)
     return run
@@ -1186,8 +1312,9 @@ def parse_run(data: bytes | bytearray | memoryview, *, limits: Limits = UNLIMITE
             ``limits.max_file_bytes``).
         CapturedRunError: the document is not a valid run.
     """
-    document = decode(data, limits=DecodeLimits(max_bytes=limits.max_file_bytes))
-    return run_from_document(document, limits=limits)
+    with _collector_paused():
+        document = decode(data, limits=DecodeLimits(max_bytes=limits.max_file_bytes))
+        return _run_from(document, limits, decoded=True)
 
 
 def _open_regular(path: str | os.PathLike[str], field_name: str) -> int:
@@ -1621,13 +1748,17 @@ class RunReader:
 
     def __init__(
         self,
-        path: str | os.PathLike[str],
+        path: str | os.PathLike[str] | IO[bytes],
         *,
         limits: Limits = UNLIMITED,
         max_record_bytes: int = COMPAT_MAX_BYTES,
         chunk_size: int = 1_048_576,
     ) -> None:
-        """Remember the file; nothing is read until iteration."""
+        """Remember the file (a path, or a binary handle the caller owns and closes).
+
+        Nothing is read until iteration; a handle is read from its current
+        position to its end.
+        """
         self._path = path
         self._limits = limits
         self._max_record_bytes = max_record_bytes
@@ -1655,7 +1786,11 @@ class RunReader:
         if self._started:
             raise fail("invalid_state", "reader")
         self._started = True
-        fd = _open_regular(self._path, "run")
+        source = self._path
+        if not isinstance(source, str | os.PathLike):
+            yield from self._records(_Scanner(source, self._chunk_size))
+            return
+        fd = _open_regular(source, "run")
         with os.fdopen(fd, "rb") as handle:
             yield from self._records(_Scanner(handle, self._chunk_size))
 
@@ -1699,11 +1834,8 @@ class RunReader:
                 raise fail("not_canonical", f"records[{position}]")
             start = scanner.pos
             document, end = self._next_object(scanner)
-            with _indexed(position):
-                record = Record.from_document(document)
             chunk = scanner.text[start:end].encode("utf-8")
-            if chunk != _record_chunk(record):
-                raise fail("not_canonical", f"records[{position}]")
+            record = _canonical_record(document, chunk, position)
             scanner.pos = end
             if record.id in ids:
                 raise fail("duplicate_id", f"records[{position}].id")
@@ -1760,6 +1892,48 @@ class RunReader:
             run_digest="sha256:" + hasher.hexdigest(), record_count=count, canonical_size=size
         )
         return header
+
+
+#: Uncapped canonical run files at least this large are streamed into a run
+#: (:func:`read_canonical_run`) instead of being held whole next to their document.
+STREAM_MIN_BYTES: Final = 32 * 1_048_576
+
+
+def read_canonical_run(
+    source: str | os.PathLike[str] | IO[bytes], *, limits: Limits = UNLIMITED
+) -> Run:
+    """Read a *canonical* run file into a :class:`Run` without holding its text.
+
+    :class:`RunReader` validates and hashes the records as they stream in, so
+    the memory is the run's records themselves, not the file bytes and a
+    decoded document next to them (what :func:`read_run` holds for a
+    moment). Non-canonical bytes are refused with ``not_canonical``; callers
+    that accept any strict JSON fall back to :func:`read_run`.
+
+    Raises:
+        CapturedRunError: as :class:`RunReader`.
+    """
+    reader = RunReader(source, limits=limits)
+    with _collector_paused():
+        records = tuple(reader)
+    summary = reader.summary
+    return Run._hashed(reader.header, records, summary.run_digest, summary.canonical_size)
+
+
+def _canonical_record(document: object, chunk: bytes, position: int) -> Record:
+    """Build the record decoded from ``chunk``; refuse unless ``chunk`` is its canonical form."""
+    accepted = (
+        plain_record_bytes(document)
+        if type(document) is dict and len(document) == _DOCUMENT_MEMBERS
+        else None
+    )
+    if accepted is not None and accepted[1] == chunk:
+        return Record._accepted(document)  # type: ignore[arg-type]
+    with _indexed(position):
+        record = Record.from_document(document)
+    if chunk != _record_chunk(record):
+        raise fail("not_canonical", f"records[{position}]")
+    return record
 
 
 def _check_streamed_likelihood(

@@ -46,8 +46,10 @@ from sealeval.canonical import encode_invarlock
 from sealeval.captured.comparison import ComparisonReport, MetricSummary, compare_runs
 from sealeval.captured.intervals import required_bootstrap_draws
 from sealeval.captured.pack_reader import (
+    REFERENCE_PACK_LIMITS,
     EvidencePack,
     EvidencePackError,
+    PackLimits,
     ReportValidator,
     read_evidence_pack,
 )
@@ -331,6 +333,7 @@ def verify_evidence_pack(
     *,
     workers: int | None = None,
     validate_report: ReportValidator | None = None,
+    limits: PackLimits = REFERENCE_PACK_LIMITS,
 ) -> VerificationOutcome:
     """Verify a captured evidence pack against the recipient's inputs (32-verify.md §3-§5).
 
@@ -341,6 +344,8 @@ def verify_evidence_pack(
         workers: processes for large bootstrap scopes (the report is
             bit-identical for every value; ``None`` uses the available CPUs).
         validate_report: an optional full report-schema check passed to the reader.
+        limits: the size envelope the pack is read within (default: the
+            reference's; ``UNCAPPED_PACK_LIMITS`` for packs built beyond it).
 
     Returns:
         The outcome (statuses 0, 4, 6, 7). Nothing is written.
@@ -353,7 +358,7 @@ def verify_evidence_pack(
     if not isinstance(recipient, RecipientInputs):
         raise _fail("invalid_type", "recipient")
     try:
-        pack = read_evidence_pack(evidence, validate_report=validate_report)
+        pack = read_evidence_pack(evidence, validate_report=validate_report, limits=limits)
     except EvidencePackError as error:
         return VerificationOutcome(
             error.status, REPLAY_NOT_STARTED, error.manifest_digest, error=error

@@ -43,9 +43,10 @@ from sealeval.captured.comparison import (
 )
 from sealeval.captured.importers import load_run
 from sealeval.captured.pack import build_evidence_pack
+from sealeval.captured.pack_reader import REFERENCE_PACK_LIMITS, UNCAPPED_PACK_LIMITS
 from sealeval.captured.policy import ComparisonPolicy
 from sealeval.captured.request import PairedCheck, PreflightResult, SourceSpec, preflight
-from sealeval.captured.run import INVARLOCK_LIMITS, Limits, Run, read_file_bytes
+from sealeval.captured.run import INVARLOCK_LIMITS, UNLIMITED, Limits, Run, read_file_bytes
 from sealeval.captured.signing import generate_key_directory
 from sealeval.cli._common import CONTEXT_SETTINGS, EXIT_ERROR, EXIT_OK
 from sealeval.cli.verify import dump_json, metric_lines
@@ -250,7 +251,9 @@ def _preflight_document(checked: PreflightResult, budget: int) -> dict[str, Any]
     }
 
 
-def _evaluate(checked: PreflightResult, budget: int) -> tuple[dict[str, Any], ComparisonReport]:
+def _evaluate(
+    checked: PreflightResult, budget: int, *, uncapped: bool
+) -> tuple[dict[str, Any], ComparisonReport]:
     request = checked.request
     report = compare_runs(
         baseline=request.baseline,
@@ -263,6 +266,7 @@ def _evaluate(checked: PreflightResult, budget: int) -> tuple[dict[str, Any], Co
         comparison_report=report.canonical_bytes,
         signing_key=checked.signing_key,
         unsigned=checked.signing_key is None,
+        limits=UNCAPPED_PACK_LIMITS if uncapped else REFERENCE_PACK_LIMITS,
     )
     document = {
         "format_version": RESULT_FORMAT,
@@ -320,6 +324,7 @@ def _run(
     run_preflight: bool,
     max_draws: str | None,
     overrides: Mapping[str, str | None],
+    uncapped: bool,
 ) -> tuple[dict[str, Any], ComparisonReport | None]:
     budget = _budget(max_draws)
     key = signing_key
@@ -335,10 +340,11 @@ def _run(
         output=overrides["output"],
         run_loader=native_run_loader,
         paired_check=_paired_check(budget) if run_preflight else None,
+        limits=UNLIMITED if uncapped else INVARLOCK_LIMITS,
     )
     if run_preflight:
         return _preflight_document(checked, budget), None
-    return _evaluate(checked, budget)
+    return _evaluate(checked, budget, uncapped=uncapped)
 
 
 def _failure(run_preflight: bool, signing_key: str | None, unsigned: bool, error: str) -> str:
@@ -397,6 +403,12 @@ def _check_usage(
     metavar="N",
     help=f"Local work budget in bootstrap draws [default: {DEFAULT_MAX_BOOTSTRAP_DRAWS}].",
 )
+@click.option(
+    "--uncapped",
+    is_flag=True,
+    help="Lift the reference's 50,000-record and run-size caps (the pack verifies in sealeval "
+    "only, with verify --uncapped).",
+)
 @click.option("--baseline-run", metavar="P", help="Replace the baseline path (inside the root).")
 @click.option("--subject-run", metavar="P", help="Replace the subject path (inside the root).")
 @click.option("--output", metavar="P", help="Replace output.evidence (inside the root).")
@@ -416,6 +428,7 @@ def evaluate_command(
     as_json: bool,
     fail_on_policy: bool,
     max_draws: str | None,
+    uncapped: bool,
     baseline_run: str | None,
     subject_run: str | None,
     output: str | None,
@@ -455,6 +468,7 @@ def evaluate_command(
                 "subject_run": subject_run,
                 "output": output,
             },
+            uncapped=uncapped,
         )
     except SealevalError as error:
         if as_json:

@@ -25,7 +25,11 @@ from typing import Final
 import click
 
 from sealeval._io import publish_exclusive
-from sealeval.captured.pack_reader import read_evidence_pack
+from sealeval.captured.pack_reader import (
+    REFERENCE_PACK_LIMITS,
+    UNCAPPED_PACK_LIMITS,
+    read_evidence_pack,
+)
 from sealeval.captured.report import (
     ReportError,
     encode_result,
@@ -123,6 +127,7 @@ def _publish(path: Path, data: bytes, where: str) -> None:
 @click.option("--junit", "junit_path", metavar="FILE", help="Write JUnit XML to FILE.")
 @click.option("--explain", is_flag=True, help="Append policy, context and exact report data.")
 @click.option("--json", "as_json", is_flag=True, help="Print the JSON result, not Markdown.")
+@click.option("--uncapped", is_flag=True, help="Read a pack built with evaluate --uncapped.")
 def report_command(
     evidence: str,
     *,
@@ -131,6 +136,7 @@ def report_command(
     junit_path: str | None,
     explain: bool,
     as_json: bool,
+    uncapped: bool,
 ) -> None:
     """Render the stored comparison of a captured evidence pack.
 
@@ -146,7 +152,9 @@ def report_command(
     failed: str | None = None
     try:
         destinations = check_destinations(evidence, requested)
-        pack = read_evidence_pack(evidence)
+        pack = read_evidence_pack(
+            evidence, limits=UNCAPPED_PACK_LIMITS if uncapped else REFERENCE_PACK_LIMITS
+        )
         markdown = render_markdown(pack, explain=explain)
         rendered = {
             "html": lambda: render_html(pack).encode("utf-8"),

@@ -37,6 +37,7 @@ from click.core import ParameterSource
 
 from sealeval.canonical import encode_invarlock
 from sealeval.captured.comparison import DEFAULT_MAX_BOOTSTRAP_DRAWS, MetricSummary
+from sealeval.captured.pack_reader import REFERENCE_PACK_LIMITS, UNCAPPED_PACK_LIMITS
 from sealeval.captured.receipt import ReceiptError, issue_receipt, publish_receipt
 from sealeval.captured.trust import (
     RecipientInputs,
@@ -178,7 +179,11 @@ def _run(
             ReceiptError("publication_failed", "receipt"), "receipt_publication_failed"
         )
     try:
-        outcome = verify_evidence_pack(evidence, recipient)
+        outcome = verify_evidence_pack(
+            evidence,
+            recipient,
+            limits=UNCAPPED_PACK_LIMITS if options["uncapped"] else REFERENCE_PACK_LIMITS,
+        )
     except VerificationError as error:
         reason = error.code if error.code in REASONS else "invalid_verification_inputs"
         raise _IncompleteError(error, reason) from None
@@ -317,6 +322,12 @@ def _text(outcome: VerificationOutcome, receipt_name: str | None) -> str:
     "max_draws",
     metavar="N",
     help=f"Local work budget in bootstrap draws [default: {DEFAULT_MAX_BOOTSTRAP_DRAWS}].",
+)
+@click.option(
+    "--uncapped",
+    is_flag=True,
+    help="Read a pack built with evaluate --uncapped (beyond the reference's 50,000-record "
+    "and run-size caps; run files are streamed).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the JSON result.")
 @click.pass_context
