@@ -849,3 +849,17 @@ def test_uncapped_pack_beyond_the_reference_record_cap(
     assert _invoke(report_command, ["evidence", "--json"]).exit_code == 2
     shown = _invoke(report_command, ["evidence", "--json", "--uncapped"])
     assert shown.exit_code == 0
+
+
+def test_cli_commands_load_lazily() -> None:
+    """`sealeval verify` imports neither the session store nor the gates; unknown names exit 2."""
+    code = (
+        "import sys, sealeval.cli.verify; "
+        "print('sealeval.session.store' in sys.modules, 'sealeval.gates.registry' in sys.modules)"
+    )
+    shown = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert shown.stdout.split() == ["False", "False"]
+    assert CliRunner().invoke(cli_package.cli, ["no-such-command"]).exit_code == 2
+    assert sorted(cli_package.cli.commands) == sorted(cli_package.COMMANDS)

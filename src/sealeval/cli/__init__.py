@@ -3,44 +3,79 @@
 Exit codes: 0 success (eligible), 1 a negative verdict (not eligible), 2 a
 usage or input error. Errors print ``sealeval: error: <field>: <code>`` to
 standard error and never echo submitted values.
+
+Commands are imported when first used (``sealeval verify`` does not import
+the session store, the gates or numpy-heavy modules it never calls); the
+group lists and documents all of them.
 """
 
 from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping
+from typing import Final
 
 import click
 
 from sealeval import __version__
 from sealeval.cli._common import CONTEXT_SETTINGS
 
-# Imported under other names so that `sealeval.cli.<module>` stays the module.
-from sealeval.cli.compare import compare_command
-from sealeval.cli.demo import demo as demo_command
-from sealeval.cli.evaluate import evaluate_command
-from sealeval.cli.gates import gates as gates_group
-from sealeval.cli.imports import import_command
-from sealeval.cli.manifest import manifest as manifest_group
-from sealeval.cli.report import report_command
-from sealeval.cli.session import session as session_group
-from sealeval.cli.verify import verify_command
-
 __all__ = ["cli", "main"]
 
+#: Command name -> (module, attribute). Loaded on first use.
+COMMANDS: Final[Mapping[str, tuple[str, str]]] = {
+    "compare": ("sealeval.cli.compare", "compare_command"),
+    "demo": ("sealeval.cli.demo", "demo"),
+    "evaluate": ("sealeval.cli.evaluate", "evaluate_command"),
+    "gates": ("sealeval.cli.gates", "gates"),
+    "import": ("sealeval.cli.imports", "import_command"),
+    "manifest": ("sealeval.cli.manifest", "manifest"),
+    "report": ("sealeval.cli.report", "report_command"),
+    "session": ("sealeval.cli.session", "session"),
+    "verify": ("sealeval.cli.verify", "verify_command"),
+}
 
-@click.group(context_settings=CONTEXT_SETTINGS)
+
+class _LazyGroup(click.Group):
+    """A group whose subcommands are imported when first looked up."""
+
+    _loaded: dict[str, click.Command]
+
+    @property
+    def commands(self) -> dict[str, click.Command]:
+        """Every command (all are loaded: for help, completion and introspection)."""
+        for name in COMMANDS:
+            self._load(name)
+        return self._loaded
+
+    @commands.setter
+    def commands(self, value: Mapping[str, click.Command]) -> None:
+        self._loaded = dict(value)
+
+    def _load(self, name: str) -> click.Command:
+        command = self._loaded.get(name)
+        if command is None:
+            module, attribute = COMMANDS[name]
+            loaded = getattr(importlib.import_module(module), attribute)
+            assert isinstance(loaded, click.Command)
+            command = self._loaded[name] = loaded
+        return command
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        """Return one command, importing only its module."""
+        if cmd_name in COMMANDS:
+            return self._load(cmd_name)
+        return self._loaded.get(cmd_name)
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        """Return every command name, sorted (as click lists them)."""
+        return sorted({*COMMANDS, *self._loaded})
+
+
+@click.group(cls=_LazyGroup, context_settings=CONTEXT_SETTINGS)
 @click.version_option(__version__, prog_name="sealeval")
 def cli() -> None:
     """Make evaluation results trustworthy: seal, verify, gate and sign."""
-
-
-cli.add_command(manifest_group)
-cli.add_command(gates_group)
-cli.add_command(session_group)
-cli.add_command(import_command)
-cli.add_command(compare_command)
-cli.add_command(report_command)
-cli.add_command(evaluate_command)
-cli.add_command(verify_command)
-cli.add_command(demo_command)
 
 
 def main() -> None:
