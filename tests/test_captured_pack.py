@@ -1872,3 +1872,35 @@ def test_key_and_envelope_details(tmp_path: Path) -> None:
     with pytest.raises(SigningKeyError) as caught:
         generate_key_directory(tmp_path / "file" / "..")
     assert caught.value.code == "output_unwritable"
+
+
+def test_width_first_report_envelope_is_opt_in(
+    signed_pack: Path, loaded_main: tuple[CapturedRequest, bytes]
+) -> None:
+    """A ``decision_rule`` member only with decision_order="width_first", and then required."""
+    report = json.loads(
+        (V / "packs" / MAIN / "evidence" / "reports/evaluation.report.json").read_bytes()
+    )
+    width_first = {**report, "decision_rule": reader_module.WIDTH_FIRST_RULE}
+    check_report_document(width_first, decision_order="width_first")
+    for document, order, field in (
+        (width_first, "reference", "report"),
+        (report, "width_first", "report"),
+        ({**report, "decision_rule": "other"}, "width_first", "report.decision_rule"),
+        (report, "sideways", "decision_order"),
+    ):
+        with pytest.raises(EvidencePackError) as caught:
+            check_report_document(document, decision_order=order)
+        assert caught.value.field == field
+    with pytest.raises(EvidencePackError) as caught:
+        read_evidence_pack(signed_pack, decision_order="sideways")
+    assert (caught.value.code, caught.value.field) == ("invalid_field", "decision_order")
+    with pytest.raises(EvidencePackError) as caught:
+        read_evidence_pack(signed_pack, decision_order="width_first")
+    assert (caught.value.code, caught.value.field) == ("invalid_payload", "report")
+    with pytest.raises(EvidencePackBuildError) as built:
+        _prepare(loaded_main, decision_order="sideways")
+    assert (built.value.code, built.value.field) == ("invalid_type", "decision_order")
+    with pytest.raises(EvidencePackBuildError) as built:
+        _prepare(loaded_main, decision_order="width_first")
+    assert built.value.code == "invalid_report"

@@ -534,10 +534,18 @@ def test_unidentified_pack_is_a_contract_failure_without_receipt(
     assert linked.error.code == "not_directory"
 
 
-def test_verify_refuses_wrong_argument_types(main: Path) -> None:
+def test_verify_refuses_wrong_argument_types(main: Path, tmp_path: Path) -> None:
     with pytest.raises(VerificationError) as caught:
         verify_evidence_pack(main / "evidence", object())  # type: ignore[arg-type]
     assert (caught.value.code, caught.value.status) == ("invalid_type", 2)
+    recipient = recipient_for(main / "evidence", main / "trust", tmp_path)
+    for arguments, field in (
+        ({"limits": "uncapped"}, "limits"),
+        ({"decision_order": "sideways"}, "decision_order"),
+    ):
+        with pytest.raises(VerificationError) as caught:
+            verify_evidence_pack(main / "evidence", recipient, **arguments)  # type: ignore[arg-type]
+        assert (caught.value.code, caught.value.field) == ("invalid_type", field)
 
 
 def test_scoring_assurance_follows_report_order(tmp_path: Path) -> None:

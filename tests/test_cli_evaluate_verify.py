@@ -863,3 +863,77 @@ def test_cli_commands_load_lazily() -> None:
     assert shown.stdout.split() == ["False", "False"]
     assert CliRunner().invoke(cli_package.cli, ["no-such-command"]).exit_code == 2
     assert sorted(cli_package.cli.commands) == sorted(cli_package.COMMANDS)
+
+
+def test_width_first_packs_are_an_explicit_opt_in_on_both_sides(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """evaluate/verify/report --decision-order width_first; the default refuses such a pack."""
+    from sealeval.captured import comparison  # noqa: PLC0415
+    from sealeval.captured import pack_reader as reader_module  # noqa: PLC0415
+    from sealeval.captured.signing import generate_key_directory  # noqa: PLC0415
+    from sealeval.cli.report import report_command  # noqa: PLC0415
+
+    assert reader_module.WIDTH_FIRST_RULE == comparison.WIDTH_FIRST_RULE
+    assert reader_module.DECISION_ORDERS == comparison.DECISION_ORDERS
+    root = tmp_path / "request"
+    _uncapped_request(root, 300)
+    signer = generate_key_directory(tmp_path / "signer")
+    verifier = generate_key_directory(tmp_path / "verifier")
+    monkeypatch.chdir(root)
+    base = ["request.yaml", "--signing-key", str(signer.private_key), "--json"]
+    documents = {}
+    for order in ("width_first", "reference"):
+        built = _invoke(
+            evaluate_command, [*base, "--decision-order", order, "--output", f"pack-{order}"]
+        )
+        assert built.exit_code == 0, built.output
+        documents[order] = json.loads(built.output)
+    stored = json.loads((root / "pack-width_first" / "reports/evaluation.report.json").read_bytes())
+    assert stored["decision_rule"] == "sealeval/width-first-v1"
+
+    def verify(order: str, flag: str, receipt: str) -> Any:
+        document = documents[order]
+        args = [
+            f"pack-{order}",
+            "--policy",
+            "policy.json",
+            "--expected-baseline-run",
+            document["baseline_run_digest"],
+            "--expected-subject-run",
+            document["subject_run_digest"],
+            "--expected-request-digest",
+            document["request_digest"],
+            "--expected-signer",
+            signer.fingerprint,
+            "--verifier-signing-key",
+            str(verifier.private_key),
+            "--verifier-identity",
+            "test",
+            "--receipt",
+            str(tmp_path / receipt),
+            "--decision-order",
+            flag,
+            "--json",
+        ]
+        return _invoke(verify_command, args)
+
+    refused = verify("width_first", "reference", "r1.json")
+    assert refused.exit_code == 4
+    assert json.loads(refused.output)["errors"] == ["report: invalid_payload"]
+    assert (tmp_path / "r1.json").is_file()  # identified: a signed rejection receipt
+    accepted = verify("width_first", "width_first", "r2.json")
+    # verified; 300 cases give an interval too wide for the policy: insufficient_evidence
+    assert accepted.exit_code == 7, accepted.output
+    summary = json.loads(accepted.output)
+    assert summary["integrity_ok"] is True
+    assert summary["metric_summaries"][0]["reasons"] == ["interval is too wide"]
+    assert verify("reference", "width_first", "r3.json").exit_code == 4
+    assert verify("reference", "reference", "r4.json").exit_code in (0, 7)
+    assert _invoke(report_command, ["pack-width_first", "--json"]).exit_code == 2
+    shown = _invoke(
+        report_command, ["pack-width_first", "--json", "--decision-order", "width_first"]
+    )
+    assert shown.exit_code == 0, shown.output
+    bad = CliRunner().invoke(evaluate_command, [*base, "--decision-order", "sideways"])
+    assert bad.exit_code == 2

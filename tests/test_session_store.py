@@ -654,3 +654,11 @@ def test_claim_happens_before_the_ledger_is_touched(tmp_path: Path) -> None:
 
     open_session(world, store, session_key(1), ledger=WatchingLedger()).run()
     assert seen == [(session_key(1),), 5]
+
+
+def test_store_exposes_its_path_but_never_shows_it(tmp_path: Path) -> None:
+    path = tmp_path / "canary-private-name.db"
+    store = SQLiteSessionStore(path, timeout=2.5)
+    assert store.path == str(path.absolute())
+    assert store.timeout == 2.5
+    assert "canary" not in repr(store)

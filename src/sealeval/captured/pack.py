@@ -56,6 +56,7 @@ from sealeval.canonical import decode, digest_bytes, encode_invarlock
 from sealeval.captured.errors import freeze_json
 from sealeval.captured.pack_reader import (
     CHECKSUMS_NAME,
+    DECISION_ORDERS,
     DIRECTORIES,
     MANIFEST_NAME,
     MAX_CONTROL_BYTES,
@@ -226,6 +227,7 @@ def _check_report(
     report: bytes,
     hexes: Mapping[str, str],
     validate_report: ReportValidator | None,
+    decision_order: str,
 ) -> str:
     """Check the report as a reader checks it; return its decision."""
     try:
@@ -237,7 +239,7 @@ def _check_report(
     if encode_invarlock(document) != report:
         raise _fail("report_not_canonical", "report")
     try:
-        check_report_document(document)
+        check_report_document(document, decision_order=decision_order)
         if validate_report is not None:
             validate_report(freeze_json(document, "report"))  # type: ignore[arg-type]
     except SealevalError:
@@ -336,6 +338,7 @@ def prepare_pack(
     unsigned: bool = False,
     validate_report: ReportValidator | None = None,
     limits: PackLimits = REFERENCE_PACK_LIMITS,
+    decision_order: str = "reference",
 ) -> StagedPack:
     """Check the pack's content and compute its ledger, manifest and signature.
 
@@ -353,6 +356,9 @@ def prepare_pack(
         limits: the size envelope (default: the reference's, so the pack
             verifies in invarlock too; ``UNCAPPED_PACK_LIMITS`` lifts the
             record and run-size caps).
+        decision_order: the order the report was made with (``"reference"``
+            or sealeval's opt-in ``"width_first"``, whose report carries
+            ``decision_rule``; such a pack verifies in sealeval only).
 
     Raises:
         EvidencePackBuildError: ``signing_mode``, ``invalid_type``,
@@ -378,7 +384,9 @@ def prepare_pack(
         "subject": subject.digest,
         "report": digest_bytes(comparison_report),
     }
-    decision = _check_report(comparison_report, hexes, validate_report)
+    if decision_order not in DECISION_ORDERS:
+        raise _fail("invalid_type", "decision_order")
+    decision = _check_report(comparison_report, hexes, validate_report, decision_order)
     ledger = checksum_ledger(hexes)
     document: dict[str, Any] = {
         "format": PACK_FORMAT,
@@ -769,6 +777,7 @@ def build_evidence_pack(
     anchor: str | os.PathLike[str] | None = None,
     validate_report: ReportValidator | None = None,
     limits: PackLimits = REFERENCE_PACK_LIMITS,
+    decision_order: str = "reference",
 ) -> PublishedPack:
     """Build and publish the pack of a loaded request (``evaluate`` after the comparison).
 
@@ -783,6 +792,7 @@ def build_evidence_pack(
         anchor: see :func:`publish_pack` (only with ``destination``).
         validate_report: the comparison engine's full report-schema check.
         limits: the size envelope (see :func:`prepare_pack`).
+        decision_order: the report's decision order (see :func:`prepare_pack`).
 
     Raises:
         EvidencePackBuildError: see :func:`prepare_pack` and :func:`publish_pack`.
@@ -799,6 +809,7 @@ def build_evidence_pack(
         unsigned=unsigned,
         validate_report=validate_report,
         limits=limits,
+        decision_order=decision_order,
     )
     if destination is None:
         return publish_pack(staged, request.authored.output, anchor=request.root)

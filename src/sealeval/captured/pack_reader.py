@@ -80,6 +80,7 @@ __all__ = [
     "AUTHENTICATIONS",
     "CHECKSUMS_NAME",
     "DECISIONS",
+    "DECISION_ORDERS",
     "DIRECTORIES",
     "MANIFEST_NAME",
     "MAX_CONTROL_BYTES",
@@ -98,6 +99,7 @@ __all__ = [
     "STREAM_MIN_BYTES",
     "UNCAPPED_PACK_LIMITS",
     "UNSIGNED",
+    "WIDTH_FIRST_RULE",
     "EvidencePack",
     "EvidencePackError",
     "PackFile",
@@ -208,6 +210,10 @@ UNCAPPED_PACK_LIMITS: Final = PackLimits(
 REPORT_FORMAT: Final = "invarlock/multi-metric-comparison-v1"
 #: Report decisions.
 DECISIONS: Final = ("pass", "regression", "insufficient_evidence")
+#: Decision orders a pack can be built and read with (the comparison's ``decision_order``).
+DECISION_ORDERS: Final = ("reference", "width_first")
+#: The ``decision_rule`` member of a width-first report (sealeval's opt-in; no reference member).
+WIDTH_FIRST_RULE: Final = "sealeval/width-first-v1"
 #: Most metric entries in a report (16 metrics x 17 scopes).
 MAX_REPORT_METRICS: Final = 272
 
@@ -227,6 +233,7 @@ _MANIFEST_REQUIRED: Final = (
     "checksums_sha256_digest",
 )
 _REPORT_MEMBERS: Final = frozenset({"format", "decision", "bindings", "metrics", "limitations"})
+_WIDTH_FIRST_MEMBERS: Final = _REPORT_MEMBERS | {"decision_rule"}
 _HEX64: Final = re.compile(r"[0-9a-f]{64}")
 _O_CLOEXEC: Final = getattr(os, "O_CLOEXEC", 0)
 _DIR_FLAGS: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | _O_CLOEXEC
@@ -530,10 +537,12 @@ def parse_manifest(document: object) -> PackManifest:
     return PackManifest(document)  # type: ignore[arg-type]
 
 
-def check_report_document(document: object) -> None:
+def check_report_document(document: object, *, decision_order: str = "reference") -> None:
     """Check the comparison report's envelope (22-comparison.md §8).
 
-    Closed top level ``{format, decision, bindings, metrics, limitations}``;
+    Closed top level ``{format, decision, bindings, metrics, limitations}``
+    (with ``decision_order="width_first"``: plus ``decision_rule`` equal to
+    :data:`WIDTH_FIRST_RULE`, and only then);
     ``format`` constant; ``decision`` one of :data:`DECISIONS`; ``bindings``
     exactly ``{baseline, subject, policy}`` digests; ``metrics`` an array of
     at most 272 objects; ``limitations`` an array of strings. The metric
@@ -545,8 +554,13 @@ def check_report_document(document: object) -> None:
     """
     if not isinstance(document, Mapping):
         raise _fail("not_object", "report")
-    if set(document) != _REPORT_MEMBERS:
+    if decision_order not in DECISION_ORDERS:
+        raise _fail("invalid_field", "decision_order")
+    width_first = decision_order == "width_first"
+    if set(document) != (_WIDTH_FIRST_MEMBERS if width_first else _REPORT_MEMBERS):
         raise _fail("invalid_payload", "report")
+    if width_first and document["decision_rule"] != WIDTH_FIRST_RULE:
+        raise _fail("invalid_payload", "report.decision_rule")
     if document["format"] != REPORT_FORMAT or type(document["format"]) is not str:
         raise _fail("invalid_payload", "report.format")
     if type(document["decision"]) is not str or document["decision"] not in DECISIONS:
@@ -1019,10 +1033,13 @@ def _typed_policy(document: dict[str, Any], deferred: _Deferred) -> ComparisonPo
 
 
 def _typed_report(
-    document: dict[str, Any], deferred: _Deferred, validate_report: ReportValidator | None
+    document: dict[str, Any],
+    deferred: _Deferred,
+    validate_report: ReportValidator | None,
+    decision_order: str,
 ) -> Mapping[str, Any] | None:
     try:
-        check_report_document(document)
+        check_report_document(document, decision_order=decision_order)
         frozen: Mapping[str, Any] = freeze_json(document, "report")  # type: ignore[assignment]
         if validate_report is not None:
             validate_report(frozen)
@@ -1041,6 +1058,7 @@ def _typed_payload(
     *,
     validate_report: ReportValidator | None,
     limits: PackLimits,
+    decision_order: str,
 ) -> Any:
     """Build the typed value of a payload; defer contract failures (5.3/5.4 order)."""
     if role in ("baseline", "subject"):
@@ -1050,7 +1068,7 @@ def _typed_payload(
     if role == "policy":
         return _typed_policy(document, deferred)
     if role == "report":
-        return _typed_report(document, deferred, validate_report)
+        return _typed_report(document, deferred, validate_report, decision_order)
     return document  # the request: validated at step 5.7
 
 
@@ -1080,7 +1098,11 @@ def _check_signature(
 
 
 def _examine(
-    path: Path, root_fd: int, validate_report: ReportValidator | None, limits: PackLimits
+    path: Path,
+    root_fd: int,
+    validate_report: ReportValidator | None,
+    limits: PackLimits,
+    decision_order: str,
 ) -> EvidencePack:
     manifest_bytes, manifest_document, manifest_identity = _identify(root_fd)
     with _identified(digest_bytes(manifest_bytes)):
@@ -1092,6 +1114,7 @@ def _examine(
             manifest_identity=manifest_identity,
             validate_report=validate_report,
             limits=limits,
+            decision_order=decision_order,
         )
 
 
@@ -1115,6 +1138,7 @@ def _read_all(
     *,
     validate_report: ReportValidator | None,
     limits: PackLimits,
+    decision_order: str,
 ) -> _Read:
     """Run steps 3-5.4: inventory, every file read once, signature, digests, typed payloads."""
     scanner = _Scanner(root_fd, manifest.signed, limits)
@@ -1156,6 +1180,7 @@ def _read_all(
                 deferred,
                 validate_report=validate_report,
                 limits=limits,
+                decision_order=decision_order,
             )
             del document
         deferred.raise_first()
@@ -1215,6 +1240,7 @@ def _examine_identified(
     manifest_identity: _Identity,
     validate_report: ReportValidator | None,
     limits: PackLimits,
+    decision_order: str,
 ) -> EvidencePack:
     # Step 2: canonical bytes, five roles, closed schema.
     if encode_invarlock(manifest_document) != manifest_bytes:
@@ -1227,6 +1253,7 @@ def _examine_identified(
         manifest_identity,
         validate_report=validate_report,
         limits=limits,
+        decision_order=decision_order,
     )
     request = _check_bindings(manifest, read)
     return EvidencePack(
@@ -1249,6 +1276,7 @@ def read_evidence_pack(
     *,
     validate_report: ReportValidator | None = None,
     limits: PackLimits = REFERENCE_PACK_LIMITS,
+    decision_order: str = "reference",
 ) -> EvidencePack:
     """Examine a directory evidence pack and return its typed, validated content.
 
@@ -1271,16 +1299,21 @@ def read_evidence_pack(
         limits: the size envelope; :data:`UNCAPPED_PACK_LIMITS` reads packs
             beyond the reference's caps, streaming run files of at least
             :data:`STREAM_MIN_BYTES` (see :meth:`_Scanner.streamed_run`).
+        decision_order: the decision order the report must have been made
+            with: ``"reference"`` (invarlock's closed report) or sealeval's
+            opt-in ``"width_first"`` (the report carries ``decision_rule``).
 
     Raises:
         EvidencePackError: see the class for ``status`` and ``manifest_digest``.
     """
     if not isinstance(limits, PackLimits):
         raise _fail("invalid_field", "limits")
+    if decision_order not in DECISION_ORDERS:
+        raise _fail("invalid_field", "decision_order")
     pack_path = Path(path)
     root_fd = _open_root(pack_path)
     try:
-        pack = _examine(pack_path, root_fd, validate_report, limits)
+        pack = _examine(pack_path, root_fd, validate_report, limits, decision_order)
     finally:
         os.close(root_fd)
     pack.check_unchanged()

@@ -46,6 +46,7 @@ from sealeval.canonical import encode_invarlock
 from sealeval.captured.comparison import ComparisonReport, MetricSummary, compare_runs
 from sealeval.captured.intervals import required_bootstrap_draws
 from sealeval.captured.pack_reader import (
+    DECISION_ORDERS,
     REFERENCE_PACK_LIMITS,
     EvidencePack,
     EvidencePackError,
@@ -286,7 +287,7 @@ def _stored_report_bytes(pack: EvidencePack) -> bytes:
 
 
 def _replay(
-    pack: EvidencePack, recipient: RecipientInputs, workers: int | None
+    pack: EvidencePack, recipient: RecipientInputs, workers: int | None, decision_order: str
 ) -> VerificationOutcome:
     """Run steps 4.7-4.9: replay, byte-for-byte agreement, re-scan."""
     digest = pack.manifest_digest
@@ -296,7 +297,7 @@ def _replay(
             subject=pack.subject,
             policy=recipient.policy,
             max_bootstrap_draws=None,
-            decision_order="reference",
+            decision_order=decision_order,
             workers=workers,
         )
     except SealevalError:
@@ -334,6 +335,7 @@ def verify_evidence_pack(
     workers: int | None = None,
     validate_report: ReportValidator | None = None,
     limits: PackLimits = REFERENCE_PACK_LIMITS,
+    decision_order: str = "reference",
 ) -> VerificationOutcome:
     """Verify a captured evidence pack against the recipient's inputs (32-verify.md §3-§5).
 
@@ -346,6 +348,10 @@ def verify_evidence_pack(
         validate_report: an optional full report-schema check passed to the reader.
         limits: the size envelope the pack is read within (default: the
             reference's; ``UNCAPPED_PACK_LIMITS`` for packs built beyond it).
+        decision_order: the recipient's decision order: ``"reference"`` or
+            sealeval's opt-in ``"width_first"``. The pack's report must have
+            been made with it (``invalid_payload`` otherwise) and the replay
+            uses it.
 
     Returns:
         The outcome (statuses 0, 4, 6, 7). Nothing is written.
@@ -357,8 +363,17 @@ def verify_evidence_pack(
     """
     if not isinstance(recipient, RecipientInputs):
         raise _fail("invalid_type", "recipient")
+    if not isinstance(limits, PackLimits):
+        raise _fail("invalid_type", "limits")
+    if decision_order not in DECISION_ORDERS:
+        raise _fail("invalid_type", "decision_order")
     try:
-        pack = read_evidence_pack(evidence, validate_report=validate_report, limits=limits)
+        pack = read_evidence_pack(
+            evidence,
+            validate_report=validate_report,
+            limits=limits,
+            decision_order=decision_order,
+        )
     except EvidencePackError as error:
         return VerificationOutcome(
             error.status, REPLAY_NOT_STARTED, error.manifest_digest, error=error
@@ -373,4 +388,4 @@ def verify_evidence_pack(
     budget = recipient.max_bootstrap_draws
     if budget is not None and required_draws(pack, recipient.policy) > budget:
         raise _fail("local_work_budget_exceeded", "max_bootstrap_draws")
-    return _replay(pack, recipient, workers)
+    return _replay(pack, recipient, workers, decision_order)

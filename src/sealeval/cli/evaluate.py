@@ -43,7 +43,11 @@ from sealeval.captured.comparison import (
 )
 from sealeval.captured.importers import load_run
 from sealeval.captured.pack import build_evidence_pack
-from sealeval.captured.pack_reader import REFERENCE_PACK_LIMITS, UNCAPPED_PACK_LIMITS
+from sealeval.captured.pack_reader import (
+    DECISION_ORDERS,
+    REFERENCE_PACK_LIMITS,
+    UNCAPPED_PACK_LIMITS,
+)
 from sealeval.captured.policy import ComparisonPolicy
 from sealeval.captured.request import PairedCheck, PreflightResult, SourceSpec, preflight
 from sealeval.captured.run import INVARLOCK_LIMITS, UNLIMITED, Limits, Run, read_file_bytes
@@ -213,12 +217,16 @@ def _setup(
 # Evaluation
 
 
-def _paired_check(budget: int) -> PairedCheck:
+def _paired_check(budget: int, decision_order: str) -> PairedCheck:
     """Return the comparison engine's preflight: a dry comparison in memory (nothing written)."""
 
     def check(baseline: Run, subject: Run, policy: ComparisonPolicy) -> Mapping[str, Any]:
         report = compare_runs(
-            baseline=baseline, subject=subject, policy=policy, max_bootstrap_draws=budget
+            baseline=baseline,
+            subject=subject,
+            policy=policy,
+            max_bootstrap_draws=budget,
+            decision_order=decision_order,
         )
         return {
             "required_bootstrap_draws": report.required_bootstrap_draws,
@@ -252,7 +260,7 @@ def _preflight_document(checked: PreflightResult, budget: int) -> dict[str, Any]
 
 
 def _evaluate(
-    checked: PreflightResult, budget: int, *, uncapped: bool
+    checked: PreflightResult, budget: int, *, uncapped: bool, decision_order: str
 ) -> tuple[dict[str, Any], ComparisonReport]:
     request = checked.request
     report = compare_runs(
@@ -260,6 +268,7 @@ def _evaluate(
         subject=request.subject,
         policy=request.policy,
         max_bootstrap_draws=budget,
+        decision_order=decision_order,
     )
     published = build_evidence_pack(
         request,
@@ -267,6 +276,7 @@ def _evaluate(
         signing_key=checked.signing_key,
         unsigned=checked.signing_key is None,
         limits=UNCAPPED_PACK_LIMITS if uncapped else REFERENCE_PACK_LIMITS,
+        decision_order=decision_order,
     )
     document = {
         "format_version": RESULT_FORMAT,
@@ -325,6 +335,7 @@ def _run(
     max_draws: str | None,
     overrides: Mapping[str, str | None],
     uncapped: bool,
+    decision_order: str,
 ) -> tuple[dict[str, Any], ComparisonReport | None]:
     budget = _budget(max_draws)
     key = signing_key
@@ -339,12 +350,12 @@ def _run(
         subject_run=overrides["subject_run"],
         output=overrides["output"],
         run_loader=native_run_loader,
-        paired_check=_paired_check(budget) if run_preflight else None,
+        paired_check=_paired_check(budget, decision_order) if run_preflight else None,
         limits=UNLIMITED if uncapped else INVARLOCK_LIMITS,
     )
     if run_preflight:
         return _preflight_document(checked, budget), None
-    return _evaluate(checked, budget, uncapped=uncapped)
+    return _evaluate(checked, budget, uncapped=uncapped, decision_order=decision_order)
 
 
 def _failure(run_preflight: bool, signing_key: str | None, unsigned: bool, error: str) -> str:
@@ -409,6 +420,14 @@ def _check_usage(
     help="Lift the reference's 50,000-record and run-size caps (the pack verifies in sealeval "
     "only, with verify --uncapped).",
 )
+@click.option(
+    "--decision-order",
+    type=click.Choice(DECISION_ORDERS),
+    default="reference",
+    show_default=True,
+    help="width_first checks interval width before the regression bounds (the pack verifies "
+    "in sealeval only, with verify --decision-order width_first).",
+)
 @click.option("--baseline-run", metavar="P", help="Replace the baseline path (inside the root).")
 @click.option("--subject-run", metavar="P", help="Replace the subject path (inside the root).")
 @click.option("--output", metavar="P", help="Replace output.evidence (inside the root).")
@@ -429,6 +448,7 @@ def evaluate_command(
     fail_on_policy: bool,
     max_draws: str | None,
     uncapped: bool,
+    decision_order: str,
     baseline_run: str | None,
     subject_run: str | None,
     output: str | None,
@@ -469,6 +489,7 @@ def evaluate_command(
                 "output": output,
             },
             uncapped=uncapped,
+            decision_order=decision_order,
         )
     except SealevalError as error:
         if as_json:

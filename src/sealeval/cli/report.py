@@ -26,6 +26,7 @@ import click
 
 from sealeval._io import publish_exclusive
 from sealeval.captured.pack_reader import (
+    DECISION_ORDERS,
     REFERENCE_PACK_LIMITS,
     UNCAPPED_PACK_LIMITS,
     read_evidence_pack,
@@ -128,6 +129,13 @@ def _publish(path: Path, data: bytes, where: str) -> None:
 @click.option("--explain", is_flag=True, help="Append policy, context and exact report data.")
 @click.option("--json", "as_json", is_flag=True, help="Print the JSON result, not Markdown.")
 @click.option("--uncapped", is_flag=True, help="Read a pack built with evaluate --uncapped.")
+@click.option(
+    "--decision-order",
+    type=click.Choice(DECISION_ORDERS),
+    default="reference",
+    show_default=True,
+    help="Read a pack built with evaluate --decision-order width_first.",
+)
 def report_command(
     evidence: str,
     *,
@@ -137,6 +145,7 @@ def report_command(
     explain: bool,
     as_json: bool,
     uncapped: bool,
+    decision_order: str,
 ) -> None:
     """Render the stored comparison of a captured evidence pack.
 
@@ -153,7 +162,9 @@ def report_command(
     try:
         destinations = check_destinations(evidence, requested)
         pack = read_evidence_pack(
-            evidence, limits=UNCAPPED_PACK_LIMITS if uncapped else REFERENCE_PACK_LIMITS
+            evidence,
+            limits=UNCAPPED_PACK_LIMITS if uncapped else REFERENCE_PACK_LIMITS,
+            decision_order=decision_order,
         )
         markdown = render_markdown(pack, explain=explain)
         rendered = {

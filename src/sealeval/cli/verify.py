@@ -37,7 +37,11 @@ from click.core import ParameterSource
 
 from sealeval.canonical import encode_invarlock
 from sealeval.captured.comparison import DEFAULT_MAX_BOOTSTRAP_DRAWS, MetricSummary
-from sealeval.captured.pack_reader import REFERENCE_PACK_LIMITS, UNCAPPED_PACK_LIMITS
+from sealeval.captured.pack_reader import (
+    DECISION_ORDERS,
+    REFERENCE_PACK_LIMITS,
+    UNCAPPED_PACK_LIMITS,
+)
 from sealeval.captured.receipt import ReceiptError, issue_receipt, publish_receipt
 from sealeval.captured.trust import (
     RecipientInputs,
@@ -183,6 +187,7 @@ def _run(
             evidence,
             recipient,
             limits=UNCAPPED_PACK_LIMITS if options["uncapped"] else REFERENCE_PACK_LIMITS,
+            decision_order=options["decision_order"],
         )
     except VerificationError as error:
         reason = error.code if error.code in REASONS else "invalid_verification_inputs"
@@ -328,6 +333,13 @@ def _text(outcome: VerificationOutcome, receipt_name: str | None) -> str:
     is_flag=True,
     help="Read a pack built with evaluate --uncapped (beyond the reference's 50,000-record "
     "and run-size caps; run files are streamed).",
+)
+@click.option(
+    "--decision-order",
+    type=click.Choice(DECISION_ORDERS),
+    default="reference",
+    show_default=True,
+    help="Replay with this decision order; the pack's report must have been made with it.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the JSON result.")
 @click.pass_context

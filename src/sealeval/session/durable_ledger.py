@@ -273,10 +273,7 @@ def _backend_for(store: object) -> _Backend:
     if isinstance(store, PostgresSessionStore):
         return _PostgresBackend(store)
     if isinstance(store, SQLiteSessionStore):
-        # The store's documented pickle form is (reopen, (absolute path, timeout)).
-        _reopen, arguments = store.__reduce__()
-        path, timeout = arguments
-        return _SQLiteBackend(path, timeout)
+        return _SQLiteBackend(store.path, store.timeout)
     _fail("invalid_configuration")
 
 

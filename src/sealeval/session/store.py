@@ -255,6 +255,16 @@ class SQLiteSessionStore:
         """Show nothing of the path."""
         return "SQLiteSessionStore(<path redacted>)"
 
+    @property
+    def path(self) -> str:
+        """The absolute path of the database file (never shown in ``repr`` or errors)."""
+        return self._path
+
+    @property
+    def timeout(self) -> float:
+        """The busy timeout, in seconds, of each connection."""
+        return self._timeout
+
     def __reduce__(self) -> tuple[Callable[..., SQLiteSessionStore], tuple[str, float]]:
         """Pickle as (path, timeout): reopening re-checks the schema."""
         return (_reopen, (self._path, self._timeout))
