@@ -22,7 +22,7 @@ from _vectors import vectors_dir
 from sealeval.captured.pack_reader import read_evidence_pack
 from sealeval.captured.policy import ComparisonPolicyError
 from sealeval.captured.signing import load_verify_key
-from sealeval.cli._common import CONTEXT_SETTINGS
+from sealeval.cli._common import CONTEXT_SETTINGS, DECISION_ORDER_CHOICES
 from sealeval.cli.evaluate import evaluate_command
 from sealeval.cli.verify import dump_json, printable, verify_command
 from test_captured_verify import (
@@ -794,6 +794,32 @@ def _uncapped_request(root: Path, records: int) -> None:
     )
 
 
+def _anchored_verify_args(
+    pack: str, document: dict[str, Any], signer: Any, verifier: Any, receipt: Path
+) -> list[str]:
+    """``verify`` arguments anchored to what ``evaluate --json`` reported."""
+    return [
+        pack,
+        "--policy",
+        "policy.json",
+        "--expected-baseline-run",
+        document["baseline_run_digest"],
+        "--expected-subject-run",
+        document["subject_run_digest"],
+        "--expected-request-digest",
+        document["request_digest"],
+        "--expected-signer",
+        signer.fingerprint,
+        "--verifier-signing-key",
+        str(verifier.private_key),
+        "--verifier-identity",
+        "test",
+        "--receipt",
+        str(receipt),
+        "--json",
+    ]
+
+
 def test_uncapped_pack_beyond_the_reference_record_cap(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -819,29 +845,18 @@ def test_uncapped_pack_beyond_the_reference_record_cap(
     built = _invoke(evaluate_command, [*base, "--uncapped"])
     assert built.exit_code == 0, built.output
     document = json.loads(built.output)
-    verify_args = [
-        "evidence",
-        "--policy",
-        "policy.json",
-        "--expected-baseline-run",
-        document["baseline_run_digest"],
-        "--expected-subject-run",
-        document["subject_run_digest"],
-        "--expected-request-digest",
-        document["request_digest"],
-        "--expected-signer",
-        signer.fingerprint,
-        "--verifier-signing-key",
-        str(verifier.private_key),
-        "--verifier-identity",
-        "test",
-        "--json",
-    ]
-    capped = _invoke(verify_command, [*verify_args, "--receipt", str(tmp_path / "r1.json")])
+    capped = _invoke(
+        verify_command,
+        _anchored_verify_args("evidence", document, signer, verifier, tmp_path / "r1.json"),
+    )
     assert capped.exit_code == 4
     assert json.loads(capped.output)["errors"] == ["baseline: too_many_records"]
     verified = _invoke(
-        verify_command, [*verify_args, "--receipt", str(tmp_path / "r2.json"), "--uncapped"]
+        verify_command,
+        [
+            *_anchored_verify_args("evidence", document, signer, verifier, tmp_path / "r2.json"),
+            "--uncapped",
+        ],
     )
     assert verified.exit_code == 0, verified.output
     assert json.loads(verified.output)["integrity_ok"] is True
@@ -876,6 +891,7 @@ def test_width_first_packs_are_an_explicit_opt_in_on_both_sides(
 
     assert reader_module.WIDTH_FIRST_RULE == comparison.WIDTH_FIRST_RULE
     assert reader_module.DECISION_ORDERS == comparison.DECISION_ORDERS
+    assert reader_module.DECISION_ORDERS == DECISION_ORDER_CHOICES
     root = tmp_path / "request"
     _uncapped_request(root, 300)
     signer = generate_key_directory(tmp_path / "signer")
@@ -893,30 +909,10 @@ def test_width_first_packs_are_an_explicit_opt_in_on_both_sides(
     assert stored["decision_rule"] == "sealeval/width-first-v1"
 
     def verify(order: str, flag: str, receipt: str) -> Any:
-        document = documents[order]
-        args = [
-            f"pack-{order}",
-            "--policy",
-            "policy.json",
-            "--expected-baseline-run",
-            document["baseline_run_digest"],
-            "--expected-subject-run",
-            document["subject_run_digest"],
-            "--expected-request-digest",
-            document["request_digest"],
-            "--expected-signer",
-            signer.fingerprint,
-            "--verifier-signing-key",
-            str(verifier.private_key),
-            "--verifier-identity",
-            "test",
-            "--receipt",
-            str(tmp_path / receipt),
-            "--decision-order",
-            flag,
-            "--json",
-        ]
-        return _invoke(verify_command, args)
+        args = _anchored_verify_args(
+            f"pack-{order}", documents[order], signer, verifier, tmp_path / receipt
+        )
+        return _invoke(verify_command, [*args, "--decision-order", flag])
 
     refused = verify("width_first", "reference", "r1.json")
     assert refused.exit_code == 4

@@ -16,6 +16,7 @@ __all__ = [
     "EXIT_ERROR",
     "EXIT_NEGATIVE",
     "EXIT_OK",
+    "decision_order_option",
     "fail",
     "refusals_exit",
 ]
@@ -55,6 +56,21 @@ def refusals_exit(command: Callable[P, R]) -> Callable[P, R]:
             raise fail(error) from None
 
     return wrapper
+
+
+#: The decision orders of the comparison (``sealeval.captured.pack_reader.DECISION_ORDERS``).
+DECISION_ORDER_CHOICES: Final = ("reference", "width_first")
+
+
+def decision_order_option(help_text: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
+    """Return the ``--decision-order reference|width_first`` option (default ``reference``)."""
+    return click.option(
+        "--decision-order",
+        type=click.Choice(DECISION_ORDER_CHOICES),
+        default="reference",
+        show_default=True,
+        help=help_text,
+    )
 
 
 def is_terminal() -> bool:

@@ -44,7 +44,6 @@ from sealeval.captured.comparison import (
 from sealeval.captured.importers import load_run
 from sealeval.captured.pack import build_evidence_pack
 from sealeval.captured.pack_reader import (
-    DECISION_ORDERS,
     REFERENCE_PACK_LIMITS,
     UNCAPPED_PACK_LIMITS,
 )
@@ -52,7 +51,7 @@ from sealeval.captured.policy import ComparisonPolicy
 from sealeval.captured.request import PairedCheck, PreflightResult, SourceSpec, preflight
 from sealeval.captured.run import INVARLOCK_LIMITS, UNLIMITED, Limits, Run, read_file_bytes
 from sealeval.captured.signing import generate_key_directory
-from sealeval.cli._common import CONTEXT_SETTINGS, EXIT_ERROR, EXIT_OK
+from sealeval.cli._common import CONTEXT_SETTINGS, EXIT_ERROR, EXIT_OK, decision_order_option
 from sealeval.cli.verify import dump_json, metric_lines
 from sealeval.errors import CanonicalError, SealevalError
 
@@ -420,13 +419,9 @@ def _check_usage(
     help="Lift the reference's 50,000-record and run-size caps (the pack verifies in sealeval "
     "only, with verify --uncapped).",
 )
-@click.option(
-    "--decision-order",
-    type=click.Choice(DECISION_ORDERS),
-    default="reference",
-    show_default=True,
-    help="width_first checks interval width before the regression bounds (the pack verifies "
-    "in sealeval only, with verify --decision-order width_first).",
+@decision_order_option(
+    "width_first checks interval width before the regression bounds (the pack verifies "
+    "in sealeval only, with verify --decision-order width_first)."
 )
 @click.option("--baseline-run", metavar="P", help="Replace the baseline path (inside the root).")
 @click.option("--subject-run", metavar="P", help="Replace the subject path (inside the root).")

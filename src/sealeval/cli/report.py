@@ -26,7 +26,6 @@ import click
 
 from sealeval._io import publish_exclusive
 from sealeval.captured.pack_reader import (
-    DECISION_ORDERS,
     REFERENCE_PACK_LIMITS,
     UNCAPPED_PACK_LIMITS,
     read_evidence_pack,
@@ -39,7 +38,7 @@ from sealeval.captured.report import (
     render_markdown,
     report_result,
 )
-from sealeval.cli._common import CONTEXT_SETTINGS, EXIT_ERROR, fail
+from sealeval.cli._common import CONTEXT_SETTINGS, EXIT_ERROR, decision_order_option, fail
 from sealeval.errors import OutputError, SealevalError
 
 __all__ = ["check_destinations", "report_command"]
@@ -129,13 +128,7 @@ def _publish(path: Path, data: bytes, where: str) -> None:
 @click.option("--explain", is_flag=True, help="Append policy, context and exact report data.")
 @click.option("--json", "as_json", is_flag=True, help="Print the JSON result, not Markdown.")
 @click.option("--uncapped", is_flag=True, help="Read a pack built with evaluate --uncapped.")
-@click.option(
-    "--decision-order",
-    type=click.Choice(DECISION_ORDERS),
-    default="reference",
-    show_default=True,
-    help="Read a pack built with evaluate --decision-order width_first.",
-)
+@decision_order_option("Read a pack built with evaluate --decision-order width_first.")
 def report_command(
     evidence: str,
     *,

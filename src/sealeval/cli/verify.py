@@ -38,7 +38,6 @@ from click.core import ParameterSource
 from sealeval.canonical import encode_invarlock
 from sealeval.captured.comparison import DEFAULT_MAX_BOOTSTRAP_DRAWS, MetricSummary
 from sealeval.captured.pack_reader import (
-    DECISION_ORDERS,
     REFERENCE_PACK_LIMITS,
     UNCAPPED_PACK_LIMITS,
 )
@@ -56,7 +55,7 @@ from sealeval.captured.verify import (
     VerificationOutcome,
     verify_evidence_pack,
 )
-from sealeval.cli._common import CONTEXT_SETTINGS, EXIT_ERROR
+from sealeval.cli._common import CONTEXT_SETTINGS, EXIT_ERROR, decision_order_option
 from sealeval.errors import SealevalError
 
 __all__ = [
@@ -334,12 +333,8 @@ def _text(outcome: VerificationOutcome, receipt_name: str | None) -> str:
     help="Read a pack built with evaluate --uncapped (beyond the reference's 50,000-record "
     "and run-size caps; run files are streamed).",
 )
-@click.option(
-    "--decision-order",
-    type=click.Choice(DECISION_ORDERS),
-    default="reference",
-    show_default=True,
-    help="Replay with this decision order; the pack's report must have been made with it.",
+@decision_order_option(
+    "Replay with this decision order; the pack's report must have been made with it."
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the JSON result.")
 @click.pass_context
