@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 RUN_STAMP := $(VENV)/.sealeval-run
 DEV_STAMP := $(VENV)/.sealeval-dev
 
-.PHONY: demo test lint types unit bench clean contracts interop
+.PHONY: demo test lint types unit bench clean contracts interop unicode15
 
 $(BIN)/python:
 	$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
@@ -55,6 +55,16 @@ $(INTEROP_INVARLOCK)/bin/python:
 interop: $(RUN_STAMP) $(INTEROP_OPENMED)/bin/python $(INTEROP_INVARLOCK)/bin/python
 	$(BIN)/python scripts/interop/openmed_interop.py --reference-python $(INTEROP_OPENMED)/bin/python
 	$(BIN)/python scripts/interop/invarlock_interop.py --reference-python $(INTEROP_INVARLOCK)/bin/python
+
+## make unicode15: the overlap-forensics tests (every openmed vector) under CPython 3.12,
+## whose Unicode tables are 15.0.0: the contract's 14.0.0 normalization must not change
+PY312_VENV := .interop/py312-venv
+$(PY312_VENV)/bin/python:
+	$(INTEROP_PYTHON312) -m venv $(PY312_VENV)
+	$(PY312_VENV)/bin/python -m pip install --quiet -e '.[dev]'
+
+unicode15: $(PY312_VENV)/bin/python
+	$(PY312_VENV)/bin/python -m pytest -q -p no:cacheprovider --no-cov tests/test_session_forensics.py
 
 bench: $(RUN_STAMP)
 	$(BIN)/python bench/digest_throughput.py

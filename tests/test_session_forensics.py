@@ -349,10 +349,84 @@ def test_refusal_order_follows_the_specification() -> None:
 
 
 def test_other_unicode_tables_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(forensics, "UNICODE_VERSION", "15.1.0")
+    monkeypatch.setattr(forensics.unicodedata, "unidata_version", "15.1.0")
     with pytest.raises(OverlapForensicsError) as caught:
         _scan(("output",))
     assert str(caught.value) == "unicode_version: unsupported_unicode_version"
+    assert forensics.SUPPORTED_UNICODE_VERSIONS == ("14.0.0", "15.0.0")
+
+
+# ---------------------------------------------------------------------------
+# Unicode 15.0.0 tables (CPython 3.12) give the contract's 14.0.0 normalization
+
+
+def _added_code_points() -> set[int]:
+    """Re-derive the code points 15.0.0 added: unassigned in 14.0.0, assigned in 15.0.0."""
+    unicodedata2 = pytest.importorskip("unicodedata2")
+    assert unicodedata.unidata_version == "14.0.0"
+    assert unicodedata2.unidata_version == "15.0.0"
+    return {
+        code_point
+        for code_point in range(0x110000)
+        if unicodedata.category(chr(code_point)) == "Cn"
+        and unicodedata2.category(chr(code_point)) != "Cn"
+    }
+
+
+def test_the_generated_added_ranges_are_exact() -> None:
+    from sealeval.session._unicode_added import ADDED_IN_15_0  # noqa: PLC0415
+
+    listed = {code_point for start, end in ADDED_IN_15_0 for code_point in range(start, end + 1)}
+    assert listed == _added_code_points()
+    assert len(listed) == 4489
+
+
+@pytest.fixture(scope="module")
+def normalizer_15() -> Any:
+    unicodedata2 = pytest.importorskip("unicodedata2")
+    return forensics._Normalizer(unicodedata2)
+
+
+def test_15_0_tables_normalize_every_vector_text_as_14_0(normalizer_15: Any) -> None:
+    texts: list[str] = []
+    for case in load(VECTORS)["cases"]:
+        data = decode_input(case["input"])
+        if not isinstance(data, dict):
+            continue
+        for key in ("text", "left", "right"):
+            if isinstance(data.get(key), str):
+                texts.append(data[key])
+        for key in ("submission_items", "public_items", "shadow_items", "canaries"):
+            if isinstance(data.get(key), list | tuple):
+                texts.extend(item for item in data[key] if isinstance(item, str))
+    assert texts
+    for text in texts:
+        assert normalizer_15(text) == normalize_text(text)
+
+
+def test_15_0_tables_normalize_every_added_code_point_as_14_0(normalizer_15: Any) -> None:
+    added = sorted(_added_code_points())
+    # alone, after a letter, before combining marks: unassigned in 14.0.0 = a space
+    for code_point in added:
+        character = chr(code_point)
+        for text in (character, f"a{character}b", f"{character}\u0301\u0308x", f"e{character}"):
+            assert normalizer_15(text) == normalize_text(text)
+
+
+_MIXED_TEXT = st.text(
+    alphabet=st.one_of(
+        st.characters(),
+        st.sampled_from([chr(code_point) for code_point in (0x0CF3, 0x0ECE, 0x11F00, 0x1E030)]),
+        st.sampled_from(["\u0301", "\u0308", "\u0327", "\ufb01", "A", "\u00c5", " "]),
+    ),
+    max_size=30,
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(text=_MIXED_TEXT)
+def test_15_0_tables_normalize_mixed_text_as_14_0(normalizer_15: Any, text: str) -> None:
+    assert normalizer_15(text) == normalize_text(text)
 
 
 @pytest.mark.parametrize(

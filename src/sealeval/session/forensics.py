@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import bisect
 import itertools
+import re
 import types
 import unicodedata
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, NamedTuple
 
@@ -33,6 +34,7 @@ import numpy.typing as npt
 from sealeval.canonical import encode_openmed, is_digest
 from sealeval.errors import SealevalError
 from sealeval.manifest.sealed import SealedWorkflowManifest
+from sealeval.session._unicode_added import ADDED_IN_15_0
 from sealeval.session.holdout import HoldoutCommitment, verify_holdout_commitment
 
 __all__ = [
@@ -49,6 +51,7 @@ __all__ = [
     "POLICY_VERSION",
     "REPORT_SCHEMA",
     "SCOPES",
+    "SUPPORTED_UNICODE_VERSIONS",
     "UNICODE_VERSION",
     "OverlapForensicsError",
     "OverlapForensicsReport",
@@ -139,27 +142,60 @@ class OverlapForensicsError(SealevalError):
 class _KeepLettersAndNumbers(dict[int, int]):
     """``str.translate`` table: letters/numbers map to themselves, all else to a space.
 
-    Entries are computed on first use from ``unicodedata.category`` and cached,
-    so each distinct code point is classified once per process.
+    Entries are computed on first use from the database's ``category`` and
+    cached, so each distinct code point is classified once per process.
     """
 
+    def __init__(self, category: Callable[[str], str]) -> None:
+        super().__init__()
+        self._category = category
+
     def __missing__(self, code_point: int) -> int:
-        kept = unicodedata.category(chr(code_point))[0] in "LN"
+        kept = self._category(chr(code_point))[0] in "LN"
         value = code_point if kept else 0x20
         self[code_point] = value
         return value
 
 
-_TABLE: Final = _KeepLettersAndNumbers()
 _ASCII_TABLE: Final = {
     code_point: (code_point if chr(code_point).isalnum() else 0x20) for code_point in range(128)
 }
+#: The code points Unicode 15.0.0 added to 14.0.0, as one character class.
+_ADDED_IN_15_0: Final = re.compile(
+    "[" + "".join(f"\\U{start:08x}-\\U{end:08x}" for start, end in ADDED_IN_15_0) + "]"
+)
 
 
-def _normalize(text: str) -> str:
-    folded = unicodedata.normalize("NFKC", text).casefold()
-    table = _ASCII_TABLE if folded.isascii() else _TABLE
-    return " ".join(folded.translate(table).split())
+class _Normalizer:
+    """The contract's normalization over one Unicode database, as Unicode 14.0.0 defines it.
+
+    With 14.0.0 tables (CPython 3.11) the database is used as is. With
+    15.0.0 tables (CPython 3.12) the 4,489 code points 15.0.0 added are
+    first replaced by a space: under 14.0.0 they are unassigned — starters
+    without decomposition or case folding, category ``Cn``, so mapped to a
+    space — and a space behaves the same in NFKC (it composes with
+    nothing), case folding and the letters/numbers table. 15.0.0 changed no
+    category, decomposition, combining class or case folding of a 14.0.0
+    code point (checked for every code point against CPython 3.11 and 3.12),
+    so the result is the 14.0.0 result. Any other version is refused.
+    """
+
+    def __init__(self, database: Any) -> None:
+        self._normalize_nfkc: Callable[[str, str], str] = database.normalize
+        self._added = _ADDED_IN_15_0 if database.unidata_version == "15.0.0" else None
+        self._table = _KeepLettersAndNumbers(database.category)
+
+    def __call__(self, text: str) -> str:
+        if self._added is not None and not text.isascii():
+            text = self._added.sub(" ", text)
+        folded = self._normalize_nfkc("NFKC", text).casefold()
+        table = _ASCII_TABLE if folded.isascii() else self._table
+        return " ".join(folded.translate(table).split())
+
+
+#: Unicode versions whose tables give the contract's (14.0.0) normalization.
+SUPPORTED_UNICODE_VERSIONS: Final = ("14.0.0", "15.0.0")
+_normalize: Final = _Normalizer(unicodedata)
 
 
 def normalize_text(text: str) -> str:
@@ -959,7 +995,7 @@ def scan_overlap_forensics(
             ``unicode_version: unsupported_unicode_version`` when the
             runtime's Unicode tables are not those the contract was fixed with.
     """
-    if unicodedata.unidata_version != UNICODE_VERSION:
+    if unicodedata.unidata_version not in SUPPORTED_UNICODE_VERSIONS:
         raise OverlapForensicsError("unsupported_unicode_version", "unicode_version")
     given = (submission_items, public_items, shadow_items, canaries)
     raw = [_checked_items(value, name) for value, name in zip(given, _ITEM_FIELDS, strict=True)]
