@@ -48,6 +48,7 @@ from sealeval.canonical import (
     encode_invarlock,
     is_digest,
 )
+from sealeval.captured.comparison import DECISION_ORDERS, WIDTH_FIRST_RULE
 from sealeval.captured.errors import CapturedRunError, freeze_json, thaw_json
 from sealeval.captured.policy import ComparisonPolicy, ComparisonPolicyError
 from sealeval.captured.request import (
@@ -210,10 +211,6 @@ UNCAPPED_PACK_LIMITS: Final = PackLimits(
 REPORT_FORMAT: Final = "invarlock/multi-metric-comparison-v1"
 #: Report decisions.
 DECISIONS: Final = ("pass", "regression", "insufficient_evidence")
-#: Decision orders a pack can be built and read with (the comparison's ``decision_order``).
-DECISION_ORDERS: Final = ("reference", "width_first")
-#: The ``decision_rule`` member of a width-first report (sealeval's opt-in; no reference member).
-WIDTH_FIRST_RULE: Final = "sealeval/width-first-v1"
 #: Most metric entries in a report (16 metrics x 17 scopes).
 MAX_REPORT_METRICS: Final = 272
 
