@@ -1214,18 +1214,14 @@ def _streamed_side(fd: int, limits: Limits) -> Run | None:
     refusal of the streamed read rewinds the file: the whole-file path then
     accepts non-canonical JSON or names the refusal exactly as for a small file.
     """
-    try:
-        if limits.max_records is not None or os.fstat(fd).st_size < STREAM_MIN_BYTES:
-            return None
-        with os.fdopen(os.dup(fd), "rb") as handle:
-            try:
-                return read_canonical_run(handle, limits=limits)
-            except CapturedRunError:
-                pass
-        os.lseek(fd, 0, os.SEEK_SET)
-    except OSError:  # pragma: no cover - a read error after a successful open
+    if limits.max_records is not None or os.fstat(fd).st_size < STREAM_MIN_BYTES:
         return None
-    return None
+    try:
+        with os.fdopen(os.dup(fd), "rb") as handle:
+            return read_canonical_run(handle, limits=limits)
+    except (CapturedRunError, OSError):
+        os.lseek(fd, 0, os.SEEK_SET)  # the descriptor shares the offset: rewind it
+        return None
 
 
 def _load_side(
