@@ -21,10 +21,8 @@
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import json
-import os
 import stat
 import struct
 from collections.abc import Iterator, Mapping
@@ -34,6 +32,8 @@ from typing import IO, Any, Final
 
 from sealeval.captured.errors import CapturedRunError
 from sealeval.captured.importers.base import DETECT_BYTES, ImportOptions, ImportRefusalError
+from sealeval.captured.importers.jsonl import open_source as open_regular
+from sealeval.captured.importers.jsonl import refuse
 from sealeval.captured.run import Record
 
 __all__ = [
@@ -77,36 +77,8 @@ MAX_COMPANION_BYTES: Final = 16 * 1024 * 1024
 _WHITESPACE: Final = b" \t\n\x0b\x0c\r"
 
 
-def refuse(code: str, field: str | None = None) -> ImportRefusalError:
-    """Return (for ``raise``) a refusal with a closed code and a library-chosen field."""
-    return ImportRefusalError(code, field)
-
-
 # ---------------------------------------------------------------------------
 # Files
-
-
-def open_regular(path: Path, field: str = "source") -> IO[bytes]:
-    """Open a regular file for binary reading; symlinks, FIFOs and devices are refused."""
-    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
-    try:
-        fd = os.open(path, flags)
-    except FileNotFoundError:
-        raise refuse("not_found", field) from None
-    except OSError as error:
-        code = "not_regular_file" if error.errno in (errno.ELOOP, errno.EISDIR) else "unreadable"
-        raise refuse(code, field) from None
-    try:
-        regular = stat.S_ISREG(os.fstat(fd).st_mode)
-        if regular:
-            os.set_blocking(fd, True)
-    except OSError:  # pragma: no cover - fstat of an open descriptor
-        os.close(fd)
-        raise refuse("unreadable", field) from None
-    if not regular:
-        os.close(fd)
-        raise refuse("not_regular_file", field)
-    return os.fdopen(fd, "rb")
 
 
 def read_bounded(handle: IO[bytes], limit: int, field: str = "source") -> bytes:
