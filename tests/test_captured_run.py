@@ -14,12 +14,14 @@ import types
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
+import sealeval.captured.run as run_module
 from _vectors import PROJECT_ROOT, load, vectors_dir
 from sealeval.canonical import digest_bytes, digest_invarlock, encode_invarlock
 from sealeval.captured import (
@@ -2512,11 +2514,15 @@ def test_fast_record_construction_equals_the_checked_path(records: list[dict[str
         assert run.digest == checked.digest
         assert run.canonical_size == len(data)
         assert dict(run.index) == dict(checked.index)
-    assert gc.isenabled()
+    assert gc.get_threshold() == _THRESHOLDS
+
+
+#: The collector thresholds outside a run build (restored after each one).
+_THRESHOLDS = gc.get_threshold()
 
 
 def test_fast_path_keeps_refusals_and_the_collector(tmp_path: Path) -> None:
-    """A duplicate id and a broken record refuse as before; the collector is re-enabled."""
+    """A duplicate id and a broken record refuse as before; collector thresholds come back."""
     records = [
         {"id": "a", "input": "x", "expected": "y", "output": "z"},
         {"id": "a", "input": "x", "expected": "y", "output": "z"},
@@ -2530,7 +2536,7 @@ def test_fast_path_keeps_refusals_and_the_collector(tmp_path: Path) -> None:
     with pytest.raises(CapturedRunError) as caught:
         run_from_document(document)
     assert (caught.value.code, caught.value.field) == ("duplicate_id", "records[1].id")
-    assert gc.isenabled()
+    assert gc.get_threshold() == _THRESHOLDS
     document["records"] = [*document["records"][:1], {**document["records"][0], "id": 7}]
     with pytest.raises(CapturedRunError) as caught:
         run_from_document(document)
@@ -2539,17 +2545,20 @@ def test_fast_path_keeps_refusals_and_the_collector(tmp_path: Path) -> None:
     with pytest.raises(CapturedRunError) as caught:
         run_from_document(document)
     assert caught.value.code == "no_records"
-    gc.disable()
-    try:
-        document["records"] = document_records = json.loads(
-            make_run(
-                records[:1], source=SOURCE, run_id="r", artifact_digest=ARTIFACT
-            ).to_canonical()
-        )["records"]
-        assert len(run_from_document(document).records) == len(document_records)
-        assert not gc.isenabled()  # a disabled collector stays disabled
-    finally:
-        gc.enable()
+    seen: list[tuple[int, ...]] = []
+    original = run_module.Record._accepted
+
+    def observed(record: dict[str, Any]) -> Record:
+        seen.append(gc.get_threshold())
+        return original(record)
+
+    document["records"] = json.loads(
+        make_run(records[:1], source=SOURCE, run_id="r", artifact_digest=ARTIFACT).to_canonical()
+    )["records"]
+    with mock.patch.object(run_module.Record, "_accepted", staticmethod(observed)):
+        assert len(run_from_document(document).records) == 1
+    assert seen[0][2] > _THRESHOLDS[2]  # full collections were held off while building
+    assert gc.get_threshold() == _THRESHOLDS
 
 
 def test_small_metadata_and_empty_members_are_shared() -> None:

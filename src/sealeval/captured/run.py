@@ -1203,20 +1203,21 @@ def _header_from(document: Mapping[str, Any], artifact_digest: object) -> RunHea
 
 
 @contextlib.contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector while a run's records are built.
+def paused_full_collections() -> Iterator[None]:
+    """Suspend full (oldest-generation) garbage collections while a run is built.
 
-    Building a large run allocates millions of containers none of which can
-    form a cycle; left on, the collector rescans the growing heap over and
-    over (about a fifth of the build time). It is re-enabled (if it was on).
+    Building a run keeps every record alive, and the collector's full passes
+    over every live container, repeated as the heap grows, dominated the time
+    (50,000 harness rows through ``load_run``: 12.7 s with them, 8.2 s
+    without). Young collections still run, so short-lived cycles are freed as
+    usual. The previous thresholds are restored on exit.
     """
-    enabled = gc.isenabled()
-    gc.disable()
+    thresholds = gc.get_threshold()
+    gc.set_threshold(thresholds[0] or 700, thresholds[1] or 10, 1 << 30)
     try:
         yield
     finally:
-        if enabled:
-            gc.enable()
+        gc.set_threshold(*thresholds)
 
 
 def run_from_document(document: object, *, limits: Limits = UNLIMITED) -> Run:
@@ -1231,7 +1232,7 @@ def run_from_document(document: object, *, limits: Limits = UNLIMITED) -> Run:
         CapturedRunError: the first refusal (``too_many_records`` is checked
             before anything else, as the reference does).
     """
-    with _collector_paused():
+    with paused_full_collections():
         return _run_from(document, limits, decoded=False)
 
 
@@ -1244,7 +1245,7 @@ def run_from_decoded(document: object, *, limits: Limits = UNLIMITED) -> Run:
     plain records are not walked again before they are encoded; the result
     and every refusal are those of :func:`run_from_document`.
     """
-    with _collector_paused():
+    with paused_full_collections():
         return _run_from(document, limits, decoded=True)
 
 
@@ -1277,18 +1278,7 @@ def _run_from(document: object, limits: Limits, *, decoded: bool) -> Run:
     separator = prefix
     size = 0
     for position, item in enumerate(records):
-        accepted = (
-            plain_record_bytes(item, decoded=(item, 0) if decoded else None)
-            if type(item) is dict and len(item) == _DOCUMENT_MEMBERS
-            else None
-        )
-        if accepted is None:
-            with _indexed(position):
-                record = Record.from_document(item)
-            chunk = _record_chunk(record)
-        else:
-            record = Record._accepted(item)
-            chunk = accepted[1]
+        record, chunk = _document_record(item, position, decoded=decoded)
         built.append(record)
         hasher.update(separator)
         hasher.update(chunk)
@@ -1312,7 +1302,7 @@ def parse_run(data: bytes | bytearray | memoryview, *, limits: Limits = UNLIMITE
             ``limits.max_file_bytes``).
         CapturedRunError: the document is not a valid run.
     """
-    with _collector_paused():
+    with paused_full_collections():
         document = decode(data, limits=DecodeLimits(max_bytes=limits.max_file_bytes))
         return _run_from(document, limits, decoded=True)
 
@@ -1914,24 +1904,33 @@ def read_canonical_run(
         CapturedRunError: as :class:`RunReader`.
     """
     reader = RunReader(source, limits=limits)
-    with _collector_paused():
+    with paused_full_collections():
         records = tuple(reader)
     summary = reader.summary
     return Run._hashed(reader.header, records, summary.run_digest, summary.canonical_size)
 
 
+def _document_record(item: object, position: int, *, decoded: bool) -> tuple[Record, bytes]:
+    """Build one record object of a run document; return it and its canonical bytes.
+
+    A plain record (all eight members, no ``likelihood``) is validated and
+    encoded by :func:`plain_record_bytes` and frozen without a second check;
+    anything else goes through :meth:`Record.from_document`, which names the
+    refusal. ``decoded``: ``item`` is exactly as the strict decoder returned it.
+    """
+    if type(item) is dict and len(item) == _DOCUMENT_MEMBERS:
+        accepted = plain_record_bytes(item, decoded=(item, 0) if decoded else None)
+        if accepted is not None:
+            return Record._accepted(item), accepted[1]
+    with _indexed(position):
+        record = Record.from_document(item)
+    return record, _record_chunk(record)
+
+
 def _canonical_record(document: object, chunk: bytes, position: int) -> Record:
     """Build the record decoded from ``chunk``; refuse unless ``chunk`` is its canonical form."""
-    accepted = (
-        plain_record_bytes(document)
-        if type(document) is dict and len(document) == _DOCUMENT_MEMBERS
-        else None
-    )
-    if accepted is not None and accepted[1] == chunk:
-        return Record._accepted(document)  # type: ignore[arg-type]
-    with _indexed(position):
-        record = Record.from_document(document)
-    if chunk != _record_chunk(record):
+    record, canonical = _document_record(document, position, decoded=False)
+    if chunk != canonical:
         raise fail("not_canonical", f"records[{position}]")
     return record
 

@@ -46,7 +46,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
-import gc
 import hashlib
 import mmap
 import os
@@ -101,6 +100,7 @@ from sealeval.captured.run import (
     RunHeader,
     RunWriter,
     ScoreProvenance,
+    paused_full_collections,
     plain_record_bytes,
     project_record,
     write_run,
@@ -506,25 +506,6 @@ def _document(request: _Request, progress: Progress | None) -> tuple[Any, str]:
     return prepared, source_digest
 
 
-@contextlib.contextmanager
-def _paused_gc() -> Iterator[None]:
-    """Suspend full (oldest-generation) garbage collections during an in-memory import.
-
-    ``load_run`` keeps every record alive, and the collector's full passes
-    over every live record container, repeated as the heap grows, dominated
-    its time (50,000 harness rows: 12.7 s with them, 8.2 s without). Young
-    collections still run, so short-lived cycles made while records are
-    built are freed as usual. The previous thresholds are restored on exit.
-    Streaming imports leave the collector alone: they keep nothing alive.
-    """
-    thresholds = gc.get_threshold()
-    gc.set_threshold(thresholds[0] or 700, thresholds[1] or 10, 1 << 30)
-    try:
-        yield
-    finally:
-        gc.set_threshold(*thresholds)
-
-
 def _finish_run(request: _Request, header: RunHeader, records: list[Record]) -> Run:
     if not records:
         raise refuse("no_records", "source")
@@ -587,7 +568,7 @@ def load_run(
         limits=limits,
         options=options,
     )
-    with _paused_gc():
+    with paused_full_collections():
         return _load(request, progress)
 
 
