@@ -94,7 +94,7 @@ from sealeval.captured.policy import (
 )
 from sealeval.captured.run import Record, Run, run_from_document
 from sealeval.captured.scorers import NormalizedNll, RecordedScore, Scorer, ScorerError
-from sealeval.errors import SealevalError
+from sealeval.errors import CapturedError, SealevalError
 
 __all__ = [
     "DECISIONS",
@@ -177,7 +177,7 @@ _SAFE_TOTAL: Final = 2.0**1000
 _STRING: Final = json.encoder.encode_basestring
 
 
-class ComparisonError(SealevalError):
+class ComparisonError(CapturedError):
     """Refusal of a comparison (the report is not produced)."""
 
     module = "sealeval.captured.comparison"

@@ -48,7 +48,7 @@ from sealeval.captured.pack_reader import DECISIONS, PACK_FORMAT, EvidencePack
 from sealeval.captured.policy import PolicyMetric
 from sealeval.captured.run import Run
 from sealeval.captured.scorers import BINARY_KINDS, NLL_KIND, RECORDED_KIND
-from sealeval.errors import SealevalError
+from sealeval.errors import CapturedError
 
 __all__ = [
     "DECISION_LABELS",
@@ -97,7 +97,7 @@ _UNAVAILABLE: Final = "Unavailable in recorded context"
 _PASSED, _NOT_MET, _NOT_EVALUATED = "Passed", "Not met", "Unavailable"
 
 
-class ReportError(SealevalError):
+class ReportError(CapturedError):
     """Refusal to render a report (the CLI exits with status 2)."""
 
     module = "sealeval.captured.report"
