@@ -50,7 +50,7 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Any, Final
 
-from sealeval.errors import SealevalError
+from sealeval.errors import CapturedError
 
 __all__ = [
     "REFERENCE_UNICODE_VERSION",
@@ -101,7 +101,7 @@ _UNASSIGNED: Final = "Cn"
 _MAX_CODE_POINT: Final = 0x10FFFF
 
 
-class UnicodeTablesError(SealevalError):
+class UnicodeTablesError(CapturedError):
     """Refusal to provide the Unicode tables a policy pins."""
 
     module = "sealeval.captured.unicode_tables"

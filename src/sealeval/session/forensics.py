@@ -32,7 +32,7 @@ import numpy as np
 import numpy.typing as npt
 
 from sealeval.canonical import encode_openmed, is_digest
-from sealeval.errors import SealevalError
+from sealeval.errors import SessionError
 from sealeval.manifest.sealed import SealedWorkflowManifest
 from sealeval.session._unicode_added import ADDED_IN_15_0
 from sealeval.session.holdout import HoldoutCommitment, verify_holdout_commitment
@@ -113,7 +113,7 @@ _COVERAGE_KEYS: Final = frozenset(
 _Array = npt.NDArray[np.int64]
 
 
-class OverlapForensicsError(SealevalError):
+class OverlapForensicsError(SessionError):
     """Refusal of an overlap forensics scan; message ``<field>: <code>``."""
 
     module = "sealeval.session.forensics"
