@@ -33,6 +33,7 @@ COMMANDS: Final[Mapping[str, tuple[str, str]]] = {
     "report": ("sealeval.cli.report", "report_command"),
     "session": ("sealeval.cli.session", "session"),
     "verify": ("sealeval.cli.verify", "verify_command"),
+    "view": ("sealeval.cli.view", "view_command"),
 }
 
 
