@@ -243,3 +243,16 @@ def test_command_refuses_a_missing_directory_without_echo(tmp_path: Path) -> Non
     assert completed.returncode == 2
     assert completed.stderr.strip() == "sealeval: error: directory: not_a_directory"
     assert OUTSIDE_CANARY not in completed.stdout + completed.stderr
+
+
+@pytest.mark.parametrize("port", ["70000", "-1", "CANARY-port", "1e3", ""])
+def test_command_refuses_a_bad_port_without_echo(workspace: Workspace, port: str) -> None:
+    completed = subprocess.run(
+        [sys.executable, "-m", "sealeval", "view", str(workspace.root), "--port", port],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert completed.returncode == 2
+    assert completed.stderr.strip() == "sealeval: error: port: invalid_port"
+    assert "CANARY" not in completed.stdout + completed.stderr

@@ -28,7 +28,7 @@ from sealeval.captured.policy import (
     parse_comparison_policy,
 )
 from sealeval.captured.run import Run, read_file_bytes, read_run
-from sealeval.errors import SealevalError
+from sealeval.errors import CapturedError
 
 __all__ = ["GateInputError", "RunLike", "compare_for_gate", "describe_outcome"]
 
@@ -37,7 +37,7 @@ RunLike = Run | str | os.PathLike[str]
 _SHOWN: Final = 20
 
 
-class GateInputError(SealevalError):
+class GateInputError(CapturedError):
     """An argument of :func:`compare_for_gate` of the wrong kind (message ``<field>: <code>``)."""
 
     module = "sealeval.integrations"

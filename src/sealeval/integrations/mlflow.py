@@ -39,7 +39,7 @@ from sealeval.captured.pack_reader import (
     read_evidence_pack,
 )
 from sealeval.captured.report import render_html, render_junit, render_markdown
-from sealeval.errors import SealevalError
+from sealeval.errors import CapturedError, SealevalError
 
 __all__ = ["EVIDENCE_PATH", "REPORTS_PATH", "MlflowLogError", "MlflowLogged", "log_pack_to_mlflow"]
 
@@ -50,7 +50,7 @@ REPORTS_PATH: Final = "sealeval/reports"
 _UNSAFE_NAME: Final = re.compile(r"[^A-Za-z0-9_\-. /]")
 
 
-class MlflowLogError(SealevalError):
+class MlflowLogError(CapturedError):
     """Logging to MLflow was refused or failed (message ``<field>: <code>``)."""
 
     module = "sealeval.integrations.mlflow"

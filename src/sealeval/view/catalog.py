@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Final
 
-from sealeval.errors import SealevalError
+from sealeval.errors import CapturedError
 
 __all__ = [
     "CATALOG_LIMITS",
@@ -53,7 +53,7 @@ _O_FILE: Final = (
 )
 
 
-class ViewError(SealevalError):
+class ViewError(CapturedError):
     """A refusal of the viewer (message ``<field>: <code>``; never a path or value)."""
 
     module = "sealeval.view"
