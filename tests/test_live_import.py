@@ -17,7 +17,7 @@ from inspect_ai.log import EvalLog, read_eval_log, read_eval_log_samples
 from _vectors import vectors_dir
 from sealeval.captured import run_digest
 from sealeval.captured.importers import load_run
-from sealeval.captured.importers.base import ImportRefusalError
+from sealeval.captured.importers.base import ImportOptions, ImportRefusalError
 from sealeval.captured.importers.live import run_from_inspect_log, run_from_lm_eval_results
 
 SAMPLES = vectors_dir().parent / "samples" / "evaluators"
@@ -240,3 +240,42 @@ def test_lm_eval_refusals_have_codes_and_never_echo() -> None:
 
 def test_eval_log_type_is_inspects_own() -> None:
     assert isinstance(read_eval_log(_eval_log(), header_only=True), EvalLog)
+
+
+def test_live_bounds_and_shapes_are_refused() -> None:
+    log = read_eval_log(_eval_log())
+    small = ImportOptions(max_line_bytes=64)
+    with pytest.raises(ImportRefusalError) as caught:
+        run_from_inspect_log(log, run_id="r", artifact_digest=ARTIFACT, options=small)
+    assert caught.value.code == "too_large"
+    with pytest.raises(ImportRefusalError) as caught:
+        run_from_inspect_log(log, run_id=None, artifact_digest=ARTIFACT)  # type: ignore[arg-type]
+    assert (caught.value.code, caught.value.field) == ("identities_required", "run_id")
+    spec = log.eval.model_copy(update={"config": log.eval.config.model_copy(update={"epochs": 0})})
+    with pytest.raises(ImportRefusalError) as caught:
+        run_from_inspect_log(
+            log.model_copy(update={"eval": spec}), run_id="r", artifact_digest=ARTIFACT
+        )
+    assert (caught.value.code, caught.value.field) == ("invalid_field", "log.eval.config.epochs")
+    results, _ = _lm_eval_results()
+    task = _tasks(results)[0]
+    cases: list[tuple[dict[str, Any], str, str]] = [
+        ({**results, "samples": {task: "rows"}}, "invalid_field", "results.samples"),
+        (
+            {**results, "samples": {task: [{**results["samples"][task][0], "x": object()}]}},
+            "invalid_document",
+            "rows[0]",
+        ),
+        ({**results, "config": {"model": object()}}, "invalid_document", "results"),
+    ]
+    for value, code, field in cases:
+        with pytest.raises(ImportRefusalError) as caught:
+            run_from_lm_eval_results(value, task=task, run_id="s", artifact_digest=ARTIFACT)
+        assert (caught.value.code, caught.value.field) == (code, field)
+    run = run_from_lm_eval_results(
+        {**results, "samples": {task: results["samples"][task]}},
+        run_id="s",
+        artifact_digest=ARTIFACT,
+        source_version="0.0.1",
+    )
+    assert (run.source.name, run.source.version) == ("lm-evaluation-harness", "0.0.1")
