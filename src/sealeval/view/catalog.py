@@ -9,6 +9,11 @@ a known contract); a directory holding an evidence-pack ``manifest.json`` is
 a pack (not descended into). Every item is read later, on demand, by the
 project's own readers (:mod:`.load`) from the same confined descriptors.
 
+Every open and bounded read goes through :mod:`sealeval._fs` (no-follow
+opens relative to directory descriptors, bounded reads); the walk itself
+skips what :func:`sealeval._fs.walk_tree` would refuse (links, special
+files), because one odd entry must not hide a whole folder from the viewer.
+
 Nothing here logs or raises with a path or content: an unreadable entry is
 simply not listed.
 """
@@ -17,14 +22,14 @@ from __future__ import annotations
 
 import os
 import re
-import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Final
 
-from sealeval.errors import CapturedError
+from sealeval._fs import open_directory, open_regular, read_fd_bounded, translated
+from sealeval.errors import CapturedError, FileSystemError
 
 __all__ = [
     "CATALOG_LIMITS",
@@ -47,10 +52,9 @@ KINDS: Final = ("pack", "comparison", "run", "receipt")
 _FILE_KINDS: Final = {RUN_FORMAT: "run", COMPARISON_FORMAT: "comparison", RECEIPT_FORMAT: "receipt"}
 _FORMAT_MEMBER: Final = re.compile(rb'"format(?:_version)?"\s*:\s*"([A-Za-z0-9./_-]{1,80})"')
 _HEAD_BYTES: Final = 65_536
-_O_DIR: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
-_O_FILE: Final = (
-    os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0)
-)
+#: File-system codes as the viewer reports them (the root, then a listed path).
+_ROOT_CODES: Final = {"not_found": "not_a_directory", "not_directory": "not_a_directory"}
+_PATH_CODES: Final = {"not_regular_file": "not_found", "not_directory": "not_found"}
 
 
 class ViewError(CapturedError):
@@ -109,8 +113,7 @@ class Catalog:
 
 
 @contextmanager
-def _descriptor(path: str | int, flags: int, dir_fd: int | None = None) -> Iterator[int]:
-    fd = os.open(path, flags, dir_fd=dir_fd) if isinstance(path, str) else path
+def _closing(fd: int) -> Iterator[int]:
     try:
         yield fd
     finally:
@@ -125,27 +128,23 @@ def _file_kind(parent: int, name: str) -> tuple[str, int] | None:
     if not name.endswith(".json"):
         return None
     try:
-        with _descriptor(name, _O_FILE, parent) as fd:
-            info = os.fstat(fd)
-            if not stat.S_ISREG(info.st_mode):
-                return None
+        with _closing(open_regular(name, dir_fd=parent)) as fd:
+            size = os.fstat(fd).st_size
             head = _head(fd)
-    except OSError:
+    except (FileSystemError, OSError):
         return None
     for match in _FORMAT_MEMBER.finditer(head):
         kind = _FILE_KINDS.get(match.group(1).decode("ascii"))
         if kind is not None:
-            return kind, info.st_size
+            return kind, size
     return None
 
 
 def _is_pack(directory: int) -> bool:
     try:
-        with _descriptor("manifest.json", _O_FILE, directory) as fd:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                return False
+        with _closing(open_regular("manifest.json", dir_fd=directory)) as fd:
             return PACK_FORMAT.encode() in _head(fd)
-    except OSError:
+    except (FileSystemError, OSError):
         return False
 
 
@@ -156,10 +155,8 @@ def scan(root: str | os.PathLike[str], *, limits: CatalogLimits = CATALOG_LIMITS
         ViewError: ``not_a_directory`` (``root`` is missing, a symlink or not
             a directory).
     """
-    try:
-        root_fd = os.open(os.fspath(root), _O_DIR)
-    except OSError:
-        raise ViewError("not_a_directory", "directory") from None
+    with translated(ViewError, "directory", _ROOT_CODES, default="not_a_directory"):
+        root_fd = open_directory(os.fspath(root))
     items: list[Item] = []
     state = {"entries": 0, "links": 0, "truncated": False}
 
@@ -181,7 +178,7 @@ def scan(root: str | os.PathLike[str], *, limits: CatalogLimits = CATALOG_LIMITS
                 if entry.is_dir(follow_symlinks=False):
                     if entry.name.startswith("."):
                         continue
-                    with _descriptor(entry.name, _O_DIR, fd) as child:
+                    with _closing(open_directory(entry.name, dir_fd=fd)) as child:
                         if _is_pack(child):
                             items.append(Item("pack", str(relative), 0))
                         elif depth < limits.max_depth:
@@ -193,10 +190,10 @@ def scan(root: str | os.PathLike[str], *, limits: CatalogLimits = CATALOG_LIMITS
                     found = _file_kind(fd, entry.name)
                     if found is not None:
                         items.append(Item(found[0], str(relative), found[1]))
-            except OSError:
+            except (FileSystemError, OSError):
                 continue
 
-    with _descriptor(root_fd, _O_DIR):
+    with _closing(root_fd):
         if _is_pack(root_fd):
             items.append(Item("pack", ".", 0))
         else:
@@ -219,54 +216,38 @@ def open_below(root: str | os.PathLike[str], relative: str, *, directory: bool) 
     """Yield a descriptor for ``root/relative``, opened component by component without links.
 
     Raises:
-        ViewError: ``unsafe_path`` (absolute, ``..``, empty components),
-            ``not_found`` (missing, a link, or the wrong type).
+        ViewError: ``not_a_directory`` (``root``), ``unsafe_path`` (absolute,
+            ``..``, ``.`` or empty components), ``not_found`` (missing, a link,
+            or the wrong type).
     """
     parts = _parts(relative)
+    with translated(ViewError, "directory", _ROOT_CODES, default="not_a_directory"):
+        current = open_directory(os.fspath(root))
     try:
-        current = os.open(os.fspath(root), _O_DIR)
-    except OSError:
-        raise ViewError("not_a_directory", "directory") from None
-    try:
-        for index, part in enumerate(parts):
-            last = index == len(parts) - 1
-            flags = _O_DIR if (directory or not last) else _O_FILE
-            following = os.open(part, flags, dir_fd=current)
-            os.close(current)
-            current = following
-        mode = os.fstat(current).st_mode
-    except OSError:
+        with translated(ViewError, "path", _PATH_CODES, default="not_found"):
+            for index, part in enumerate(parts):
+                final_file = not directory and index == len(parts) - 1
+                opened = (
+                    open_regular(part, dir_fd=current)
+                    if final_file
+                    else open_directory(part, dir_fd=current)
+                )
+                os.close(current)
+                current = opened
+    except ViewError:
         os.close(current)
-        raise ViewError("not_found", "path") from None
-    if directory != stat.S_ISDIR(mode) or not (directory or stat.S_ISREG(mode)):
-        os.close(current)
-        raise ViewError("not_found", "path")
-    try:
+        raise
+    with _closing(current):
         yield current
-    finally:
-        os.close(current)
 
 
 def read_below(
     root: str | os.PathLike[str], relative: str, *, limits: CatalogLimits = CATALOG_LIMITS
 ) -> bytes:
-    """Read the regular file ``root/relative`` (confined, ≤ ``max_file_bytes``).
+    """Read the regular file ``root/relative`` (confined, at most ``max_file_bytes``).
 
     Raises:
         ViewError: ``unsafe_path``, ``not_found``, ``too_large``, ``unreadable``.
     """
-    with open_below(root, relative, directory=False) as fd:
-        size = os.fstat(fd).st_size
-        if size > limits.max_file_bytes:
-            raise ViewError("too_large", "path")
-        chunks: list[bytes] = []
-        total = 0
-        try:
-            while chunk := os.read(fd, 1 << 20):
-                total += len(chunk)
-                if total > limits.max_file_bytes:
-                    raise ViewError("too_large", "path")
-                chunks.append(chunk)
-        except OSError:
-            raise ViewError("unreadable", "path") from None
-    return b"".join(chunks)
+    with open_below(root, relative, directory=False) as fd, translated(ViewError, "path"):
+        return read_fd_bounded(fd, limits.max_file_bytes)
