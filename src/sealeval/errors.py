@@ -274,5 +274,7 @@ class UsageError(SealevalError):
             "duplicate_component",
             "demo_dir_not_ours",
             "unknown_suite",
+            "model_signature_incomplete",
+            "model_signature_needs_directory",
         }
     )
