@@ -9,6 +9,7 @@ import pytest
 
 import sealeval
 from sealeval.captured.policy import load_comparison_policy
+from sealeval.attest import AttestationError
 from sealeval.errors import (
     CanonicalError,
     CapturedError,
@@ -25,12 +26,13 @@ from sealeval.errors import (
 )
 from sealeval.gates.registry import GateError
 
-FAMILIES = (ManifestError, SessionError, GateError, CapturedError)
+FAMILIES = (ManifestError, SessionError, GateError, CapturedError, AttestationError)
 SHARED = (CanonicalError, YamlError, OutputError, UsageError)
 PACKAGE_FAMILY = {
     "sealeval.session": SessionError,
     "sealeval.gates": GateError,
     "sealeval.captured": CapturedError,
+    "sealeval.attest": AttestationError,
 }
 
 
