@@ -8,8 +8,8 @@ import pkgutil
 import pytest
 
 import sealeval
-from sealeval.captured.policy import load_comparison_policy
 from sealeval.attest import AttestationError
+from sealeval.captured.policy import load_comparison_policy
 from sealeval.errors import (
     CanonicalError,
     CapturedError,
