@@ -46,9 +46,10 @@ from sealeval.attest import (
     verification_receipt_statement,
     verify_attestation,
 )
-from sealeval.attest._dsse import MAX_SIGNATURES, sign_envelope
+from sealeval.attest._dsse import MAX_SIGNATURES, parse_envelope, sign_envelope
 from sealeval.canonical import digest_openmed, encode_invarlock, encode_openmed
 from sealeval.captured.signing import SigningKey, VerifyKey
+from sealeval.gates.candidate import CandidateBundle, sign_packet
 from sealeval.manifest import COMPONENTS, SealedWorkflowManifest
 
 CANARY = "CANARY-attest-9f2e-jane-doe"
@@ -583,3 +584,153 @@ def test_refusals_never_echo_values() -> None:
         assert CANARY not in str(caught.value)
         assert CANARY not in repr(caught.value)
     assert CANARY not in repr(sealed_manifest_statement(_manifests()[0]))
+
+
+# ---------------------------------------------------------------------------
+# Remaining rules, one case each
+
+
+def _resealed_bundle(change: Any) -> dict[str, Any]:
+    """A vector bundle with its candidate manifest changed, re-digested and re-signed."""
+    bundle = copy.deepcopy(_attestable_bundles()[0][1])
+    change(bundle["manifest"])
+    bundle["manifest_digest"] = digest_openmed(bundle["manifest"])
+    unsigned = {
+        key: value
+        for key, value in bundle["packet"].items()
+        if key not in ("packet_digest", "signature")
+    }
+    unsigned["manifest_digest"] = bundle["manifest_digest"]
+    bundle["packet"] = sign_packet(unsigned, b"k" * 32)
+    return bundle
+
+
+def _release_payload(change: Any) -> bytes:
+    document = release_decision_statement(_attestable_bundles()[0][1]).to_dict()
+    change(document)
+    return _signed_payload(encode_openmed(document).encode("ascii"))
+
+
+def _receipt_payload(change: Any) -> bytes:
+    document = verification_receipt_statement(_receipt()).to_dict()
+    change(document)
+    return _signed_payload(encode_openmed(document).encode("ascii"))
+
+
+def _foreign_receipt_key(document: dict[str, Any]) -> None:
+    document["predicate"]["signature"]["public_key"]["value"] = OTHER.public_key.pem
+
+
+MORE_REFUSALS = [
+    pytest.param(
+        lambda: _envelope_with(lambda d: d["signatures"][0].update(sig="QR==")),
+        "invalid_base64",
+        id="padding-bits",
+    ),
+    pytest.param(
+        lambda: _envelope_with(lambda d: d.update(payloadType=1)),
+        "invalid_envelope",
+        id="payload-type-not-text",
+    ),
+    pytest.param(
+        lambda: _envelope_with(lambda d: d["signatures"][0].update(keyid="a b")),
+        "invalid_envelope",
+        id="keyid-grammar",
+    ),
+    pytest.param(lambda: _signed_payload(b"\xff"), "invalid_statement", id="payload-not-utf8"),
+    pytest.param(
+        lambda: _with(lambda d: d.update(subject={})), "invalid_statement", id="subject-not-list"
+    ),
+    pytest.param(
+        lambda: _with(lambda d: d.update(predicate=[])),
+        "invalid_statement",
+        id="predicate-not-object",
+    ),
+    pytest.param(
+        lambda: _with(lambda d: d.update(subject=d["subject"] * 9)),
+        "invalid_statement",
+        id="too-many-subjects",
+    ),
+    pytest.param(
+        lambda: _with(lambda d: d["subject"].__setitem__(0, "model")),
+        "invalid_subject",
+        id="subject-not-object",
+    ),
+    pytest.param(
+        lambda: _with(lambda d: d["subject"][0]["digest"].update(sha256="AB" * 32)),
+        "invalid_subject",
+        id="digest-upper-hex",
+    ),
+    pytest.param(
+        lambda: _release_payload(lambda d: d["subject"].reverse()),
+        "subject_mismatch",
+        id="release-subjects-reordered",
+    ),
+    pytest.param(
+        lambda: _receipt_payload(lambda d: d["subject"][0]["digest"].update(sha256="3" * 64)),
+        "subject_mismatch",
+        id="receipt-subject-changed",
+    ),
+    pytest.param(
+        lambda: _receipt_payload(_foreign_receipt_key),
+        "predicate_signature_invalid",
+        id="receipt-signed-by-another-key",
+    ),
+]
+
+
+@pytest.mark.parametrize(("make", "code"), MORE_REFUSALS)
+def test_more_verify_refusals(make: Any, code: str) -> None:
+    with pytest.raises(AttestationError) as caught:
+        verify_attestation(make(), KEY.public_key)
+    assert caught.value.code == code
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        pytest.param(lambda m: m.update(artifacts=[]), id="artifacts-not-object"),
+        pytest.param(lambda m: m["artifacts"].update(wheel="wheel"), id="artifact-not-digest"),
+    ],
+)
+def test_release_artifacts_must_be_digests(change: Any) -> None:
+    bundle = _resealed_bundle(change)
+    with pytest.raises(AttestationError) as caught:
+        release_decision_statement(bundle)
+    assert caught.value.code == "invalid_predicate"
+
+
+def test_wrong_python_types_are_refused() -> None:
+    statement = sealed_manifest_statement(_manifests()[0])
+    cases = [
+        lambda: verify_attestation("text", KEY.public_key),  # type: ignore[arg-type]
+        lambda: verify_attestation(b"{}", KEY),  # type: ignore[arg-type]
+        lambda: sign_envelope("text", PAYLOAD_TYPE, KEY),  # type: ignore[arg-type]
+        lambda: check_statement(statement.to_dict()),  # type: ignore[arg-type]
+        lambda: Statement(SEALED_MANIFEST_PREDICATE, list(statement.subjects), {}),  # type: ignore[arg-type]
+        lambda: release_decision_statement(CandidateBundle.from_dict(_attestable_bundles()[0][1])),  # type: ignore[arg-type]
+    ]
+    for case in cases:
+        with pytest.raises(AttestationError) as caught:
+            case()
+        assert caught.value.code == "invalid_type"
+    with pytest.raises(AttestationError) as caught:
+        Statement("", statement.subjects, {})
+    assert caught.value.code == "invalid_statement"
+
+
+def test_parsed_envelope_repr_shows_sizes_only() -> None:
+    parsed = parse_envelope(encode_invarlock(_envelope()))
+    assert CANARY not in repr(parsed)
+    assert repr(parsed).startswith("ParsedEnvelope(payload=")
+    assert parsed.payload_type == PAYLOAD_TYPE
+
+
+def test_verified_attestation_repr_shows_type_and_key_only() -> None:
+    document = _statement_document()
+    document["subject"][0]["name"] = CANARY
+    verified = verify_attestation(encode_invarlock(_envelope()), KEY.public_key)
+    assert repr(verified) == (
+        f"VerifiedAttestation(predicate_type={SEALED_MANIFEST_PREDICATE!r}, "
+        f"keyid={KEY.fingerprint!r})"
+    )

@@ -175,11 +175,13 @@ def test_release_refusals(ws: Path) -> None:
 
 def test_input_refusals(ws: Path) -> None:
     (ws / "bad.json").write_text('{"a": 1, "a": 2}', encoding="utf-8")
+    (ws / "list.json").write_text("[]", encoding="utf-8")
     (ws / "canary.json").write_text(json.dumps({"schema_version": CANARY}), encoding="utf-8")
     cases = [
         (("manifest", "canary.json"), "component_digests: missing_field"),
         (("manifest", "absent.json"), "manifest: input_unavailable"),
         (("receipt", "bad.json"), "receipt: invalid_json"),
+        (("receipt", "list.json"), "receipt: invalid_predicate"),
         (("receipt", "canary.json"), "predicate: invalid_predicate"),
     ]
     for args, message in cases:

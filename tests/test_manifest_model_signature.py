@@ -334,3 +334,84 @@ def test_seal_without_the_extra_names_it(
     monkeypatch.setitem(sys.modules, "model_signing.verifying", None)
     code, _, err = _cli("seal", *_digests(), *_options(signed), "-o", str(tmp_path / "m.json"))
     assert (code, err) == (2, "sealeval: error: model_signature: model_signing_extra_missing\n")
+
+
+# ---------------------------------------------------------------------------
+# The signature document's structure, one rule per case
+
+
+def _statement_edit(signature: Path, edit: Any) -> bytes:
+    bundle = json.loads(signature.read_bytes())
+    statement = json.loads(base64.b64decode(bundle["dsseEnvelope"]["payload"]))
+    edit(statement)
+    bundle["dsseEnvelope"]["payload"] = base64.b64encode(json.dumps(statement).encode()).decode()
+    return json.dumps(bundle).encode()
+
+
+def _resource(index: int, **changes: Any) -> Any:
+    return lambda s: s["predicate"]["resources"][index].update(changes)
+
+
+def _duplicate(statement: dict[str, Any]) -> None:
+    resources = statement["predicate"]["resources"]
+    resources.append(dict(resources[0]))
+
+
+DOCUMENT_RULES = [
+    pytest.param(lambda s: s.update(predicateType="x"), "invalid_signature_document", id="type"),
+    pytest.param(lambda s: s.pop("predicate"), "invalid_signature_document", id="no-predicate"),
+    pytest.param(
+        lambda s: s["predicate"].update(resources={}), "invalid_signature_document", id="resources"
+    ),
+    pytest.param(_duplicate, "invalid_signature_document", id="duplicate-name"),
+    pytest.param(_resource(0, digest="AB" * 32), "invalid_signature_document", id="upper-hex"),
+    pytest.param(_resource(0, name=7), "invalid_signature_document", id="name-type"),
+    pytest.param(_resource(0, algorithm="blake3"), "unsupported_serialization", id="blake3"),
+    pytest.param(
+        lambda s: s["predicate"]["serialization"].update(hash_type="blake2"),
+        "unsupported_serialization",
+        id="hash-type",
+    ),
+]
+
+
+@pytest.fixture(scope="module")
+def one_signature(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    directory = tmp_path_factory.mktemp("one-signature")
+    private, _ = _write_key(directory, ec.generate_private_key(ec.SECP256R1()), "key")
+    _sign(_model(directory), private, directory / "model.sig")
+    return directory / "model.sig"
+
+
+@pytest.mark.parametrize(("edit", "code"), DOCUMENT_RULES)
+def test_signature_document_rules(one_signature: Path, edit: Any, code: str) -> None:
+    assert signed_files(_statement_edit(one_signature, lambda _: None))
+    with pytest.raises(ModelSignatureError) as caught:
+        signed_files(_statement_edit(one_signature, edit))
+    assert (caught.value.code, caught.value.field) == (code, "model_signature")
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        pytest.param(b"[]", id="not-object"),
+        pytest.param(
+            b'{"dsseEnvelope": {"payloadType": "application/vnd.in-toto+json"}}', id="nop"
+        ),
+        pytest.param(
+            b'{"dsseEnvelope": {"payloadType": "application/vnd.in-toto+json", "payload": "!"}}',
+            id="base64",
+        ),
+        pytest.param(b'{"a": 1, "a": 1}', id="duplicate-key"),
+    ],
+)
+def test_signature_bytes_rules(data: bytes) -> None:
+    with pytest.raises(ModelSignatureError) as caught:
+        signed_files(data)
+    assert caught.value.code == "invalid_signature_document"
+
+
+def test_an_oversized_key_file_is_refused(signed: dict[str, Path], tmp_path: Path) -> None:
+    large = tmp_path / "large.pub"
+    large.write_bytes(b"-" * 70_000)
+    _refused(signed, "too_large", "model_public_key", public=large)
