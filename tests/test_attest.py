@@ -18,6 +18,8 @@ from typing import Any
 import pytest
 from cryptography.hazmat.primitives.serialization import load_pem_public_key
 from google.protobuf import json_format
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from in_toto_attestation.v1 import statement as intoto_statement
 from in_toto_attestation.v1 import statement_pb2
 from jsonschema import Draft202012Validator
@@ -734,3 +736,42 @@ def test_verified_attestation_repr_shows_type_and_key_only() -> None:
         f"VerifiedAttestation(predicate_type={SEALED_MANIFEST_PREDICATE!r}, "
         f"keyid={KEY.fingerprint!r})"
     )
+
+
+# ---------------------------------------------------------------------------
+# Hostile input: any bytes are refused with a closed code, never another exception
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=20),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=512))
+def test_arbitrary_bytes_are_refused_with_a_closed_code(data: bytes) -> None:
+    with pytest.raises(AttestationError) as caught:
+        verify_attestation(data, KEY.public_key)
+    assert caught.value.code in AttestationError.codes
+
+
+@settings(max_examples=200, deadline=None)
+@given(payload=_JSON, payload_type=st.sampled_from([PAYLOAD_TYPE, "text/plain"]))
+def test_signed_arbitrary_payloads_are_refused_with_a_closed_code(
+    payload: Any, payload_type: str
+) -> None:
+    data = sign_envelope(json.dumps(payload).encode(), payload_type, KEY)
+    with pytest.raises(AttestationError) as caught:
+        verify_attestation(data, KEY.public_key)
+    assert caught.value.code in AttestationError.codes
+
+
+@settings(max_examples=100, deadline=None)
+@given(envelope=_JSON)
+def test_arbitrary_envelope_documents_are_refused_with_a_closed_code(envelope: Any) -> None:
+    with pytest.raises(AttestationError) as caught:
+        verify_attestation(json.dumps(envelope).encode(), KEY.public_key)
+    assert caught.value.code in AttestationError.codes
