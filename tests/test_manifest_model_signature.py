@@ -21,6 +21,8 @@ from click.testing import CliRunner
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from model_signing import hashing, signing
 
 from sealeval.cli.manifest import manifest
@@ -415,3 +417,17 @@ def test_an_oversized_key_file_is_refused(signed: dict[str, Path], tmp_path: Pat
     large = tmp_path / "large.pub"
     large.write_bytes(b"-" * 70_000)
     _refused(signed, "too_large", "model_public_key", public=large)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.binary(max_size=256)
+    | st.builds(
+        lambda t: json.dumps(t).encode(),
+        st.dictionaries(st.text(max_size=12), st.text(max_size=12) | st.integers(), max_size=3),
+    )
+)
+def test_arbitrary_signature_bytes_are_refused_with_a_closed_code(data: bytes) -> None:
+    with pytest.raises(ModelSignatureError) as caught:
+        signed_files(data)
+    assert caught.value.code in ModelSignatureError.codes
