@@ -15,6 +15,7 @@ from sealeval.errors import (
     CapturedError,
     ComponentDigestError,
     ConfigDocumentError,
+    FileSystemError,
     ManifestError,
     OutputError,
     SealevalError,
@@ -27,7 +28,7 @@ from sealeval.errors import (
 from sealeval.gates.registry import GateError
 
 FAMILIES = (ManifestError, SessionError, GateError, CapturedError, AttestationError)
-SHARED = (CanonicalError, YamlError, OutputError, UsageError)
+SHARED = (CanonicalError, YamlError, OutputError, UsageError, FileSystemError)
 PACKAGE_FAMILY = {
     "sealeval.session": SessionError,
     "sealeval.gates": GateError,
