@@ -35,7 +35,6 @@ import contextlib
 import logging
 import os
 import re
-import stat
 import tempfile
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -46,6 +45,7 @@ from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.serialization import load_pem_public_key
 
+from sealeval._fs import read_regular, translated
 from sealeval.canonical import DecodeLimits, decode
 from sealeval.errors import CanonicalError, ManifestError, SealevalError
 from sealeval.manifest.components import digest_tree_entries, tree_entries
@@ -95,28 +95,9 @@ class ModelSignatureError(ManifestError):
 
 
 def _read(path: str | os.PathLike[str], limit: int, where: str) -> bytes:
-    """Read a regular, non-symlink file of at most ``limit`` bytes."""
-    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
-    try:
-        fd = os.open(path, flags)
-    except OSError:
-        raise ModelSignatureError("unavailable", where) from None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise ModelSignatureError("unavailable", where)
-        os.set_blocking(fd, True)
-        chunks: list[bytes] = []
-        size = 0
-        while chunk := os.read(fd, min(1 << 20, limit + 1 - size)):
-            chunks.append(chunk)
-            size += len(chunk)
-            if size > limit:
-                raise ModelSignatureError("too_large", where)
-    except OSError:  # pragma: no cover - an I/O error after a successful open
-        raise ModelSignatureError("unavailable", where) from None
-    finally:
-        os.close(fd)
-    return b"".join(chunks)
+    """Read a regular, non-symlink file of at most ``limit`` bytes (:mod:`sealeval._fs`)."""
+    with translated(ModelSignatureError, where, default="unavailable"):
+        return read_regular(path, limit=limit)
 
 
 def _check_public_key(data: bytes) -> None:
