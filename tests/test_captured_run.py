@@ -2432,7 +2432,7 @@ def test_decoded_rows_are_trusted_only_as_the_walk_would(
 def test_trusted_walk_and_worker_results_refuse_what_they_must() -> None:
     from sealeval.captured import importers  # noqa: PLC0415
     from sealeval.captured.importers.base import ImportOptions  # noqa: PLC0415
-    from sealeval.captured.run.model import _plain_within  # noqa: PLC0415
+    from sealeval.captured.run.fast import _plain_within  # noqa: PLC0415
 
     row: dict[str, Any] = {"a": [1], "b": {"c": 2}}
     trusted = {id(row), id(row["a"]), id(row["b"])}
