@@ -52,8 +52,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from sealeval._validate import freeze_json
 from sealeval.canonical import decode, digest_bytes, encode_invarlock
-from sealeval.captured.errors import freeze_json
+from sealeval.captured.errors import CapturedRunError
 from sealeval.captured.pack_reader import (
     CHECKSUMS_NAME,
     DECISION_ORDERS,
@@ -241,7 +242,7 @@ def _check_report(
     try:
         check_report_document(document, decision_order=decision_order)
         if validate_report is not None:
-            validate_report(freeze_json(document, "report"))  # type: ignore[arg-type]
+            validate_report(freeze_json(document, "report", error=CapturedRunError))  # type: ignore[arg-type]
     except SealevalError:
         raise _fail("invalid_report", "report") from None
     bindings = document["bindings"]

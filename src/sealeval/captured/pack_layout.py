@@ -16,13 +16,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Final
 
+from sealeval._validate import check_closed, freeze_json, thaw_json
 from sealeval.canonical import (
     digest_bytes,
     encode_invarlock,
     is_digest,
 )
 from sealeval.captured.comparison import DECISION_ORDERS, WIDTH_FIRST_RULE
-from sealeval.captured.errors import CapturedRunError, freeze_json, thaw_json
+from sealeval.captured.errors import CapturedRunError
 from sealeval.captured.run import (
     INVARLOCK_LIMITS,
     UNLIMITED,
@@ -334,7 +335,7 @@ class PackManifest:
         if not isinstance(document, Mapping):
             raise _fail("not_object", "manifest")
         try:
-            frozen: Mapping[str, Any] = freeze_json(document, "manifest")  # type: ignore[assignment]
+            frozen: Mapping[str, Any] = freeze_json(document, "manifest", error=CapturedRunError)  # type: ignore[assignment]
         except CapturedRunError:
             raise _fail("invalid_field", "manifest") from None
         _check_manifest(frozen)
@@ -370,25 +371,17 @@ class PackManifest:
         return result
 
 
-def _check_closed(
-    value: object, where: str, required: tuple[str, ...], optional: tuple[str, ...] = ()
-) -> Mapping[str, Any]:
-    if not isinstance(value, Mapping):
-        raise _fail("invalid_field", where)
-    for key in value:
-        if key not in required and key not in optional:
-            raise _fail("unknown_field", where)
-    for key in required:
-        if key not in value:
-            raise _fail("missing_field", where)
-    return value
-
-
 def _check_files(files: Mapping[str, Any]) -> None:
     """Check each ``files`` entry: closed ``{path, digest}``, the fixed path, a digest."""
     for role in ROLES:
         where = f"manifest.files.{role}"
-        entry = _check_closed(files[role], where, ("path", "digest"))
+        entry = check_closed(
+            files[role],
+            where,
+            ("path", "digest"),
+            error=EvidencePackError,
+            type_code="invalid_field",
+        )
         _fixed_name(entry, "path", ROLE_PATHS[role], f"{where}.path")
         if not is_digest(entry["digest"]):
             raise _fail("invalid_field", f"{where}.digest")
@@ -418,8 +411,17 @@ def _check_manifest(document: Mapping[str, Any]) -> None:
         files = document["files"]
         if not isinstance(files, Mapping):
             raise _fail("invalid_field", "manifest.files")
-        _check_closed(files, "manifest.files", ROLES)
-    _check_closed(document, "manifest", _MANIFEST_REQUIRED, ("signature",))
+        check_closed(
+            files, "manifest.files", ROLES, error=EvidencePackError, type_code="invalid_field"
+        )
+    check_closed(
+        document,
+        "manifest",
+        _MANIFEST_REQUIRED,
+        ("signature",),
+        error=EvidencePackError,
+        type_code="invalid_field",
+    )
     for member in ("format", "kind"):
         expected = PACK_FORMAT if member == "format" else PACK_KIND
         if document[member] != expected or type(document[member]) is not str:

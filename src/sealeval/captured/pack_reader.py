@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sealeval._validate import freeze_json
 from sealeval.canonical import (
     DecodeLimits,
     decode,
@@ -47,7 +48,7 @@ from sealeval.canonical import (
     encode_invarlock,
 )
 from sealeval.captured.comparison import DECISION_ORDERS, WIDTH_FIRST_RULE
-from sealeval.captured.errors import CapturedRunError, freeze_json
+from sealeval.captured.errors import CapturedRunError
 from sealeval.captured.pack_layout import (
     _DIR_FLAGS,
     _FILE_FLAGS,
@@ -601,7 +602,7 @@ def _typed_report(
 ) -> Mapping[str, Any] | None:
     try:
         check_report_document(document, decision_order=decision_order)
-        frozen: Mapping[str, Any] = freeze_json(document, "report")  # type: ignore[assignment]
+        frozen: Mapping[str, Any] = freeze_json(document, "report", error=CapturedRunError)  # type: ignore[assignment]
         if validate_report is not None:
             validate_report(frozen)
     except SealevalError as error:

@@ -11,10 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from sealeval.captured.errors import (
-    CapturedRunError,
-    thaw_json,
-)
+from sealeval._validate import thaw_json
+from sealeval.captured.errors import CapturedRunError
 from sealeval.captured.likelihood import Source
 from sealeval.captured.request.schema import (
     REQUEST_YAML_LIMITS,

@@ -20,9 +20,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from sealeval.canonical import DecodeLimits, decode
-from sealeval.captured.errors import (
-    CapturedRunError,
-)
+from sealeval.captured.errors import CapturedRunError
 from sealeval.captured.policy import (
     ComparisonPolicy,
     check_runtime,

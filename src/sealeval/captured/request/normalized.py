@@ -12,13 +12,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from sealeval.canonical import digest_bytes, digest_invarlock
+from sealeval._validate import thaw_json
+from sealeval.canonical import digest_bytes, digest_invarlock, frozen_canonical
 from sealeval.captured.case_set import validate_run_case_set
-from sealeval.captured.errors import (
-    CapturedRunError,
-    frozen_canonical,
-    thaw_json,
-)
+from sealeval.captured.errors import CapturedRunError
 from sealeval.captured.policy import (
     ComparisonPolicy,
     parse_comparison_policy,
@@ -101,7 +98,7 @@ class NormalizedRequest:
         except CapturedRunError as error:
             raise _fail(error.code, "request") from None
         comparison = document["comparison"]
-        data = frozen_canonical(document)
+        data = frozen_canonical(document, error=CapturedRunError)
         digest = digest_bytes(data)
         object.__setattr__(self, "document", document)
         object.__setattr__(self, "canonical_bytes", data)
@@ -172,7 +169,10 @@ def captured_request_digest(normalized: object) -> str:
 
 def _same(left: object, right: object) -> bool:
     """Exact JSON equality (``1`` differs from ``1.0``; key order is irrelevant)."""
-    return bool(frozen_canonical(left) == frozen_canonical(right))
+    return bool(
+        frozen_canonical(left, error=CapturedRunError)
+        == frozen_canonical(right, error=CapturedRunError)
+    )
 
 
 def _run_identities(run: Run) -> dict[str, Any]:

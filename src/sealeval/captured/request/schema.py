@@ -13,12 +13,9 @@ import types
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
-from sealeval.canonical import is_digest
-from sealeval.captured.errors import (
-    CapturedRunError,
-    freeze_json,
-    frozen_canonical,
-)
+from sealeval._validate import check_closed, check_digest, check_exact, freeze_json
+from sealeval.canonical import frozen_canonical, is_digest
+from sealeval.captured.errors import CapturedRunError
 from sealeval.captured.run import (
     PROVENANCE_KINDS,
 )
@@ -176,7 +173,7 @@ def _fail(code: str, where: str | None = None) -> CapturedRequestError:
 
 
 def _frozen(value: object) -> Any:
-    return freeze_json(value, "request")
+    return freeze_json(value, "request", error=CapturedRunError)
 
 
 # ---------------------------------------------------------------------------
@@ -213,28 +210,12 @@ def _check_text(value: object, where: str) -> str:
     return value
 
 
-def _check_digest(value: object, where: str) -> str:
-    if not is_digest(value):
-        raise _fail("invalid_digest", where)
-    return value  # type: ignore[return-value]
-
-
-def _closed(
-    value: object, where: str, required: tuple[str, ...], optional: tuple[str, ...] = ()
-) -> Mapping[str, Any]:
-    if not isinstance(value, Mapping):
-        raise _fail("invalid_type", where)
-    for key in value:
-        if key not in required and key not in optional:
-            raise _fail("unknown_field", where)
-    for key in required:
-        if key not in value:
-            raise _fail("missing_field", where)
-    return value
+def _check_digest(value: object, where: str) -> str | None:
+    return check_digest(value, where, error=CapturedRequestError)
 
 
 def _check_source(value: object, where: str) -> None:
-    doc = _closed(value, where, ("name", "version"))
+    doc = check_closed(value, where, ("name", "version"), error=CapturedRequestError)
     _check_text(doc["name"], f"{where}.name")
     _check_text(doc["version"], f"{where}.version")
 
@@ -245,18 +226,23 @@ def _check_provenance(value: object, where: str) -> None:
     if len(value) > _MAX_MEMBERS:
         raise _fail("too_many_members", where)
     for item in value.values():
-        entry = _closed(item, f"{where}.entry", _PROVENANCE_MEMBERS)
+        entry = check_closed(
+            item, f"{where}.entry", _PROVENANCE_MEMBERS, error=CapturedRequestError
+        )
         if type(entry["kind"]) is not str or entry["kind"] not in PROVENANCE_KINDS:
             raise _fail("invalid_constant", f"{where}.entry.kind")
         for name in ("source", "version", "unit"):
             _check_text(entry[name], f"{where}.entry.{name}")
         if entry["rubric_digest"] is not None:
-            _check_digest(entry["rubric_digest"], f"{where}.entry.rubric_digest")
+            check_digest(
+                entry["rubric_digest"], f"{where}.entry.rubric_digest", error=CapturedRequestError
+            )
 
 
 def _check_projection(value: object, where: str) -> None:
-    if not isinstance(value, Mapping) or set(value) != {"kind", "pointer"}:
-        raise _fail("invalid_projection", where)
+    value = check_exact(
+        value, where, ("kind", "pointer"), error=CapturedRequestError, code="invalid_projection"
+    )
     if value["kind"] != "json-pointer" or type(value["kind"]) is not str:
         raise _fail("invalid_projection", f"{where}.kind")
     pointer = value["pointer"]
@@ -295,7 +281,9 @@ def _check_hosted(doc: Mapping[str, Any], where: str, *, full_identity: bool) ->
     """``artifact_digest``: a digest, or ``null`` exactly together with a service identity."""
     if "service_identity" not in doc:
         if "artifact_digest" in doc:
-            _check_digest(doc["artifact_digest"], f"{where}.artifact_digest")
+            check_digest(
+                doc["artifact_digest"], f"{where}.artifact_digest", error=CapturedRequestError
+            )
         return
     _check_service_identity(
         doc["service_identity"], f"{where}.service_identity", full=full_identity
@@ -326,12 +314,12 @@ def _check_adapter_members(doc: Mapping[str, Any], where: str, *, normalized: bo
 def _check_side(value: object, side: str, *, normalized: bool, full_identity: bool) -> None:
     where = f"comparison.{side}"
     required = ("adapter", "run_digest") if normalized else ("path", "adapter")
-    doc = _closed(value, where, required, _SIDE_OPTIONAL)
+    doc = check_closed(value, where, required, _SIDE_OPTIONAL, error=CapturedRequestError)
     adapter = doc["adapter"]
     if type(adapter) is not str or adapter not in ADAPTERS:
         raise _fail("unknown_adapter", f"{where}.adapter")
     if normalized:
-        _check_digest(doc["run_digest"], f"{where}.run_digest")
+        check_digest(doc["run_digest"], f"{where}.run_digest", error=CapturedRequestError)
     else:
         _check_reference(doc["path"], f"{where}.path")
     for member, check in _MEMBER_CHECKS.items():
@@ -363,18 +351,24 @@ def _check_authored(document: Mapping[str, Any], *, full_identity: bool) -> None
         document["format_version"] != REQUEST_FORMAT or type(document["format_version"]) is not str
     ):
         raise _fail("unsupported_format", "format_version")
-    _closed(document, "request", _TOP)
-    execution = _closed(document["execution"], "execution", ("mode",))
+    check_closed(document, "request", _TOP, error=CapturedRequestError)
+    execution = check_closed(
+        document["execution"], "execution", ("mode",), error=CapturedRequestError
+    )
     if execution["mode"] != EXECUTION_MODE or type(execution["mode"]) is not str:
         raise _fail("invalid_constant", "execution.mode")
-    comparison = _closed(
-        document["comparison"], "comparison", _COMPARISON_REQUIRED, _COMPARISON_OPTIONAL
+    comparison = check_closed(
+        document["comparison"],
+        "comparison",
+        _COMPARISON_REQUIRED,
+        _COMPARISON_OPTIONAL,
+        error=CapturedRequestError,
     )
     _check_metric(comparison, normalized=False)
     for side in SIDES:
         _check_side(comparison[side], side, normalized=False, full_identity=full_identity)
     _check_reference(comparison["policy"], "comparison.policy")
-    output = _closed(document["output"], "output", ("evidence",))
+    output = check_closed(document["output"], "output", ("evidence",), error=CapturedRequestError)
     _check_reference(output["evidence"], "output.evidence")
 
 
@@ -388,17 +382,27 @@ def _check_normalized(document: object) -> Mapping[str, Any]:
         frozen["format"] != REQUEST_FORMAT or type(frozen["format"]) is not str
     ):
         raise _fail("unsupported_format", "format")
-    _closed(frozen, "request", ("format", "execution", "comparison"))
-    execution = _closed(frozen["execution"], "execution", ("mode",))
+    check_closed(
+        frozen, "request", ("format", "execution", "comparison"), error=CapturedRequestError
+    )
+    execution = check_closed(
+        frozen["execution"], "execution", ("mode",), error=CapturedRequestError
+    )
     if execution["mode"] != EXECUTION_MODE or type(execution["mode"]) is not str:
         raise _fail("invalid_constant", "execution.mode")
-    comparison = _closed(
-        frozen["comparison"], "comparison", ("baseline", "subject", "policy_digest"), ("metric",)
+    comparison = check_closed(
+        frozen["comparison"],
+        "comparison",
+        ("baseline", "subject", "policy_digest"),
+        ("metric",),
+        error=CapturedRequestError,
     )
     _check_metric(comparison, normalized=True)
     for side in SIDES:
         _check_side(comparison[side], side, normalized=True, full_identity=True)
-    _check_digest(comparison["policy_digest"], "comparison.policy_digest")
+    check_digest(
+        comparison["policy_digest"], "comparison.policy_digest", error=CapturedRequestError
+    )
     for side in SIDES:
         entry = comparison[side]
         if "expected_run_digest" in entry and entry["expected_run_digest"] != entry["run_digest"]:
@@ -420,7 +424,7 @@ def _exempt(path: tuple[str, ...]) -> bool:
 def _check_size_and_controls(document: Mapping[str, Any]) -> None:
     """Canonical size ≤1 MiB; no control character in any string or key outside the exemption."""
     try:
-        size = len(frozen_canonical(document))
+        size = len(frozen_canonical(document, error=CapturedRunError))
     except CapturedRunError:  # pragma: no cover - frozen values always encode
         raise _fail("invalid_json_value", "request") from None
     if size > MAX_REQUEST_BYTES:

@@ -20,12 +20,9 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from sealeval._validate import EMPTY, check_closed
 from sealeval.canonical import DecodeLimits, decode
-from sealeval.captured.errors import (
-    EMPTY,
-    check_members,
-    fail,
-)
+from sealeval.captured.errors import CapturedRunError
 from sealeval.captured.likelihood import (
     Source,
 )
@@ -78,11 +75,11 @@ class Run:
         """Check the records against the header and each other; hash once."""
         header = self.header
         if not isinstance(header, RunHeader):
-            raise fail("invalid_type", "header")
+            raise CapturedRunError("invalid_type", "header")
         records = self.records
         if not isinstance(records, tuple):
             if isinstance(records, str | bytes | Mapping) or not isinstance(records, Iterable):
-                raise fail("invalid_type", "records")
+                raise CapturedRunError("invalid_type", "records")
             records = tuple(records)
             object.__setattr__(self, "records", records)
         self._check_records()
@@ -99,15 +96,15 @@ class Run:
         header = self.header
         records = self.records
         if not records:
-            raise fail("no_records", "records")
+            raise CapturedRunError("no_records", "records")
         for position, record in enumerate(records):
             if not isinstance(record, Record):
-                raise fail("invalid_type", f"records[{position}]")
+                raise CapturedRunError("invalid_type", f"records[{position}]")
             _check_record_likelihood(record, header, f"records[{position}]")
         index: dict[str, int] = {}
         for position, record in enumerate(records):
             if record.id in index:
-                raise fail("duplicate_id", f"records[{position}].id")
+                raise CapturedRunError("duplicate_id", f"records[{position}].id")
             index[record.id] = position
         object.__setattr__(self, "index", types.MappingProxyType(index))
 
@@ -215,13 +212,13 @@ class Run:
 def _build_records(records: object, limits: Limits) -> list[Record]:
     """Count first, then build each record with make_run semantics."""
     if isinstance(records, str | bytes | Mapping) or not isinstance(records, Iterable):
-        raise fail("invalid_type", "records")
+        raise CapturedRunError("invalid_type", "records")
     if isinstance(records, Sequence):
         limits.check_count(len(records))
     built: list[Record] = []
     for position, item in enumerate(records):
         if limits.max_records is not None and position >= limits.max_records:
-            raise fail("too_many_records", "records")
+            raise CapturedRunError("too_many_records", "records")
         with _indexed(position):
             built.append(Record.from_mapping(item))
     limits.check_count(len(built))
@@ -347,19 +344,21 @@ def _run_from(document: object, limits: Limits, *, decoded: bool) -> Run:
         limits.check_size(document.canonical_size)
         return document
     if not isinstance(document, Mapping):
-        raise fail("invalid_type", "run")
+        raise CapturedRunError("invalid_type", "run")
     records = document.get("records")
     if (
         isinstance(records, list | tuple)
         and limits.max_records is not None
         and len(records) > limits.max_records
     ):
-        raise fail("too_many_records", "records")
-    doc = check_members(document, "run", _RUN_REQUIRED, ("service_identity",))
+        raise CapturedRunError("too_many_records", "records")
+    doc = check_closed(
+        document, "run", _RUN_REQUIRED, ("service_identity",), error=CapturedRunError
+    )
     if doc["format"] != RUN_FORMAT or type(doc["format"]) is not str:
-        raise fail("invalid_constant", "format")
+        raise CapturedRunError("invalid_constant", "format")
     if not isinstance(records, list | tuple):
-        raise fail("invalid_type", "records")
+        raise CapturedRunError("invalid_type", "records")
     header = _header_from(doc, doc["artifact_digest"])
     built: list[Record] = []
     # Each record is validated once: a plain record (as decoded from JSON) through
@@ -377,7 +376,7 @@ def _run_from(document: object, limits: Limits, *, decoded: bool) -> Run:
         size += len(separator) + len(chunk)
         separator = b","
     if not built:
-        raise fail("no_records", "records")
+        raise CapturedRunError("no_records", "records")
     hasher.update(suffix)
     size += len(suffix)
     run = Run._hashed(header, tuple(built), "sha256:" + hasher.hexdigest(), size)
@@ -405,16 +404,16 @@ def _open_regular(path: str | os.PathLike[str], field_name: str) -> int:
     try:
         fd = os.open(path, flags)
     except FileNotFoundError:
-        raise fail("not_found", field_name) from None
+        raise CapturedRunError("not_found", field_name) from None
     except OSError as error:
         code = "not_regular_file" if error.errno in (errno.ELOOP, errno.EISDIR) else "unreadable"
-        raise fail(code, field_name) from None
+        raise CapturedRunError(code, field_name) from None
     regular = stat.S_ISREG(os.fstat(fd).st_mode)
     if regular:
         os.set_blocking(fd, True)
     else:
         os.close(fd)
-        raise fail("not_regular_file", field_name)
+        raise CapturedRunError("not_regular_file", field_name)
     return fd
 
 
@@ -425,9 +424,9 @@ def read_file_bytes(path: str | os.PathLike[str], max_bytes: int, field_name: st
         with os.fdopen(fd, "rb") as handle:
             data = handle.read(max_bytes + 1)
     except OSError:  # pragma: no cover - a read error after a successful open
-        raise fail("unreadable", field_name) from None
+        raise CapturedRunError("unreadable", field_name) from None
     if len(data) > max_bytes:
-        raise fail("too_large", field_name)
+        raise CapturedRunError("too_large", field_name)
     return data
 
 
@@ -478,5 +477,5 @@ def _canonical_record(document: object, chunk: bytes, position: int) -> Record:
     """Build the record decoded from ``chunk``; refuse unless ``chunk`` is its canonical form."""
     record, canonical = _document_record(document, position, decoded=False)
     if chunk != canonical:
-        raise fail("not_canonical", f"records[{position}]")
+        raise CapturedRunError("not_canonical", f"records[{position}]")
     return record

@@ -12,14 +12,14 @@ import sys
 from collections.abc import Iterable
 from typing import Any, Final
 
-from sealeval.captured.errors import (
+from sealeval._validate import (
     MAX_LONG_TEXT,
     MAX_MEMBERS,
     MAX_SHORT_TEXT,
     MAX_VALUE_DEPTH,
-    plain_canonical,
     plain_json,
 )
+from sealeval.canonical import plain_canonical
 from sealeval.captured.run.model import _RECORD_NEEDED, RECORD_MEMBERS
 
 # ---------------------------------------------------------------------------

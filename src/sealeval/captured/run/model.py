@@ -17,25 +17,23 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from sealeval.canonical import digest_invarlock
-from sealeval.captured.errors import (
+from sealeval._validate import (
     EMPTY,
     MAX_LONG_TEXT,
     MAX_MEMBERS,
-    CapturedRunError,
     JsonValue,
+    check_closed,
     check_digest,
-    check_members,
+    check_exact,
     check_string_map,
     check_text,
-    fail,
     freeze_json,
-    frozen_canonical,
-    frozen_digest,
     rebased,
     shared_string_map,
     thaw_json,
 )
+from sealeval.canonical import digest_invarlock, frozen_canonical, frozen_digest
+from sealeval.captured.errors import CapturedRunError
 from sealeval.captured.likelihood import (
     LikelihoodFacts,
     Source,
@@ -129,14 +127,14 @@ class Limits:
     def check_count(self, count: int, *, cases: bool = False, field: str = "records") -> None:
         """Refuse an empty collection or one above ``max_records``."""
         if count < 1:
-            raise fail("no_cases" if cases else "no_records", field)
+            raise CapturedRunError("no_cases" if cases else "no_records", field)
         if self.max_records is not None and count > self.max_records:
-            raise fail("too_many_cases" if cases else "too_many_records", field)
+            raise CapturedRunError("too_many_cases" if cases else "too_many_records", field)
 
     def check_size(self, size: int, field: str = "run") -> None:
         """Refuse a canonical size above ``max_canonical_bytes``."""
         if self.max_canonical_bytes is not None and size > self.max_canonical_bytes:
-            raise fail("too_large", field)
+            raise CapturedRunError("too_large", field)
 
 
 #: No record cap, no canonical size cap (files read into memory: 128 MiB).
@@ -164,10 +162,15 @@ class ScoreProvenance:
     def __post_init__(self) -> None:
         """Check the kind, the three text members and the optional rubric digest."""
         if type(self.kind) is not str or self.kind not in PROVENANCE_KINDS:
-            raise fail("invalid_constant", "score_provenance.kind")
+            raise CapturedRunError("invalid_constant", "score_provenance.kind")
         for name in ("source", "version", "unit"):
-            check_text(getattr(self, name), f"score_provenance.{name}")
-        check_digest(self.rubric_digest, "score_provenance.rubric_digest", nullable=True)
+            check_text(getattr(self, name), f"score_provenance.{name}", error=CapturedRunError)
+        check_digest(
+            self.rubric_digest,
+            "score_provenance.rubric_digest",
+            nullable=True,
+            error=CapturedRunError,
+        )
 
     def __repr__(self) -> str:
         """Show the kind only."""
@@ -188,7 +191,9 @@ class ScoreProvenance:
         """Build from a parsed provenance object (closed, five members)."""
         if isinstance(document, ScoreProvenance):
             return document
-        doc = check_members(document, "score_provenance", _PROVENANCE_MEMBERS)
+        doc = check_closed(
+            document, "score_provenance", _PROVENANCE_MEMBERS, error=CapturedRunError
+        )
         return cls(
             kind=doc["kind"],
             source=doc["source"],
@@ -200,14 +205,14 @@ class ScoreProvenance:
 
 def _provenance_map(value: object) -> Mapping[str, ScoreProvenance]:
     if not isinstance(value, Mapping):
-        raise fail("invalid_type", "score_provenance")
+        raise CapturedRunError("invalid_type", "score_provenance")
     if len(value) > MAX_MEMBERS:
-        raise fail("too_many_members", "score_provenance")
+        raise CapturedRunError("too_many_members", "score_provenance")
     frozen: dict[str, ScoreProvenance] = {}
     for key, item in value.items():
         if type(key) is not str:
-            raise fail("invalid_json_value", "score_provenance")
-        freeze_json(key, "score_provenance")
+            raise CapturedRunError("invalid_json_value", "score_provenance")
+        freeze_json(key, "score_provenance", error=CapturedRunError)
         frozen[key] = ScoreProvenance.from_document(item)
     return types.MappingProxyType(frozen)
 
@@ -232,7 +237,7 @@ class InputProjection:
     def __post_init__(self) -> None:
         """Check the kind and the pointer syntax; decode the tokens."""
         if self.kind != PROJECTION_KIND or type(self.kind) is not str:
-            raise fail("invalid_projection", "input_projection.kind")
+            raise CapturedRunError("invalid_projection", "input_projection.kind")
         pointer = self.pointer
         if (
             type(pointer) is not str
@@ -240,13 +245,13 @@ class InputProjection:
             or not pointer.startswith("/")
             or _BAD_TILDE.search(pointer) is not None
         ):
-            raise fail("invalid_projection", "input_projection.pointer")
-        freeze_json(pointer, "input_projection.pointer")
+            raise CapturedRunError("invalid_projection", "input_projection.pointer")
+        freeze_json(pointer, "input_projection.pointer", error=CapturedRunError)
         tokens = tuple(
             token.replace("~1", "/").replace("~0", "~") for token in pointer[1:].split("/")
         )
         if tokens[0] not in ("input", "context"):
-            raise fail("projection_root", "input_projection.pointer")
+            raise CapturedRunError("projection_root", "input_projection.pointer")
         object.__setattr__(self, "tokens", tokens)
 
     def __repr__(self) -> str:
@@ -267,8 +272,13 @@ class InputProjection:
         """Build from ``{kind, pointer}`` (exactly these members); projections pass through."""
         if isinstance(document, InputProjection):
             return document
-        if not isinstance(document, Mapping) or set(document) != {"kind", "pointer"}:
-            raise fail("invalid_projection", "input_projection")
+        document = check_exact(
+            document,
+            "input_projection",
+            ("kind", "pointer"),
+            error=CapturedRunError,
+            code="invalid_projection",
+        )
         return cls(pointer=document["pointer"], kind=document["kind"])
 
 
@@ -279,16 +289,16 @@ def _resolve(projection: InputProjection, input_value: JsonValue, context: JsonV
     for token in tokens[1:]:
         if isinstance(current, Mapping):
             if token not in current:
-                raise fail("projection_unresolved", "input_projection.pointer")
+                raise CapturedRunError("projection_unresolved", "input_projection.pointer")
             current = current[token]
         elif isinstance(current, tuple):
             if _INDEX_TOKEN.fullmatch(token) is None or int(token) >= len(current):
-                raise fail("projection_unresolved", "input_projection.pointer")
+                raise CapturedRunError("projection_unresolved", "input_projection.pointer")
             current = current[int(token)]
         else:
-            raise fail("projection_unresolved", "input_projection.pointer")
+            raise CapturedRunError("projection_unresolved", "input_projection.pointer")
     if type(current) is not str:
-        raise fail("projection_not_text", "input_projection.pointer")
+        raise CapturedRunError("projection_not_text", "input_projection.pointer")
     return current
 
 
@@ -324,32 +334,42 @@ def _replay(record_input: JsonValue, context: Mapping[str, JsonValue]) -> Projec
     """Replay a retained binding (spec 11 §10); errors are rooted at the binding."""
     where = "record.context.input_projection"
     binding = context["input_projection"]
-    if not isinstance(binding, Mapping) or set(binding) != _BINDING_MEMBERS:
-        raise fail("projection_binding_invalid", where)
+    binding = check_exact(
+        binding, where, _BINDING_MEMBERS, error=CapturedRunError, code="projection_binding_invalid"
+    )
     try:
         projection = InputProjection.from_document(binding["configuration"])
     except CapturedRunError:
-        raise fail("projection_binding_invalid", f"{where}.configuration") from None
+        raise CapturedRunError("projection_binding_invalid", f"{where}.configuration") from None
     source = binding["source"]
-    if not isinstance(source, Mapping) or set(source) != {"input", "context"}:
-        raise fail("projection_binding_invalid", f"{where}.source")
+    source = check_exact(
+        source,
+        f"{where}.source",
+        ("input", "context"),
+        error=CapturedRunError,
+        code="projection_binding_invalid",
+    )
     original_context = source["context"]
     if isinstance(original_context, Mapping) and "input_projection" in original_context:
-        raise fail("projection_binding_invalid", f"{where}.source")
-    if binding["configuration_digest"] != frozen_digest(binding["configuration"]):
-        raise fail("projection_replay_mismatch", f"{where}.configuration_digest")
-    if binding["source_digest"] != frozen_digest(source):
-        raise fail("projection_replay_mismatch", f"{where}.source_digest")
+        raise CapturedRunError("projection_binding_invalid", f"{where}.source")
+    if binding["configuration_digest"] != frozen_digest(
+        binding["configuration"], error=CapturedRunError
+    ):
+        raise CapturedRunError("projection_replay_mismatch", f"{where}.configuration_digest")
+    if binding["source_digest"] != frozen_digest(source, error=CapturedRunError):
+        raise CapturedRunError("projection_replay_mismatch", f"{where}.source_digest")
     try:
         selected = _resolve(projection, source["input"], original_context)
     except CapturedRunError:
-        raise fail("projection_replay_mismatch", where) from None
+        raise CapturedRunError("projection_replay_mismatch", where) from None
     if type(record_input) is not str or selected != record_input:
-        raise fail("projection_replay_mismatch", "record.input")
+        raise CapturedRunError("projection_replay_mismatch", "record.input")
     rest = {key: value for key, value in context.items() if key != "input_projection"}
     original = original_context if isinstance(original_context, Mapping) else EMPTY
-    if frozen_digest(rest) != frozen_digest(original):
-        raise fail("projection_replay_mismatch", "record.context")
+    if frozen_digest(rest, error=CapturedRunError) != frozen_digest(
+        original, error=CapturedRunError
+    ):
+        raise CapturedRunError("projection_replay_mismatch", "record.context")
     return ProjectionBinding(
         configuration=projection,
         configuration_digest=binding["configuration_digest"],
@@ -366,33 +386,33 @@ def _replay(record_input: JsonValue, context: Mapping[str, JsonValue]) -> Projec
 def _refuse_null(document: Mapping[str, Any], member: str, field_name: str) -> None:
     """Refuse an explicit ``null`` for an optional object member (absent is fine)."""
     if member in document and document[member] is None:
-        raise fail("invalid_type", field_name)
+        raise CapturedRunError("invalid_type", field_name)
 
 
 def _check_scores(value: object) -> Mapping[str, int | float]:
     if not isinstance(value, Mapping):
-        raise fail("invalid_type", "record.scores")
+        raise CapturedRunError("invalid_type", "record.scores")
     if len(value) > MAX_MEMBERS:
-        raise fail("too_many_members", "record.scores")
+        raise CapturedRunError("too_many_members", "record.scores")
     frozen: dict[str, int | float] = {}
     for key, item in value.items():
         if type(key) is not str:
-            raise fail("invalid_json_value", "record.scores")
-        freeze_json(key, "record.scores")
+            raise CapturedRunError("invalid_json_value", "record.scores")
+        freeze_json(key, "record.scores", error=CapturedRunError)
         kind = type(item)
         if kind is int:
             try:
                 float(item)
             except OverflowError:
-                raise fail("invalid_score", "record.scores") from None
-            freeze_json(item, "record.scores")
+                raise CapturedRunError("invalid_score", "record.scores") from None
+            freeze_json(item, "record.scores", error=CapturedRunError)
         elif kind is float:
             try:
-                freeze_json(item, "record.scores")
+                freeze_json(item, "record.scores", error=CapturedRunError)
             except CapturedRunError:
-                raise fail("invalid_score", "record.scores") from None
+                raise CapturedRunError("invalid_score", "record.scores") from None
         else:
-            raise fail("invalid_score", "record.scores")
+            raise CapturedRunError("invalid_score", "record.scores")
         frozen[sys.intern(key)] = item
     return types.MappingProxyType(frozen) if frozen else EMPTY
 
@@ -421,14 +441,27 @@ class Record:
 
     def __post_init__(self) -> None:
         """Validate every member; freeze the JSON values; replay a projection binding."""
-        check_text(self.id, "record.id")
+        check_text(self.id, "record.id", error=CapturedRunError)
         for name in ("input", "expected", "output", "context"):
-            object.__setattr__(self, name, freeze_json(getattr(self, name), f"record.{name}"))
+            object.__setattr__(
+                self,
+                name,
+                freeze_json(getattr(self, name), f"record.{name}", error=CapturedRunError),
+            )
         object.__setattr__(self, "scores", _check_scores(self.scores))
-        object.__setattr__(self, "metadata", check_string_map(self.metadata, "record.metadata"))
+        object.__setattr__(
+            self,
+            "metadata",
+            check_string_map(self.metadata, "record.metadata", error=CapturedRunError),
+        )
         if self.error is not None:
             check_text(
-                self.error, "record.error", max_length=MAX_LONG_TEXT, min_length=0, controls=True
+                self.error,
+                "record.error",
+                max_length=MAX_LONG_TEXT,
+                min_length=0,
+                controls=True,
+                error=CapturedRunError,
             )
         if self.likelihood is not None:
             object.__setattr__(self, "likelihood", facts_from(self.likelihood, "record.likelihood"))
@@ -481,7 +514,7 @@ class Record:
 
     def to_canonical(self) -> bytes:
         """Return the record's own canonical bytes (final LF included)."""
-        return frozen_canonical(self._document())
+        return frozen_canonical(self._document(), error=CapturedRunError)
 
     @classmethod
     def _accepted(cls, record: dict[str, Any]) -> Record:
@@ -507,7 +540,9 @@ class Record:
     @classmethod
     def from_document(cls, document: object) -> Record:
         """Build from a record object of a run document (all eight members required)."""
-        doc = check_members(document, "record", _RECORD_REQUIRED, ("likelihood",))
+        doc = check_closed(
+            document, "record", _RECORD_REQUIRED, ("likelihood",), error=CapturedRunError
+        )
         _refuse_null(doc, "likelihood", "record.likelihood")
         return cls(
             id=doc["id"],
@@ -532,14 +567,9 @@ class Record:
         """
         if isinstance(mapping, Record):
             return mapping
-        if not isinstance(mapping, Mapping):
-            raise fail("invalid_type", "record")
-        for key in mapping:
-            if key not in _RECORD_ALL:
-                raise fail("unknown_field", "record")
-        for key in _RECORD_NEEDED:
-            if key not in mapping:
-                raise fail("missing_field", "record")
+        mapping = check_closed(
+            mapping, "record", _RECORD_NEEDED, _RECORD_ALL, error=CapturedRunError
+        )
         _refuse_null(mapping, "likelihood", "record.likelihood")
         return cls(
             id=mapping["id"],
@@ -570,18 +600,18 @@ def project_record(record: Record, projection: InputProjection | Mapping[str, An
     """
     projection = InputProjection.from_document(projection)
     if not isinstance(record, Record):
-        raise fail("invalid_type", "record")
+        raise CapturedRunError("invalid_type", "record")
     context = record.context
     if isinstance(context, Mapping) and "input_projection" in context:
-        raise fail("projection_binding_invalid", "record.context.input_projection")
+        raise CapturedRunError("projection_binding_invalid", "record.context.input_projection")
     selected = _resolve(projection, record.input, context)
     configuration = projection.to_dict()
     source = {"input": record.input, "context": context}
     binding = {
         "configuration": configuration,
-        "configuration_digest": frozen_digest(configuration),
+        "configuration_digest": frozen_digest(configuration, error=CapturedRunError),
         "source": source,
-        "source_digest": frozen_digest(source),
+        "source_digest": frozen_digest(source, error=CapturedRunError),
     }
     new_context: dict[str, Any] = dict(context) if isinstance(context, Mapping) else {}
     new_context["input_projection"] = binding
@@ -653,20 +683,20 @@ class RunHeader:
     def __post_init__(self) -> None:
         """Validate the members and the artifact / service-identity coupling."""
         if not isinstance(self.source, Source | Mapping):
-            raise fail("invalid_type", "source")
+            raise CapturedRunError("invalid_type", "source")
         object.__setattr__(self, "source", Source.from_document(self.source))
-        check_text(self.run_id, "run_id")
-        check_digest(self.artifact_digest, "artifact_digest", nullable=True)
-        check_digest(self.source_digest, "source_digest", nullable=True)
+        check_text(self.run_id, "run_id", error=CapturedRunError)
+        check_digest(self.artifact_digest, "artifact_digest", nullable=True, error=CapturedRunError)
+        check_digest(self.source_digest, "source_digest", nullable=True, error=CapturedRunError)
         object.__setattr__(self, "score_provenance", _provenance_map(self.score_provenance))
         if self.service_identity is not None:
             object.__setattr__(
                 self, "service_identity", validate_service_identity(self.service_identity)
             )
             if self.artifact_digest is not None:
-                raise fail("artifact_digest_forbidden", "artifact_digest")
+                raise CapturedRunError("artifact_digest_forbidden", "artifact_digest")
         elif self.artifact_digest is None:
-            raise fail("artifact_digest_required", "artifact_digest")
+            raise CapturedRunError("artifact_digest_required", "artifact_digest")
 
     def __repr__(self) -> str:
         """Never show identities."""
@@ -706,10 +736,12 @@ class RunHeader:
         ``prefix`` ends with ``"records":[`` and ``suffix`` starts with ``],``
         and ends with the final LF.
         """
-        head = frozen_canonical({"artifact_digest": self.artifact_digest, "format": RUN_FORMAT})
-        tail = frozen_canonical(self._tail())
+        head = frozen_canonical(
+            {"artifact_digest": self.artifact_digest, "format": RUN_FORMAT}, error=CapturedRunError
+        )
+        tail = frozen_canonical(self._tail(), error=CapturedRunError)
         return head[:-2] + b',"records":[', b"]," + tail[1:]
 
 
 def _indexed(position: int) -> contextlib.AbstractContextManager[None]:
-    return rebased("record", f"records[{position}]")
+    return rebased("record", f"records[{position}]", error=CapturedRunError)

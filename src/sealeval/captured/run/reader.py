@@ -15,11 +15,9 @@ import re
 from collections.abc import Iterator
 from typing import IO, Any, Final
 
+from sealeval._validate import check_closed
 from sealeval.canonical import decode
-from sealeval.captured.errors import (
-    check_members,
-    fail,
-)
+from sealeval.captured.errors import CapturedRunError
 from sealeval.captured.likelihood import (
     LikelihoodFacts,
     check_input,
@@ -75,12 +73,12 @@ class _Scanner:
             try:
                 raw = self.handle.read(max(self.chunk_size, wanted - (len(self.text) - self.pos)))
             except OSError:  # pragma: no cover - a read error after a successful open
-                raise fail("unreadable", "run") from None
+                raise CapturedRunError("unreadable", "run") from None
             self.eof = not raw
             try:
                 self.text += self.decoder.decode(raw, final=self.eof)
             except UnicodeDecodeError:
-                raise fail("not_canonical", "run") from None
+                raise CapturedRunError("not_canonical", "run") from None
 
     def peek(self) -> str:
         """Return the next character ('' at EOF)."""
@@ -131,20 +129,20 @@ class RunReader:
     def header(self) -> RunHeader:
         """The validated header (after complete iteration)."""
         if self._header is None:
-            raise fail("invalid_state", "reader")
+            raise CapturedRunError("invalid_state", "reader")
         return self._header
 
     @property
     def summary(self) -> RunSummary:
         """Digest, count and size (after complete iteration)."""
         if self._summary is None:
-            raise fail("invalid_state", "reader")
+            raise CapturedRunError("invalid_state", "reader")
         return self._summary
 
     def __iter__(self) -> Iterator[Record]:
         """Yield the records in file order (single use)."""
         if self._started:
-            raise fail("invalid_state", "reader")
+            raise CapturedRunError("invalid_state", "reader")
         self._started = True
         source = self._path
         if not isinstance(source, str | os.PathLike):
@@ -161,13 +159,13 @@ class RunReader:
                 return _RAW_DECODER.raw_decode(scanner.text, scanner.pos)
             except json.JSONDecodeError:
                 if scanner.eof:
-                    raise fail("not_canonical", "run") from None
+                    raise CapturedRunError("not_canonical", "run") from None
                 if len(scanner.text) - scanner.pos > self._max_record_bytes:
-                    raise fail("too_large", "run") from None
+                    raise CapturedRunError("too_large", "run") from None
                 scanner.fill(len(scanner.text) - scanner.pos + grow)
                 grow *= 2
             except (ValueError, RecursionError):
-                raise fail("not_canonical", "run") from None
+                raise CapturedRunError("not_canonical", "run") from None
 
     def _records(self, scanner: _Scanner) -> Iterator[Record]:
         limits = self._limits
@@ -176,7 +174,7 @@ class RunReader:
         scanner.fill(_PREFIX_MAX)
         match = _PREFIX.match(scanner.text)
         if match is None:
-            raise fail("not_canonical", "run")
+            raise CapturedRunError("not_canonical", "run")
         prefix = match.group(0).encode("utf-8")
         artifact = None if match.group(1) == "null" else match.group(1)[1:-1]
         hasher.update(prefix)
@@ -185,25 +183,25 @@ class RunReader:
         ids: set[str] = set()
         bound: tuple[int, LikelihoodFacts] | None = None
         if scanner.peek() == "]":
-            raise fail("no_records", "records")
+            raise CapturedRunError("no_records", "records")
         while True:
             position = len(ids)
             if limits.max_records is not None and position >= limits.max_records:
-                raise fail("too_many_records", "records")
+                raise CapturedRunError("too_many_records", "records")
             if scanner.peek() != "{":
-                raise fail("not_canonical", f"records[{position}]")
+                raise CapturedRunError("not_canonical", f"records[{position}]")
             start = scanner.pos
             document, end = self._next_object(scanner)
             chunk = scanner.text[start:end].encode("utf-8")
             record = _canonical_record(document, chunk, position)
             scanner.pos = end
             if record.id in ids:
-                raise fail("duplicate_id", f"records[{position}].id")
+                raise CapturedRunError("duplicate_id", f"records[{position}].id")
             bound = _check_streamed_likelihood(record, artifact, bound, position)
             ids.add(record.id)
             separator = scanner.peek()
             if separator not in (",", "]"):
-                raise fail("not_canonical", "run")
+                raise CapturedRunError("not_canonical", "run")
             hasher.update(chunk)
             size += len(chunk)
             if separator == ",":
@@ -228,18 +226,20 @@ class RunReader:
         scanner.fill(_SUFFIX_MAX + 1)
         rest = scanner.text[scanner.pos :]
         if len(rest) > _SUFFIX_MAX or not scanner.eof:
-            raise fail("too_large", "run")
+            raise CapturedRunError("too_large", "run")
         if not rest.startswith("],"):
-            raise fail("not_canonical", "run")
+            raise CapturedRunError("not_canonical", "run")
         try:
             tail = decode("{" + rest[2:])
         except CanonicalError:
-            raise fail("not_canonical", "run") from None
-        doc = check_members(tail, "run", _TAIL_REQUIRED, ("service_identity",))
+            raise CapturedRunError("not_canonical", "run") from None
+        doc = check_closed(
+            tail, "run", _TAIL_REQUIRED, ("service_identity",), error=CapturedRunError
+        )
         header = _header_from(doc, artifact)
         suffix = rest.encode("utf-8")
         if suffix != header.canonical_parts()[1]:
-            raise fail("not_canonical", "run")
+            raise CapturedRunError("not_canonical", "run")
         if bound is not None:
             position, facts = bound
             where = f"records[{position}].likelihood"
@@ -304,12 +304,12 @@ def _check_streamed_likelihood(
         return (position, facts)
     first = bound[1]
     if facts.service_identity_digest != first.service_identity_digest:
-        raise fail("likelihood_binding_mismatch", f"{where}.service_identity_digest")
+        raise CapturedRunError("likelihood_binding_mismatch", f"{where}.service_identity_digest")
     if (
         first.service_identity_digest is not None
         and facts.configuration_digest != first.configuration_digest
     ):
-        raise fail("likelihood_binding_mismatch", f"{where}.configuration_digest")
+        raise CapturedRunError("likelihood_binding_mismatch", f"{where}.configuration_digest")
     if facts.source != first.source:
-        raise fail("likelihood_binding_mismatch", f"{where}.source")
+        raise CapturedRunError("likelihood_binding_mismatch", f"{where}.source")
     return bound

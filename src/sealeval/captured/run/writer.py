@@ -15,9 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, Any
 
-from sealeval.captured.errors import (
-    fail,
-)
+from sealeval.captured.errors import CapturedRunError
 from sealeval.captured.run.document import Run, RunSummary
 from sealeval.captured.run.fast import plain_record_bytes
 from sealeval.captured.run.model import (
@@ -50,7 +48,7 @@ class RunEncoder:
     def __init__(self, header: RunHeader, *, limits: Limits = UNLIMITED) -> None:
         """Start a run with a validated header."""
         if not isinstance(header, RunHeader):
-            raise fail("invalid_type", "header")
+            raise CapturedRunError("invalid_type", "header")
         self._header = header
         self._limits = limits
         self._prefix, self._suffix = header.canonical_parts()
@@ -84,7 +82,7 @@ class RunEncoder:
         the same refusals, without building a :class:`Record`.
         """
         if self._state != "open":
-            raise fail("invalid_state", "encoder")
+            raise CapturedRunError("invalid_state", "encoder")
         try:
             return self._accept(record)
         except BaseException:
@@ -95,7 +93,7 @@ class RunEncoder:
         position = len(self._ids)
         limit = self._limits.max_records
         if limit is not None and position >= limit:
-            raise fail("too_many_records", "records")
+            raise CapturedRunError("too_many_records", "records")
         if type(record) is dict:
             plain = plain_record_bytes(record)
             if plain is not None:
@@ -104,7 +102,7 @@ class RunEncoder:
             typed = Record.from_mapping(record)
         _check_record_likelihood(typed, self._header, f"records[{position}]")
         if typed.id in self._ids:
-            raise fail("duplicate_id", f"records[{position}].id")
+            raise CapturedRunError("duplicate_id", f"records[{position}].id")
         chunk = (self._prefix if position == 0 else b",") + _record_chunk(typed)
         self._emit(chunk)
         self._ids.add(typed.id)
@@ -118,9 +116,9 @@ class RunEncoder:
         position = len(self._ids)
         limit = self._limits.max_records
         if count and limit is not None and position >= limit:
-            raise fail("too_many_records", "records")
+            raise CapturedRunError("too_many_records", "records")
         if record_id in self._ids:
-            raise fail("duplicate_id", f"records[{position}].id")
+            raise CapturedRunError("duplicate_id", f"records[{position}].id")
         chunk = (self._prefix if position == 0 else b",") + data
         self._emit(chunk)
         self._ids.add(record_id)
@@ -134,7 +132,7 @@ class RunEncoder:
         size limit) happen here exactly as in :meth:`add`.
         """
         if self._state != "open":
-            raise fail("invalid_state", "encoder")
+            raise CapturedRunError("invalid_state", "encoder")
         try:
             return self._append(record_id, data, count=True)
         except BaseException:
@@ -144,10 +142,10 @@ class RunEncoder:
     def finish(self) -> bytes:
         """Close the record list and return the suffix (final LF included)."""
         if self._state != "open":
-            raise fail("invalid_state", "encoder")
+            raise CapturedRunError("invalid_state", "encoder")
         if not self._ids:
             self._state = "failed"
-            raise fail("no_records", "records")
+            raise CapturedRunError("no_records", "records")
         try:
             self._emit(self._suffix)
         except BaseException:
@@ -160,7 +158,7 @@ class RunEncoder:
     def summary(self) -> RunSummary:
         """Digest, count and size; available after :meth:`finish`."""
         if self._state != "finished":
-            raise fail("invalid_state", "encoder")
+            raise CapturedRunError("invalid_state", "encoder")
         return RunSummary(
             run_digest="sha256:" + self._hash.hexdigest(),
             record_count=len(self._ids),
@@ -198,7 +196,7 @@ class _ExclusiveFile:
 
     def write(self, data: bytes) -> None:
         if self._handle is None:
-            raise fail("invalid_state", "output")
+            raise CapturedRunError("invalid_state", "output")
         try:
             self._handle.write(data)
         except OSError:  # pragma: no cover - disk full or I/O error
@@ -328,7 +326,7 @@ def write_run(run: Run, destination: str | os.PathLike[str], *, limits: Limits =
             ``output_unwritable``.
     """
     if not isinstance(run, Run):
-        raise fail("invalid_type", "run")
+        raise CapturedRunError("invalid_type", "run")
     limits.check_count(len(run.records))
     limits.check_size(run.canonical_size)
     target = _ExclusiveFile(destination, 0o600)
