@@ -44,7 +44,6 @@ import ctypes
 import errno
 import hashlib
 import os
-import secrets
 import stat
 import sys
 from collections.abc import Callable, Iterable, Mapping
@@ -86,6 +85,12 @@ from sealeval.captured.request import (
 )
 from sealeval.captured.run import Run
 from sealeval.captured.signing import SigningKey, signature_envelope
+from sealeval.captured.staging import (
+    STAGING_PREFIX,
+    remove_stale_staging,
+    remove_tree,
+    staging_lock,
+)
 from sealeval.errors import CanonicalError, CapturedError, SealevalError
 
 __all__ = [
@@ -98,8 +103,6 @@ __all__ = [
     "publish_pack",
 ]
 
-#: Name prefix of the private staging directory created beside the destination.
-STAGING_PREFIX: Final = ".captured-evidence-"
 _FILE_MODE: Final = 0o444
 _DIR_MODE: Final = 0o700
 _CHUNK: Final = 1_048_576
@@ -622,29 +625,6 @@ def _write_file(dir_fd: int, name: str, chunks: Iterable[bytes]) -> tuple[str, i
     return "sha256:" + hasher.hexdigest(), size
 
 
-def _remove_tree(parent_fd: int, name: str) -> None:
-    """Remove a staging directory we created (files first, then directories)."""
-    try:
-        fd = os.open(name, _DIR_FLAGS, dir_fd=parent_fd)
-    except OSError:  # pragma: no cover - never created, or already gone
-        return
-    try:
-        for entry in _names(fd):
-            try:
-                info = os.stat(entry, dir_fd=fd, follow_symlinks=False)
-            except OSError:  # pragma: no cover - removed concurrently
-                continue
-            if stat.S_ISDIR(info.st_mode):
-                _remove_tree(fd, entry)
-            else:
-                with contextlib.suppress(OSError):
-                    os.unlink(entry, dir_fd=fd)
-    finally:
-        os.close(fd)
-    with contextlib.suppress(OSError):
-        os.rmdir(name, dir_fd=parent_fd)
-
-
 def _stage(parent_fd: int, staging: str, staged: StagedPack) -> None:
     """Write every file into ``staging`` and verify what was written."""
     os.mkdir(staging, _DIR_MODE, dir_fd=parent_fd)
@@ -739,16 +719,17 @@ def publish_pack(
             raise _fail("output_unwritable", "output") from None
         else:
             raise _fail("output_exists", "output")
-        staging = STAGING_PREFIX + secrets.token_hex(16)
+        remove_stale_staging(parent_fd)  # folders of killed publishers (no live owner)
         try:
-            _stage(parent_fd, staging, staged)
-            _rename_noreplace(parent_fd, staging, name)
+            with staging_lock(parent_fd) as staging:
+                try:
+                    _stage(parent_fd, staging, staged)
+                    _rename_noreplace(parent_fd, staging, name)
+                except BaseException:
+                    remove_tree(parent_fd, staging)
+                    raise
         except OSError:
-            _remove_tree(parent_fd, staging)
             raise _fail("output_unwritable", "output") from None
-        except BaseException:
-            _remove_tree(parent_fd, staging)
-            raise
         _fsync(parent_fd)
     finally:
         os.close(parent_fd)

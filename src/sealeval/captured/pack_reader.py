@@ -34,7 +34,7 @@ import hashlib
 import os
 import stat
 import types
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -134,6 +134,7 @@ __all__ = [
     "UNCAPPED_PACK_LIMITS",
     "UNSIGNED",
     "WIDTH_FIRST_RULE",
+    "Authenticator",
     "EvidencePack",
     "EvidencePackError",
     "PackFile",
@@ -662,9 +663,11 @@ def _check_signature(
 def _examine(
     path: Path,
     root_fd: int,
+    *,
     validate_report: ReportValidator | None,
     limits: PackLimits,
     decision_order: str,
+    authenticate: Authenticator | None,
 ) -> EvidencePack:
     manifest_bytes, manifest_document, manifest_identity = _identify(root_fd)
     with _identified(digest_bytes(manifest_bytes)):
@@ -677,7 +680,16 @@ def _examine(
             validate_report=validate_report,
             limits=limits,
             decision_order=decision_order,
+            authenticate=authenticate,
         )
+
+
+#: A recipient's authentication check (``verify``): called once the signature
+#: envelope is checked (step 5.1) and *before any payload is read or decoded*,
+#: with the manifest, its digest and the verified signer key (``None`` when
+#: unsigned). It raises to refuse; the refusal propagates unchanged, so an
+#: unsigned or wrongly signed pack costs no payload work however large it is.
+Authenticator = Callable[[PackManifest, str, "VerifyKey | None"], None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -701,6 +713,7 @@ def _read_all(
     validate_report: ReportValidator | None,
     limits: PackLimits,
     decision_order: str,
+    authenticate: Authenticator | None,
 ) -> _Read:
     """Run steps 3-5.4: inventory, every file read once, signature, digests, typed payloads."""
     scanner = _Scanner(root_fd, manifest.signed, limits)
@@ -713,6 +726,8 @@ def _read_all(
         signer: VerifyKey | None = None
         if manifest.signed:
             envelope, signer = _check_signature(scanner, snapshot, manifest, manifest_bytes)
+        if authenticate is not None:
+            authenticate(manifest, digest_bytes(manifest_bytes), signer)
         deferred = _Deferred()
         values: dict[str, Any] = {}
         hexes: dict[str, str] = {}
@@ -803,6 +818,7 @@ def _examine_identified(
     validate_report: ReportValidator | None,
     limits: PackLimits,
     decision_order: str,
+    authenticate: Authenticator | None,
 ) -> EvidencePack:
     # Step 2: canonical bytes, five roles, closed schema.
     if encode_invarlock(manifest_document) != manifest_bytes:
@@ -816,6 +832,7 @@ def _examine_identified(
         validate_report=validate_report,
         limits=limits,
         decision_order=decision_order,
+        authenticate=authenticate,
     )
     request = _check_bindings(manifest, read)
     return EvidencePack(
@@ -839,6 +856,7 @@ def read_evidence_pack(
     validate_report: ReportValidator | None = None,
     limits: PackLimits = REFERENCE_PACK_LIMITS,
     decision_order: str = "reference",
+    authenticate: Authenticator | None = None,
 ) -> EvidencePack:
     """Examine a directory evidence pack and return its typed, validated content.
 
@@ -864,6 +882,9 @@ def read_evidence_pack(
         decision_order: the decision order the report must have been made
             with: ``"reference"`` (invarlock's closed report) or sealeval's
             opt-in ``"width_first"`` (the report carries ``decision_rule``).
+        authenticate: the recipient's authentication check (see
+            :data:`Authenticator`), run after the signature envelope and
+            before any payload is read; whatever it raises propagates.
 
     Raises:
         EvidencePackError: see the class for ``status`` and ``manifest_digest``.
@@ -875,7 +896,14 @@ def read_evidence_pack(
     pack_path = Path(path)
     root_fd = _open_root(pack_path)
     try:
-        pack = _examine(pack_path, root_fd, validate_report, limits, decision_order)
+        pack = _examine(
+            pack_path,
+            root_fd,
+            validate_report=validate_report,
+            limits=limits,
+            decision_order=decision_order,
+            authenticate=authenticate,
+        )
     finally:
         os.close(root_fd)
     pack.check_unchanged()
