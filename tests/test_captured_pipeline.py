@@ -166,3 +166,34 @@ def test_verify_with_receipt_publishes_the_reference_receipt(inside: Path) -> No
     assert again.error.code == "publication_failed"
     inside_pack = verify_with_receipt(command[1], trust, receipt=Path(command[1]) / "r.json")
     assert (inside_pack.status, inside_pack.reason) == (2, "invalid_verification_inputs")
+
+
+def test_staged_and_read_packs_share_the_manifest_facts(inside: Path) -> None:
+    """One mixin answers the manifest's facts for a staged pack and for a read pack."""
+    from sealeval.captured.pack import StagedPack  # noqa: PLC0415
+    from sealeval.captured.pack_reader import (  # noqa: PLC0415
+        EvidencePack,
+        ManifestFacts,
+        read_evidence_pack,
+    )
+
+    facts = ("authentication", "signed", "signing_key_fingerprint", "comparison_id", "digest")
+    for cls in (StagedPack, EvidencePack):
+        assert issubclass(cls, ManifestFacts)
+        assert not set(facts) & set(vars(cls)), "a fact is defined twice"
+    workspace = _writable(V / "packs" / "text-20-exact-signed", inside / "pack")
+    os.chdir(workspace / "request")
+    evaluation = evaluate_request("request.yaml", signing_key=SIGNER)
+    published = evaluation.published
+    assert published is not None
+    pack = read_evidence_pack(published.path)
+    manifest = pack.manifest
+    assert pack.pack_manifest_digest == pack.manifest_digest == published.pack_manifest_digest
+    assert pack.authentication == manifest.authentication == published.authentication
+    assert pack.signed is True
+    assert pack.signing_key_fingerprint == published.signing_key_fingerprint
+    assert pack.comparison_id == published.comparison_id
+    assert pack.request_digest == published.request_digest
+    for role in ("baseline", "subject", "policy"):
+        assert pack.digest(role) == manifest.files[role].digest
+    assert pack.digest("baseline") == published.baseline_run_digest

@@ -54,6 +54,7 @@ from typing import Any, Final
 from sealeval._validate import freeze_json
 from sealeval.canonical import decode, digest_bytes, encode_invarlock
 from sealeval.captured.errors import CapturedRunError
+from sealeval.captured.pack_layout import ManifestFacts
 from sealeval.captured.pack_reader import (
     CHECKSUMS_NAME,
     DECISION_ORDERS,
@@ -143,7 +144,7 @@ def _fail(code: str, where: str | None = None) -> EvidencePackBuildError:
 
 
 @dataclass(frozen=True, slots=True, repr=False, eq=False)
-class StagedPack:
+class StagedPack(ManifestFacts):
     """A checked, complete pack held in memory, ready for :func:`publish_pack`.
 
     The runs are kept as :class:`~sealeval.captured.run.Run` objects and
@@ -178,30 +179,6 @@ class StagedPack:
             f"StagedPack(pack_manifest_digest={self.pack_manifest_digest!r}, "
             f"authentication={self.authentication!r})"
         )
-
-    @property
-    def pack_manifest_digest(self) -> str:
-        """``sha256:`` of the ``manifest.json`` bytes."""
-        return self.manifest.digest
-
-    @property
-    def authentication(self) -> str:
-        """``"signed"`` or ``"unsigned_local"``."""
-        return self.manifest.authentication
-
-    @property
-    def signing_key_fingerprint(self) -> str | None:
-        """The signer's fingerprint, or ``None`` when unsigned."""
-        return self.manifest.signing_key_fingerprint
-
-    @property
-    def comparison_id(self) -> str:
-        """The comparison id."""
-        return self.manifest.comparison_id
-
-    def digest(self, role: str) -> str:
-        """Return the ``sha256:`` digest of a payload file by role."""
-        return self.manifest.files[role].digest
 
     def files(self) -> tuple[tuple[str, Callable[[], Iterable[bytes]], int], ...]:
         """Every file as ``(pack-relative path, chunk source, size)``, payloads first."""

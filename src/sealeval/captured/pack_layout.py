@@ -440,6 +440,58 @@ def _check_manifest(document: Mapping[str, Any]) -> None:
     _check_authentication(document)
 
 
+class ManifestFacts:
+    """Read-only facts of a pack's :class:`PackManifest`, shared by staged and read packs.
+
+    A mixin for the frozen pack classes (:class:`~sealeval.captured.pack.StagedPack`,
+    :class:`~sealeval.captured.pack_reader.EvidencePack`) that carry a
+    ``manifest`` attribute: each property is the manifest's own value.
+    """
+
+    __slots__ = ()
+
+    manifest: PackManifest
+
+    @property
+    def pack_manifest_digest(self) -> str:
+        """``sha256:`` of the ``manifest.json`` bytes."""
+        return self.manifest.digest
+
+    @property
+    def manifest_digest(self) -> str:
+        """The same as :attr:`pack_manifest_digest`."""
+        return self.manifest.digest
+
+    @property
+    def authentication(self) -> str:
+        """``"signed"`` or ``"unsigned_local"``."""
+        return self.manifest.authentication
+
+    @property
+    def signed(self) -> bool:
+        """Whether the pack is signed (a read pack's signature was verified)."""
+        return self.manifest.signed
+
+    @property
+    def signing_key_fingerprint(self) -> str | None:
+        """The signer's fingerprint, or ``None`` when unsigned."""
+        return self.manifest.signing_key_fingerprint
+
+    @property
+    def comparison_id(self) -> str:
+        """The comparison id."""
+        return self.manifest.comparison_id
+
+    @property
+    def request_digest(self) -> str:
+        """The request digest."""
+        return self.manifest.request_digest
+
+    def digest(self, role: str) -> str:
+        """Return the ``sha256:`` digest of a payload file by role."""
+        return self.manifest.files[role].digest
+
+
 def parse_manifest(document: object) -> PackManifest:
     """Validate a parsed manifest document (closed schema) and return it typed.
 

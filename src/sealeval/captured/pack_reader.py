@@ -75,6 +75,7 @@ from sealeval.captured.pack_layout import (
     UNCAPPED_PACK_LIMITS,
     UNSIGNED,
     EvidencePackError,
+    ManifestFacts,
     PackFile,
     PackLimits,
     PackManifest,
@@ -137,6 +138,7 @@ __all__ = [
     "Authenticator",
     "EvidencePack",
     "EvidencePackError",
+    "ManifestFacts",
     "PackFile",
     "PackLimits",
     "PackManifest",
@@ -470,7 +472,7 @@ def _identify(root_fd: int) -> tuple[bytes, dict[str, Any], _Identity]:
 
 
 @dataclass(frozen=True, slots=True, repr=False, eq=False)
-class EvidencePack:
+class EvidencePack(ManifestFacts):
     """A pack that passed the examination of ``32-verify.md`` §3 (typed, validated).
 
     Attributes:
@@ -507,43 +509,9 @@ class EvidencePack:
         )
 
     @property
-    def manifest_digest(self) -> str:
-        """``pack_manifest_digest`` = ``sha256:`` of the examined ``manifest.json`` bytes."""
-        return self.manifest.digest
-
-    @property
-    def authentication(self) -> str:
-        """``"signed"`` or ``"unsigned_local"``."""
-        return self.manifest.authentication
-
-    @property
-    def signed(self) -> bool:
-        """Whether the pack is signed (and its signature verified)."""
-        return self.manifest.signed
-
-    @property
-    def signing_key_fingerprint(self) -> str | None:
-        """The signer's fingerprint, or ``None`` when unsigned."""
-        return self.manifest.signing_key_fingerprint
-
-    @property
-    def comparison_id(self) -> str:
-        """The comparison id."""
-        return self.manifest.comparison_id
-
-    @property
-    def request_digest(self) -> str:
-        """The request digest."""
-        return self.manifest.request_digest
-
-    @property
     def decision(self) -> str:
         """The report's overall decision."""
         return str(self.report["decision"])
-
-    def digest(self, role: str) -> str:
-        """Return the ``sha256:`` digest of a payload file by role."""
-        return self.manifest.files[role].digest
 
     def check_unchanged(self) -> None:
         """Re-scan the directory; refuse (``file_changed``, status 6) any change since reading."""
