@@ -531,3 +531,11 @@ def test_walk_never_reads_outside_while_a_directory_is_swapped(tmp_path: Path) -
     finally:
         swapper.terminate()
         swapper.join()
+
+
+def test_depth_bound_is_inclusive(tmp_path: Path) -> None:
+    (tmp_path / "a" / "b" / "c").mkdir(parents=True)
+    assert len(_walk(tmp_path, max_depth=3)) == 3
+    with pytest.raises(FileSystemError) as error:
+        _walk(tmp_path, max_depth=2)
+    assert _code(error) == "too_deep"

@@ -67,6 +67,7 @@ from typing import Final, Literal, NamedTuple
 from sealeval.errors import FileSystemError, SealevalError
 
 __all__ = [
+    "APPEND_FLAGS",
     "CHUNK_SIZE",
     "DEFAULT_MAX_DEPTH",
     "DEFAULT_MAX_ENTRIES",
@@ -82,10 +83,13 @@ __all__ = [
     "fsync_directory",
     "open_destination_parent",
     "open_directory",
+    "open_directory_below",
     "open_regular",
     "publish_exclusive",
+    "read_below",
     "read_fd_bounded",
     "read_regular",
+    "replace_atomic",
     "signature",
     "translated",
     "walk_tree",
@@ -107,6 +111,8 @@ READ_FLAGS: Final = os.O_RDONLY | _O_NOFOLLOW | _O_NONBLOCK | _O_CLOEXEC | _O_BI
 #: Flags of every directory open inside a walk.
 DIR_FLAGS: Final = os.O_RDONLY | _O_DIRECTORY | _O_NOFOLLOW | _O_CLOEXEC
 _WRITE_FLAGS: Final = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC | _O_BINARY
+#: Flags of an append-only probe or log file (created if missing, never through a symlink).
+APPEND_FLAGS: Final = os.O_WRONLY | os.O_CREAT | os.O_APPEND | _O_NOFOLLOW | _O_CLOEXEC | _O_BINARY
 #: Whether descriptor-relative calls (``openat`` and friends) are available.
 HAS_DIR_FD: Final = os.open in os.supports_dir_fd and os.stat in os.supports_dir_fd
 #: ``errno`` values of opening something that is not a regular file without following it.
@@ -166,9 +172,7 @@ def _open_error(error: OSError) -> FileSystemError:
         return _fail("not_found")
     if error.errno in _NOT_REGULAR_ERRNOS:
         return _fail("not_regular_file")
-    if isinstance(error, NotADirectoryError):
-        return _fail("not_found")
-    return _fail("unreadable")
+    return _fail("unreadable")  # ENOTDIR (a file used as a folder), EACCES, EIO, ...
 
 
 def open_regular(
@@ -267,6 +271,50 @@ def read_regular(
     finally:
         os.close(fd)
     return data
+
+
+def open_directory_below(base: str | os.PathLike[str], parts: Iterable[str]) -> int:
+    """Open ``base`` (the caller's trusted folder), then each of ``parts`` without following.
+
+    Raises:
+        FileSystemError: ``not_found`` (a missing component or base),
+            ``not_regular_file`` (a component is a symlink or a file) or
+            ``unreadable``.
+    """
+    try:
+        fd = os.open(base, os.O_RDONLY | _O_DIRECTORY | _O_CLOEXEC)
+    except (OSError, ValueError):
+        raise _fail("not_found") from None
+    try:
+        for part in parts:
+            try:
+                child = os.open(part, DIR_FLAGS, dir_fd=fd)
+            except FileNotFoundError:
+                raise _fail("not_found") from None
+            except OSError as error:
+                if error.errno in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
+                    raise _fail("not_regular_file") from None
+                raise _fail("unreadable") from None
+            os.close(fd)
+            fd = child
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def read_below(base: str | os.PathLike[str], relative: str, *, limit: int) -> bytes:
+    """Read ``base/relative`` (``/``-separated) with no component below ``base`` followed.
+
+    Raises:
+        FileSystemError: as :func:`open_directory_below` and :func:`read_regular`.
+    """
+    parts = relative.split("/")
+    fd = open_directory_below(base, parts[:-1])
+    try:
+        return read_regular(parts[-1], limit=limit, dir_fd=fd)
+    finally:
+        os.close(fd)
 
 
 @dataclass(frozen=True, slots=True)
@@ -394,6 +442,20 @@ def open_destination_parent(
             ``output_parent_missing``, ``output_unwritable`` or
             ``unsupported_platform`` (field ``output``).
     """
+    fd, name = _open_parent_chain(path, create=create_parents, mode=directory_mode)
+    try:
+        os.stat(name, dir_fd=fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return fd, name
+    except OSError:
+        os.close(fd)
+        raise _fail("output_unwritable", "output") from None
+    os.close(fd)
+    raise _fail("output_exists", "output")
+
+
+def _open_parent_chain(path: str | os.PathLike[str], *, create: bool, mode: int) -> tuple[int, str]:
+    """Open the parent of ``path`` component by component, never following a link."""
     _require_dir_fd()
     text = os.fspath(path)
     if not isinstance(text, str) or not text or "\0" in text:
@@ -409,17 +471,8 @@ def open_destination_parent(
         raise _fail("output_unwritable", "output") from None
     try:
         for part in parts:
-            if part in ("", "."):
-                continue
-            fd = _step(fd, part, create=create_parents, mode=directory_mode)
-        try:
-            os.stat(destination.name, dir_fd=fd, follow_symlinks=False)
-        except FileNotFoundError:
-            pass
-        except OSError:
-            raise _fail("output_unwritable", "output") from None
-        else:
-            raise _fail("output_exists", "output")
+            if part not in ("", "."):
+                fd = _step(fd, part, create=create, mode=mode)
     except BaseException:
         os.close(fd)
         raise
@@ -529,6 +582,34 @@ def publish_exclusive(
         finally:
             with contextlib.suppress(OSError):
                 os.unlink(temporary, dir_fd=parent_fd)
+        fsync_directory(parent_fd)
+    finally:
+        os.close(parent_fd)
+
+
+def replace_atomic(
+    path: str | os.PathLike[str], data: bytes | Iterable[bytes], *, mode: int = 0o600
+) -> None:
+    """Replace (or create) the file at ``path`` atomically: temporary file, fsync, rename, fsync.
+
+    For state files that are rewritten in place (a ledger usage file). The
+    parent chain is opened as by :func:`open_destination_parent` (no
+    symlinked component); an existing name is replaced, never followed.
+
+    Raises:
+        FileSystemError: ``unsafe_destination``, ``output_parent_missing``,
+            ``output_unwritable`` or ``unsupported_platform`` (field ``output``).
+    """
+    parent_fd, name = _open_parent_chain(path, create=False, mode=0o700)
+    temporary = f".{name[:64]}.{secrets.token_hex(8)}.tmp"
+    try:
+        create_exclusive(parent_fd, temporary, data, mode=mode)
+        try:
+            os.replace(temporary, name, src_dir_fd=parent_fd, dst_dir_fd=parent_fd)
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary, dir_fd=parent_fd)
+            raise _fail("output_unwritable", "output") from None
         fsync_directory(parent_fd)
     finally:
         os.close(parent_fd)
@@ -733,7 +814,7 @@ def walk_tree(
             if seen > max_entries:
                 raise _fail("too_many_entries")
             entry = _entry(root_fd, real, frame, frame.names.pop())
-            if entry.kind == "d" and len(stack) >= max_depth:
+            if entry.kind == "d" and len(stack) > max_depth:
                 raise _fail("too_deep")
             yield entry
             if entry.kind == "d":

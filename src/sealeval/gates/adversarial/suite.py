@@ -47,6 +47,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from sealeval._fs import APPEND_FLAGS
 from sealeval.canonical import decode, encode_openmed
 from sealeval.errors import CanonicalError
 from sealeval.gates.adversarial.boundary import (
@@ -91,7 +92,6 @@ PROBE_TIMEOUT_SECONDS: Final = 0.5
 _PROBE_KINDS: Final = {"filesystem_escape": "filesystem", "network_escape": "network"}
 _MARKER: Final = b"dispatched\n"
 # Never follow a link planted at the probe path; close the descriptor on exec.
-_NO_FOLLOW: Final = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 _CASE_KEYS: Final = frozenset(
     {"attack_class", "case_id", "decision", "dispatch_count", "passed", "reason_code"}
 )
@@ -477,8 +477,7 @@ class _Probes:
             path = self._file(fixture.case_id)
 
             def write() -> None:
-                flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | _NO_FOLLOW
-                descriptor = os.open(path, flags, 0o600)
+                descriptor = os.open(path, APPEND_FLAGS, 0o600)
                 try:
                     os.write(descriptor, _MARKER)
                 finally:
