@@ -19,7 +19,9 @@ Jobs (each has exactly this one home):
   the final name must not exist (not even as a dangling symlink);
 * **exclusive atomic publish** -- :func:`publish_exclusive` writes a temporary
   file beside the destination, fsyncs it, hard-links it into place (``link``
-  never replaces anything) and fsyncs the folder;
+  never replaces anything) and fsyncs the folder; a staged directory is
+  published with :func:`rename_noreplace`; a rewritten state file with
+  :func:`replace_atomic`;
 * **confined tree walk** -- :func:`walk_tree` walks a directory iteratively
   with descriptors (``openat`` with ``O_NOFOLLOW | O_DIRECTORY``, checking the
   opened directory is the one listed), with bounded depth and entry count; a
@@ -53,16 +55,18 @@ walk and the destination walk need ``dir_fd`` support and raise
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import errno
 import hashlib
 import os
 import secrets
 import stat
+import sys
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final, Literal, NamedTuple
+from typing import Any, Final, Literal, NamedTuple
 
 from sealeval.errors import FileSystemError, SealevalError
 
@@ -89,6 +93,7 @@ __all__ = [
     "read_below",
     "read_fd_bounded",
     "read_regular",
+    "rename_noreplace",
     "replace_atomic",
     "signature",
     "translated",
@@ -427,6 +432,7 @@ def open_destination_parent(
     *,
     create_parents: bool = False,
     directory_mode: int = 0o700,
+    anchor: str | os.PathLike[str] | None = None,
 ) -> tuple[int, str]:
     """Open a destination's parent without following any symlink; return ``(fd, name)``.
 
@@ -437,12 +443,16 @@ def open_destination_parent(
     symlink). Missing components are refused, or created with
     ``directory_mode`` when ``create_parents``. The final name must not exist.
 
+    With ``anchor`` (a trusted existing folder) the walk starts there
+    instead: ``path`` is relative to it (or absolute below it) and a ``..``
+    component is refused, so nothing outside the anchor can be named.
+
     Raises:
         FileSystemError: ``unsafe_destination``, ``output_exists``,
             ``output_parent_missing``, ``output_unwritable`` or
             ``unsupported_platform`` (field ``output``).
     """
-    fd, name = _open_parent_chain(path, create=create_parents, mode=directory_mode)
+    fd, name = _open_parent_chain(path, create=create_parents, mode=directory_mode, anchor=anchor)
     try:
         os.stat(name, dir_fd=fd, follow_symlinks=False)
     except FileNotFoundError:
@@ -454,7 +464,26 @@ def open_destination_parent(
     raise _fail("output_exists", "output")
 
 
-def _open_parent_chain(path: str | os.PathLike[str], *, create: bool, mode: int) -> tuple[int, str]:
+def _below_anchor(destination: Path, anchor: str | os.PathLike[str]) -> tuple[str, tuple[str, ...]]:
+    base = Path(anchor)
+    if destination.is_absolute():
+        try:
+            destination = destination.relative_to(base)
+        except ValueError:
+            raise _fail("unsafe_destination", "output") from None
+    parts = destination.parts
+    if not parts or ".." in parts:
+        raise _fail("unsafe_destination", "output")
+    return os.fspath(base), parts[:-1]
+
+
+def _open_parent_chain(
+    path: str | os.PathLike[str],
+    *,
+    create: bool,
+    mode: int,
+    anchor: str | os.PathLike[str] | None = None,
+) -> tuple[int, str]:
     """Open the parent of ``path`` component by component, never following a link."""
     _require_dir_fd()
     text = os.fspath(path)
@@ -463,8 +492,12 @@ def _open_parent_chain(path: str | os.PathLike[str], *, create: bool, mode: int)
     destination = Path(text)
     if text.endswith(("/", os.sep)) or destination.name in ("", ".", ".."):
         raise _fail("unsafe_destination", "output")
-    start = destination.anchor if destination.is_absolute() else "."
-    parts = destination.parts[1:-1] if destination.is_absolute() else destination.parts[:-1]
+    if anchor is not None:
+        start, parts = _below_anchor(destination, anchor)
+    elif destination.is_absolute():
+        start, parts = destination.anchor, destination.parts[1:-1]
+    else:
+        start, parts = ".", destination.parts[:-1]
     try:
         fd = os.open(start, os.O_RDONLY | _O_DIRECTORY | _O_CLOEXEC)
     except OSError:
@@ -526,12 +559,9 @@ def create_exclusive(
         raise _fail("output_unwritable", "output") from None
     total = 0
     try:
-        for chunk in (data,) if isinstance(data, bytes | bytearray | memoryview) else data:
-            view = memoryview(chunk)
-            while view:
-                written = os.write(fd, view)
-                view = view[written:]
-                total += written
+        with os.fdopen(os.dup(fd), "wb", buffering=CHUNK_SIZE) as handle:
+            for chunk in (data,) if isinstance(data, bytes | bytearray | memoryview) else data:
+                total += handle.write(chunk)
         os.fchmod(fd, mode)
         os.fsync(fd)
     except OSError:
@@ -613,6 +643,79 @@ def replace_atomic(
         fsync_directory(parent_fd)
     finally:
         os.close(parent_fd)
+
+
+def _load_noreplace() -> tuple[Any, int] | None:
+    """Return the platform's no-replace rename ``(function, flag)``, if the C library has one."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+    except (OSError, TypeError):  # pragma: no cover - Windows has no default C library
+        return None
+    if sys.platform == "darwin":  # pragma: no cover - exercised on macOS only
+        name, flag = "renameatx_np", 0x4  # RENAME_EXCL
+    else:
+        name, flag = "renameat2", 0x1  # RENAME_NOREPLACE
+    function = getattr(libc, name, None)
+    if function is None:  # pragma: no cover - glibc < 2.28, musl
+        return None
+    function.argtypes = [
+        ctypes.c_int,
+        ctypes.c_char_p,
+        ctypes.c_int,
+        ctypes.c_char_p,
+        ctypes.c_uint,
+    ]
+    function.restype = ctypes.c_int
+    return function, flag
+
+
+#: The no-replace rename in use (``None``: the claimed-directory fallback).
+_NOREPLACE: tuple[Any, int] | None = _load_noreplace()
+_UNSUPPORTED: Final = frozenset(
+    {errno.ENOSYS, errno.EINVAL, getattr(errno, "ENOTSUP", -1), getattr(errno, "EOPNOTSUPP", -1)}
+)
+
+
+def _rename_claimed(dir_fd: int, old: str, new: str) -> None:
+    """Claim ``new`` with an exclusive mkdir, then rename the directory ``old`` onto the claim."""
+    try:
+        os.mkdir(new, 0o700, dir_fd=dir_fd)
+    except FileExistsError:
+        raise _fail("output_exists", "output") from None
+    except OSError:
+        raise _fail("output_unwritable", "output") from None
+    try:
+        os.rename(old, new, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+    except OSError as error:
+        with contextlib.suppress(OSError):
+            os.rmdir(new, dir_fd=dir_fd)  # only succeeds while the claim is still empty
+        exists = error.errno in (errno.EEXIST, errno.ENOTEMPTY)
+        raise _fail("output_exists" if exists else "output_unwritable", "output") from None
+
+
+def rename_noreplace(dir_fd: int, old: str, new: str) -> None:
+    """Atomically rename the directory ``old`` to ``new`` inside ``dir_fd``, never replacing.
+
+    Uses ``renameat2(RENAME_NOREPLACE)`` (Linux) or ``renameatx_np(RENAME_EXCL)``
+    (macOS); elsewhere ``new`` is first claimed with an exclusive ``mkdir``
+    and ``old`` renamed onto the empty claim (``rename`` replaces only an
+    empty directory, so a concurrent writer's content is never replaced).
+
+    Raises:
+        FileSystemError: ``output_exists`` or ``output_unwritable`` (field ``output``).
+    """
+    noreplace = _NOREPLACE
+    if noreplace is not None:
+        function, flag = noreplace
+        result = function(dir_fd, os.fsencode(old), dir_fd, os.fsencode(new), flag)
+        if result == 0:
+            return
+        code = ctypes.get_errno()
+        if code in (errno.EEXIST, errno.ENOTEMPTY):
+            raise _fail("output_exists", "output")
+        if code not in _UNSUPPORTED:
+            raise _fail("output_unwritable", "output")
+    _rename_claimed(dir_fd, old, new)
 
 
 # ---------------------------------------------------------------------------
