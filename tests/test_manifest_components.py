@@ -91,6 +91,33 @@ def test_file_changed_while_read_is_refused(
     assert caught.value.code == "file_changed"
 
 
+def test_rewrite_with_restored_mtime_during_the_read_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """#13 item 6, deterministic: same size, inode and mtime; only ctime changes."""
+    path = tmp_path / "weights.bin"
+    path.write_bytes(b"A" * 100)
+    info = path.stat()
+    real = os.readv
+    rewritten: list[bool] = []
+
+    def read_then_rewrite(fd: int, buffers: list[memoryview]) -> int:
+        count = real(fd, buffers)
+        if not rewritten:
+            rewritten.append(True)
+            time.sleep(0.01)  # a coarse clock must see the change time move
+            with path.open("r+b") as handle:
+                handle.write(b"B")
+            os.utime(path, ns=(info.st_atime_ns, info.st_mtime_ns))
+        return count
+
+    monkeypatch.setattr(os, "readv", read_then_rewrite)
+    with pytest.raises(ComponentDigestError) as caught:
+        digest_file(path)
+    assert caught.value.code == "file_changed"
+    assert path.stat().st_mtime_ns == info.st_mtime_ns
+
+
 def _rewrite_keeping_mtime(path: str, seconds: float) -> None:
     info = os.stat(path)
     deadline = time.monotonic() + seconds

@@ -66,7 +66,7 @@ from collections import deque
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final, Literal, NamedTuple
+from typing import IO, Any, Final, Literal, NamedTuple
 
 from sealeval.errors import FileSystemError, SealevalError
 
@@ -78,6 +78,7 @@ __all__ = [
     "DIR_FLAGS",
     "HAS_DIR_FD",
     "READ_FLAGS",
+    "ExclusiveWriter",
     "FileDigest",
     "FileSignature",
     "FileSystemError",
@@ -578,6 +579,99 @@ def create_exclusive(
     return total
 
 
+class ExclusiveWriter:
+    """Stream bytes into a new file that appears atomically, never replacing anything.
+
+    The destination's folder is opened by :func:`open_destination_parent`
+    (no symlinked component; the name must not exist). Bytes go to a fresh
+    temporary file beside it (``O_EXCL | O_NOFOLLOW``, relative to the folder
+    descriptor); :meth:`publish` fsyncs it and hard-links it to the final
+    name (``link`` fails on any existing entry), then fsyncs the folder.
+    :meth:`discard` (or leaving a ``with`` block by an exception) removes the
+    temporary file: nothing partial is ever visible.
+
+    Raises:
+        FileSystemError: ``unsafe_destination``, ``output_exists``,
+            ``output_parent_missing``, ``output_unwritable`` or
+            ``unsupported_platform`` (field ``output``).
+    """
+
+    def __init__(
+        self, path: str | os.PathLike[str], *, mode: int = 0o644, create_parents: bool = False
+    ) -> None:
+        """Open the folder and create the temporary file (mode ``mode``)."""
+        self._handle: IO[bytes] | None = None
+        self._parent_fd, self._name = open_destination_parent(path, create_parents=create_parents)
+        self._temporary = f".{self._name[:64]}.{secrets.token_hex(8)}.tmp"
+        try:
+            fd = os.open(self._temporary, _WRITE_FLAGS, 0o600, dir_fd=self._parent_fd)
+        except OSError:
+            os.close(self._parent_fd)
+            raise _fail("output_unwritable", "output") from None
+        try:
+            os.fchmod(fd, mode)
+        except OSError:  # pragma: no cover - fchmod of our own new file does not fail
+            os.close(fd)
+            self.discard()
+            raise _fail("output_unwritable", "output") from None
+        self._handle = os.fdopen(fd, "wb", buffering=CHUNK_SIZE)
+
+    def __enter__(self) -> ExclusiveWriter:
+        """Return the writer."""
+        return self
+
+    def __exit__(self, kind: object, value: object, traceback: object) -> None:
+        """Discard the temporary file when the block raised (or never published)."""
+        self.discard()
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        """Append bytes to the temporary file."""
+        if self._handle is None:
+            raise _fail("output_unwritable", "output")
+        try:
+            self._handle.write(data)
+        except OSError:
+            self.discard()
+            raise _fail("output_unwritable", "output") from None
+
+    def publish(self) -> None:
+        """Flush, fsync and link the file into place; fsync the folder."""
+        handle, self._handle = self._handle, None
+        if handle is None:
+            raise _fail("output_unwritable", "output")
+        try:
+            try:
+                handle.flush()
+                os.fsync(handle.fileno())
+            finally:
+                handle.close()
+            os.link(
+                self._temporary, self._name, src_dir_fd=self._parent_fd, dst_dir_fd=self._parent_fd
+            )
+        except FileExistsError:
+            self.discard()
+            raise _fail("output_exists", "output") from None
+        except OSError:
+            self.discard()
+            raise _fail("output_unwritable", "output") from None
+        with contextlib.suppress(OSError):
+            os.unlink(self._temporary, dir_fd=self._parent_fd)
+        fsync_directory(self._parent_fd)
+        self.discard()
+
+    def discard(self) -> None:
+        """Remove the temporary file and release the folder (idempotent)."""
+        handle, self._handle = self._handle, None
+        if handle is not None:
+            with contextlib.suppress(OSError):
+                handle.close()
+        if self._parent_fd >= 0:
+            with contextlib.suppress(OSError):
+                os.unlink(self._temporary, dir_fd=self._parent_fd)
+            fd, self._parent_fd = self._parent_fd, -1
+            os.close(fd)
+
+
 def publish_exclusive(
     path: str | os.PathLike[str],
     data: bytes | Iterable[bytes],
@@ -587,34 +681,17 @@ def publish_exclusive(
 ) -> None:
     """Publish ``data`` at ``path`` atomically, never replacing anything.
 
-    The destination's parent is opened by :func:`open_destination_parent`
-    (no symlinked component, the name must not exist); the bytes go to a
-    fresh temporary file beside it, are fsynced, then hard-linked to the
-    final name (``link`` fails on any existing entry, so a concurrent writer
-    is never overwritten and readers never see a partial file); the folder
-    is fsynced.
+    See :class:`ExclusiveWriter` (this is its one-shot form).
 
     Raises:
         FileSystemError: ``unsafe_destination``, ``output_exists``,
             ``output_parent_missing``, ``output_unwritable`` or
             ``unsupported_platform`` (field ``output``).
     """
-    parent_fd, name = open_destination_parent(path, create_parents=create_parents)
-    temporary = f".{name[:64]}.{secrets.token_hex(8)}.tmp"
-    try:
-        create_exclusive(parent_fd, temporary, data, mode=mode)
-        try:
-            os.link(temporary, name, src_dir_fd=parent_fd, dst_dir_fd=parent_fd)
-        except FileExistsError:
-            raise _fail("output_exists", "output") from None
-        except OSError:
-            raise _fail("output_unwritable", "output") from None
-        finally:
-            with contextlib.suppress(OSError):
-                os.unlink(temporary, dir_fd=parent_fd)
-        fsync_directory(parent_fd)
-    finally:
-        os.close(parent_fd)
+    with ExclusiveWriter(path, mode=mode, create_parents=create_parents) as writer:
+        for chunk in (data,) if isinstance(data, bytes | bytearray | memoryview) else data:
+            writer.write(chunk)
+        writer.publish()
 
 
 def replace_atomic(

@@ -47,7 +47,7 @@ __all__ = [
     "error_classes",
 ]
 
-_FIELD = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\[\]-]{0,127}")
+_FIELD = re.compile(r"(?:--)?[A-Za-z0-9_][A-Za-z0-9_.\[\]-]{0,127}")
 _REGISTRY: list[type[SealevalError]] = []
 
 
@@ -312,5 +312,21 @@ class UsageError(SealevalError):
             "duplicate_component",
             "demo_dir_not_ours",
             "unknown_suite",
+            # click usage errors, reduced (sealeval.cli._common.closed_usage_errors)
+            "unknown_option",
+            "missing_option",
+            "missing_argument",
+            "invalid_choice",
+            "invalid_value",
+            "invalid_option_usage",
+            "invalid_argument",
+            "unexpected_argument",
+            "unknown_command",
+            "missing_command",
+            # operating-system errors that escaped a command
+            "not_found",
+            "permission_denied",
+            "no_space",
+            "os_error",
         }
     )
