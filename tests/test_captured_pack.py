@@ -31,8 +31,8 @@ import sealeval.captured.pack as pack_module
 import sealeval.captured.pack_reader as reader_module
 import sealeval.captured.signing as signing_module
 from _vectors import PROJECT_ROOT, cases, load, vectors_dir
-from sealeval import _fs as fs_module
 from sealeval._fs import FileSystemError
+from sealeval._fs import _write as fs_module
 from sealeval.canonical import digest_bytes, encode_invarlock
 from sealeval.captured.errors import CapturedRunError
 from sealeval.captured.pack import (

@@ -549,9 +549,14 @@ def test_exclusive_writer_streams_and_discards(tmp_path: Path) -> None:
         writer.publish()
     assert (tmp_path / "run.json").read_bytes() == b"ab"
     assert [p.name for p in tmp_path.iterdir()] == ["run.json"]
-    with pytest.raises(RuntimeError), _fs.ExclusiveWriter(tmp_path / "other") as writer:
-        writer.write(b"partial")
-        raise RuntimeError
+
+    def interrupted() -> None:
+        with _fs.ExclusiveWriter(tmp_path / "other") as writer:
+            writer.write(b"partial")
+            raise RuntimeError
+
+    with pytest.raises(RuntimeError):
+        interrupted()
     assert [p.name for p in tmp_path.iterdir()] == ["run.json"]
     with _fs.ExclusiveWriter(tmp_path / "late") as writer:
         (tmp_path / "late").write_bytes(b"theirs")
