@@ -141,6 +141,8 @@ class CanonicalError(SealevalError):
             "non_standard_constant",
             "non_finite_number",
             "string_too_long",
+            "too_many_containers",
+            "too_many_items",
         }
     )
 
