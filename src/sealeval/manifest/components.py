@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Literal
@@ -58,7 +58,9 @@ __all__ = [
     "digest_config_document",
     "digest_file",
     "digest_tree",
+    "digest_tree_entries",
     "load_config_document",
+    "tree_entries",
 ]
 
 CHUNK_SIZE: Final = 1 << 20
@@ -131,11 +133,33 @@ def digest_tree(path: str | os.PathLike[str], *, limits: TreeLimits | None = Non
             ``special_file``, ``undecodable_name``, ``too_deep``,
             ``too_many_entries``, ``unreadable`` or ``file_changed``.
     """
-    chosen = limits or TreeLimits()
-    hasher = hashlib.sha256(TREE_DIGEST_HEADER)
     with translated(ComponentDigestError, "path", _TREE_RENAMES):
-        for line in _tree_lines(path, chosen):
-            hasher.update(encode_openmed(line).encode("ascii") + b"\n")
+        return digest_tree_entries(_tree_lines(path, limits or TreeLimits()))
+
+
+def tree_entries(
+    path: str | os.PathLike[str], *, limits: TreeLimits | None = None
+) -> tuple[tuple[Any, ...], ...]:
+    """Return the entries :func:`digest_tree` hashes, in walk order, from one walk.
+
+    Each entry is ``("d", path)``, ``("f", path, size, "sha256:<hex>",
+    executable)`` or ``("l", path, target, link text)``. Pass them to
+    :func:`digest_tree_entries` to get the tree digest of the same walk (the
+    model-signature check compares the files and seals the digest without
+    reading the tree twice).
+
+    Raises:
+        ComponentDigestError: as :func:`digest_tree`.
+    """
+    with translated(ComponentDigestError, "path", _TREE_RENAMES):
+        return tuple(tuple(entry) for entry in _tree_lines(path, limits or TreeLimits()))
+
+
+def digest_tree_entries(entries: Iterable[Sequence[Any]]) -> str:
+    """Return the tree digest of entries in walk order (see :func:`tree_entries`)."""
+    hasher = hashlib.sha256(TREE_DIGEST_HEADER)
+    for entry in entries:
+        hasher.update(encode_openmed(list(entry)).encode("ascii") + b"\n")
     return "sha256:" + hasher.hexdigest()
 
 
