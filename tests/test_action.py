@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 import yaml
 
-from _integration_samples import (
+from support.integration_samples import (
     BASELINE_ARTIFACT,
     CANDIDATE_ARTIFACT,
     lm_eval_mc_samples,

@@ -28,7 +28,6 @@ from securesystemslib.dsse import Envelope
 from securesystemslib.exceptions import VerificationError
 from securesystemslib.signer import SSlibKey
 
-from _vectors import PROJECT_ROOT, load, vectors_dir
 from sealeval.attest import (
     PAYLOAD_TYPE,
     PREDICATE_TYPES,
@@ -53,6 +52,7 @@ from sealeval.canonical import digest_openmed, encode_invarlock, encode_openmed
 from sealeval.captured.signing import SigningKey, VerifyKey
 from sealeval.gates.candidate import CandidateBundle, sign_packet
 from sealeval.manifest import COMPONENTS, SealedWorkflowManifest
+from support.vectors import PROJECT_ROOT, load, vectors_dir
 
 CANARY = "CANARY-attest-9f2e-jane-doe"
 KEY = SigningKey.generate()

@@ -12,12 +12,12 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from _vectors import PROJECT_ROOT, load, vectors_dir
 from sealeval.attest import PREDICATE_TYPES, verify_attestation
 from sealeval.canonical import digest_bytes, digest_openmed, encode_invarlock, encode_openmed
 from sealeval.captured.signing import generate_key_directory, load_verify_key
 from sealeval.cli.attest import attest
 from sealeval.gates.candidate import AgentCandidatePacket, Ed25519SigningKey, sign_packet
+from support.vectors import PROJECT_ROOT, load, vectors_dir
 
 CANARY = "CANARY-attest-cli-41b7-jane-doe"
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import functools
 import json
 import math
 import random
@@ -14,7 +13,6 @@ import numpy as np
 import pytest
 from jsonschema import Draft202012Validator
 
-from _vectors import PROJECT_ROOT, cases, load, vectors_dir
 from sealeval.canonical import digest_bytes, encode_invarlock
 from sealeval.captured import CapturedRunError, Run, make_run, read_run, run_from_document
 from sealeval.captured import comparison as comparison_module
@@ -32,10 +30,15 @@ from sealeval.captured.comparison import pairing as comparison_pairing
 from sealeval.captured.comparison import parallel as comparison_parallel
 from sealeval.captured.intervals import seed_row, shake256_bootstrap_interval
 from sealeval.captured.policy import ComparisonPolicyError, parse_comparison_policy
-from sealeval.captured.unicode_tables import available_unicode_versions
 from sealeval.errors import SealevalError
+from support.captured_comparison import (
+    CANARY,
+    REFERENCE_ERRORS,
+    _runtime_deviation,
+    vector_run,
+)
+from support.vectors import PROJECT_ROOT, cases, load, vectors_dir
 
-CANARY = "PHI-CANARY-7f3a-jane-doe-MRN-0042"
 VECTORS = "invarlock/comparisons.json"
 SCHEMA_PATH = PROJECT_ROOT / "contracts" / "invarlock.multi-metric-comparison-v1.schema.json"
 SCHEMA = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
@@ -46,119 +49,10 @@ DEFAULT_DRAWS = 102_400_000
 
 # Each distinct reference message -> (our error class, our code, our field). The
 # reference's wording is informational; an unknown message fails the test.
-REFERENCE_ERRORS: dict[str, tuple[str, str, str]] = {
-    (
-        "comparison plans 122880 bootstrap draws; local budget is 1000. Increase the local "
-        "budget only on a suitable host; the complete policy has not been evaluated."
-    ): ("ComparisonError", "work_budget_exceeded", "max_bootstrap_draws"),
-    (
-        "comparison plans 122880 bootstrap draws; local budget is 122879. Increase the local "
-        "budget only on a suitable host; the complete policy has not been evaluated."
-    ): ("ComparisonError", "work_budget_exceeded", "max_bootstrap_draws"),
-    "max_bootstrap_draws must be a non-negative integer": (
-        "ComparisonError",
-        "invalid_budget",
-        "max_bootstrap_draws",
-    ),
-    (
-        "normalized_match requires Unicode '15.1.0'; this runtime provides 15.0.0. Use a "
-        "runtime with the policy's Unicode version."
-    ): (
-        "ComparisonPolicyError",
-        "unsupported_unicode_version",
-        "metrics[0].configuration.unicode_version",
-    ),
-    "metric judge: scorer provenance differs from approved policy": (
-        "ComparisonError",
-        "provenance_mismatch",
-        "metrics[0].baseline.score_provenance",
-    ),
-    "metric x: scorer provenance differs from approved policy": (
-        "ComparisonError",
-        "provenance_mismatch",
-        "metrics[0].baseline.score_provenance",
-    ),
-    "record q0: likelihood tokenizer differs from policy": (
-        "ComparisonError",
-        "likelihood_tokenizer_mismatch",
-        "metrics[0].baseline.records[0].likelihood.tokenizer_digest",
-    ),
-    "record q0: likelihood configuration differs from policy": (
-        "ComparisonError",
-        "likelihood_configuration_mismatch",
-        "metrics[0].baseline.records[0].likelihood.configuration_digest",
-    ),
-    "baseline/subject record IDs differ; export the complete paired schedule": (
-        "ComparisonError",
-        "record_ids_differ",
-        "subject",
-    ),
-    "record q2: input changed between runs": (
-        "ComparisonError",
-        "input_changed",
-        "subject.records[2].input",
-    ),
-    "record q2: expected changed between runs": (
-        "ComparisonError",
-        "expected_changed",
-        "subject.records[2].expected",
-    ),
-    "record q2: metadata changed between runs": (
-        "ComparisonError",
-        "metadata_changed",
-        "subject.records[2].metadata",
-    ),
-    # Refused when the run is read (read_run validates once), before any comparison.
-    "duplicate record IDs; repeated trials need distinct paired IDs": (
-        "CapturedRunError",
-        "duplicate_id",
-        "records[20].id",
-    ),
-    "run 'baseline-run' does not match the planned case set": (
-        "ComparisonError",
-        "case_set_mismatch",
-        "baseline",
-    ),
-    "metric jx, record q0: JSON reference must be a valid finite JSON value": (
-        "ComparisonError",
-        "reference_not_json",
-        "metrics[0].baseline.records[0].expected",
-    ),
-    "metric num, record q0: numeric reference must be finite": (
-        "ComparisonError",
-        "reference_not_numeric",
-        "metrics[0].baseline.records[0].expected",
-    ),
-    "captured normalized NLL: normalized NLL baseline mean must be greater than zero": (
-        "ComparisonError",
-        "non_positive_baseline_mean",
-        "metrics[0]",
-    ),
-    # Refused when the tampered run is read: its retained binding does not replay.
-    "input projection does not replay its retained binding": (
-        "CapturedRunError",
-        "projection_replay_mismatch",
-        "records[0].context.input_projection.configuration_digest",
-    ),
-}
 
 # Cases where the reference is lax and sealeval refuses (none in the public set; a
 # listed case must then raise the named class and code instead of matching bytes).
 REFUSED_BY_US: dict[str, tuple[str, str]] = {}
-
-
-def _runtime_deviation(name: str) -> str | None:
-    """Cases where this installation legitimately differs from the reference runtime."""
-    if name == "unicode-version-mismatch" and "15.1.0" in available_unicode_versions():
-        # sealeval honours a pinned Unicode version it can provide (an interpreter with
-        # Unicode 15.1.0); invarlock on CPython 3.12 only provides 15.0.0 and refuses.
-        return "sealeval provides Unicode 15.1.0 here"
-    return None
-
-
-@functools.cache
-def vector_run(relative: str) -> Run:
-    return read_run(vectors_dir() / "invarlock" / relative)
 
 
 def _vector_case(name: str) -> dict[str, Any]:

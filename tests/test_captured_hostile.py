@@ -25,12 +25,12 @@ from typing import Any
 import pytest
 
 import sealeval.captured.pack_reader as reader_module
-from _vectors import vectors_dir
 from sealeval.captured import staging
 from sealeval.captured.comparison import DEFAULT_MAX_BOOTSTRAP_DRAWS
 from sealeval.captured.pack_reader import ROLE_PATHS
 from sealeval.captured.trust import RecipientInputs, check_verification_inputs, read_trust_profile
 from sealeval.captured.verify import VerificationError, verify_evidence_pack
+from support.vectors import vectors_dir
 
 V = vectors_dir() / "invarlock"
 #: A payload that decodes into millions of containers (issue #13: 127 MiB cost 6.4 GB).

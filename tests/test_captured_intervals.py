@@ -16,7 +16,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from _vectors import cases, load, vectors_dir
 from sealeval.canonical import digest_invarlock
 from sealeval.captured import intervals as interval_module
 from sealeval.captured.intervals import (
@@ -42,6 +41,7 @@ from sealeval.captured.intervals import (
     shake256_replicate_indices,
 )
 from sealeval.captured.policy import parse_comparison_policy
+from support.vectors import cases, load, vectors_dir
 
 SEED = "sha256:" + "5e" * 32
 

@@ -30,7 +30,6 @@ from jsonschema import Draft202012Validator
 import sealeval.captured.pack as pack_module
 import sealeval.captured.pack_reader as reader_module
 import sealeval.captured.signing as signing_module
-from _vectors import PROJECT_ROOT, cases, load, vectors_dir
 from sealeval._fs import FileSystemError
 from sealeval._fs import _write as fs_module
 from sealeval.canonical import digest_bytes, encode_invarlock
@@ -77,7 +76,8 @@ from sealeval.captured.signing import (
     signature_envelope,
     verify_signature_envelope,
 )
-from test_captured_request import copy_writable, oracle_loader
+from support.captured_request import copy_writable, oracle_loader
+from support.vectors import PROJECT_ROOT, cases, load, vectors_dir
 
 V = vectors_dir() / "invarlock"
 CANARY = "CANARYq7zx"

@@ -17,7 +17,6 @@ from typing import Any
 
 import pytest
 
-from _vectors import vectors_dir
 from sealeval.captured.evaluate import (
     PREFLIGHT_FORMAT,
     RESULT_FORMAT,
@@ -28,6 +27,7 @@ from sealeval.captured.evaluate import (
 from sealeval.captured.trust import read_trust_profile
 from sealeval.captured.verification import REASONS, verify_with_receipt
 from sealeval.errors import SealevalError
+from support.vectors import vectors_dir
 
 V = vectors_dir() / "invarlock"
 SIGNER = V / "keys" / "evidence-signer" / "private.pem"

@@ -14,7 +14,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-from _vectors import PROJECT_ROOT, cases, load
 from sealeval.canonical import digest_invarlock
 from sealeval.captured import policy as policy_module
 from sealeval.captured.policy import (
@@ -29,6 +28,7 @@ from sealeval.captured.policy import (
 )
 from sealeval.captured.scorers import NormalizedNll, RecordedScore, Scorer, ScorerError
 from sealeval.errors import CanonicalError
+from support.vectors import PROJECT_ROOT, cases, load
 
 CANARY = "PHI-CANARY-7f3a-jane-doe-MRN-0042"
 DIGEST_A = "sha256:" + "a" * 64

@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
-from _vectors import PROJECT_ROOT, vectors_dir
 from sealeval.canonical import digest_bytes, encode_invarlock
 from sealeval.captured.pack_reader import read_evidence_pack
 from sealeval.captured.receipt import (
@@ -30,7 +29,8 @@ from sealeval.captured.receipt import (
 )
 from sealeval.captured.signing import load_signing_key
 from sealeval.captured.verify import REPLAY_NOT_STARTED, VerificationOutcome, verify_evidence_pack
-from test_captured_verify import MAIN, pack_workspace, private_cases, recipient_for
+from support.captured_verify import MAIN, pack_workspace, private_cases, recipient_for
+from support.vectors import PROJECT_ROOT, vectors_dir
 
 V = vectors_dir() / "invarlock"
 CANARY = "CANARYr3ct"

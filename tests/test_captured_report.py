@@ -34,7 +34,6 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import sealeval.cli.report as cli_report
-from _vectors import cases, load, vectors_dir
 from sealeval._validate import freeze_json, thaw_json
 from sealeval.canonical import encode_invarlock
 from sealeval.captured.comparison import WIDTH_FIRST_RULE
@@ -62,6 +61,7 @@ from sealeval.captured.service_identity import ServiceIdentity
 from sealeval.captured.signing import load_signing_key
 from sealeval.cli.report import check_destinations, report_command
 from sealeval.errors import OutputError
+from support.vectors import cases, load, vectors_dir
 
 VECTORS = vectors_dir() / "invarlock"
 PACKS = VECTORS / "packs"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import base64
-import hashlib
 import json
 import logging
 import os
@@ -19,7 +18,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-from _vectors import PROJECT_ROOT, cases, decode_input, load, vectors_dir
 from sealeval.canonical import encode_invarlock
 from sealeval.captured.errors import CapturedRunError
 from sealeval.captured.policy import ComparisonPolicy, ComparisonPolicyError
@@ -45,6 +43,11 @@ from sealeval.captured.run import Limits, Run, read_run
 from sealeval.captured.signing import SigningKeyError
 from sealeval.errors import SealevalError
 from sealeval.strict_yaml import INCLUDE_KEYS, load_strict_yaml
+from support.captured_request import (
+    copy_writable,
+    oracle_loader,
+)
+from support.vectors import PROJECT_ROOT, cases, decode_input, load, vectors_dir
 
 V = vectors_dir() / "invarlock"
 CANARY = "CANARYq7zx"
@@ -59,32 +62,6 @@ def _validator(definition: str) -> Draft202012Validator:
 
 AUTHORED_SCHEMA = _validator("authored")
 NORMALIZED_SCHEMA = _validator("normalized")
-
-
-def oracle_loader(evidence_dir: Path) -> Any:
-    """The reference's load_run output for native files (the adapters are another module's).
-
-    Returns the canonical run the reference produced (the pack's record file) after
-    checking that it was imported from exactly these bytes (source_digest).
-    """
-
-    def load_run(path: Path, side: SourceSpec, *, limits: Limits) -> Run:
-        raw = path.read_bytes()
-        run = read_run(evidence_dir / "records" / f"{side.side}.json", limits=limits)
-        assert run.source_digest == "sha256:" + hashlib.sha256(raw).hexdigest()
-        assert side.adapter != "invarlock"
-        return run
-
-    return load_run
-
-
-def copy_writable(source: Path, target: Path) -> Path:
-    """Copy a vector tree (read-only in shared/) as an ordinary writable tree."""
-    shutil.copytree(source, target, symlinks=True)
-    for path in [target, *target.rglob("*")]:
-        if not path.is_symlink():
-            path.chmod(0o755 if path.is_dir() else 0o644)
-    return target
 
 
 def _same_json(left: Any, right: Any) -> bool:

@@ -22,7 +22,6 @@ from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
 import sealeval.captured.run as run_module
-from _vectors import PROJECT_ROOT, load, vectors_dir
 from sealeval._validate import thaw_json
 from sealeval.canonical import digest_bytes, digest_invarlock, encode_invarlock, frozen_canonical
 from sealeval.captured import (
@@ -50,6 +49,7 @@ from sealeval.captured import (
     write_run,
 )
 from sealeval.errors import CanonicalError, OutputError, SealevalError
+from support.vectors import PROJECT_ROOT, load, vectors_dir
 
 ARTIFACT = "sha256:2d242308f097c11c0e1d2363d17b07069ac1e3aa2aee55317f76d083f9057fa0"
 OTHER = "sha256:" + "ab" * 32
@@ -1228,7 +1228,7 @@ def test_writer_failures_clean_up(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
 
 
 def _hosted_likelihood_file(tmp_path: Path, **second: Any) -> Path:
-    from test_captured_service_identity import valid_identity  # noqa: PLC0415
+    from support.captured_service_identity import valid_identity  # noqa: PLC0415
 
     identity = valid_identity()
     hosted_facts = _facts(
@@ -1314,7 +1314,7 @@ _RECORDS = st.lists(_RECORD, min_size=1, max_size=6, unique_by=lambda record: re
 def _hosted_or_not(flag: bool) -> dict[str, Any]:
     if not flag:
         return {"artifact_digest": ARTIFACT}
-    from test_captured_service_identity import valid_identity  # noqa: PLC0415
+    from support.captured_service_identity import valid_identity  # noqa: PLC0415
 
     return {"artifact_digest": None, "service_identity": valid_identity()}
 
@@ -1486,9 +1486,9 @@ def test_refusals_and_reprs_never_echo(tmp_path: Path, caplog: pytest.LogCapture
 
 
 def test_every_code_is_exercised() -> None:
-    from test_captured_case_set import CASE_SET_REFUSALS  # noqa: PLC0415
-    from test_captured_export import EXPORT_REFUSALS  # noqa: PLC0415
-    from test_captured_service_identity import IDENTITY_REFUSALS  # noqa: PLC0415
+    from support.captured_case_set import CASE_SET_REFUSALS  # noqa: PLC0415
+    from support.captured_export import EXPORT_REFUSALS  # noqa: PLC0415
+    from support.captured_service_identity import IDENTITY_REFUSALS  # noqa: PLC0415
 
     exercised = {code for _, _, code in RUN_REFUSALS} | FILE_REFUSAL_CODES
     for table in (CASE_SET_REFUSALS, EXPORT_REFUSALS, IDENTITY_REFUSALS):

@@ -14,7 +14,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from _vectors import cases
 from sealeval.canonical import decode, encode_invarlock
 from sealeval.captured import scorers as scorer_module
 from sealeval.captured import unicode_tables as tables_module
@@ -40,6 +39,7 @@ from sealeval.captured.unicode_tables import (
     is_unicode_version,
     unicode_tables,
 )
+from support.vectors import cases
 
 CANARY = "PHI-CANARY-7f3a-jane-doe-MRN-0042"
 DIGEST_A = "sha256:" + "a" * 64

@@ -22,7 +22,6 @@ from typing import Any
 import numpy as np
 import pytest
 
-from _vectors import load
 from sealeval.canonical import encode_invarlock
 from sealeval.captured import Run, make_run
 from sealeval.captured.comparison import ComparisonReport, MetricEntry, compare_runs
@@ -33,7 +32,8 @@ from sealeval.captured.intervals import (
     seed_row,
     shake256_bootstrap_interval,
 )
-from test_captured_comparison import vector_run
+from support.captured_comparison import vector_run
+from support.vectors import load
 
 EPS = 2.0**-52
 PAIRS = 200

@@ -14,10 +14,9 @@ import pytest
 from jsonschema import Draft202012Validator
 
 import sealeval.captured.verify as verify_module
-from _vectors import PROJECT_ROOT, vectors_dir
 from sealeval.canonical import digest_bytes, digest_invarlock, encode_invarlock
 from sealeval.captured.comparison import DEFAULT_MAX_BOOTSTRAP_DRAWS
-from sealeval.captured.pack_reader import EvidencePackError, checksum_ledger, read_evidence_pack
+from sealeval.captured.pack_reader import checksum_ledger, read_evidence_pack
 from sealeval.captured.policy import ComparisonPolicyError
 from sealeval.captured.receipt import issue_receipt
 from sealeval.captured.request import comparison_id
@@ -29,7 +28,6 @@ from sealeval.captured.signing import (
 )
 from sealeval.captured.trust import (
     MAX_PROFILE_BYTES,
-    RecipientInputs,
     TrustInputError,
     TrustInputs,
     check_verification_inputs,
@@ -50,9 +48,17 @@ from sealeval.captured.verify import (
     scoring_assurance,
     verify_evidence_pack,
 )
+from support.captured_verify import (
+    MAIN,
+    VERIFY_MESSAGES,
+    V,
+    pack_workspace,
+    private_cases,
+    private_load,
+    recipient_for,
+)
+from support.vectors import PROJECT_ROOT
 
-V = vectors_dir() / "invarlock"
-MAIN = "text-20-exact-signed"
 CANARY = "CANARYv9qk"
 KEYS = V / "keys"
 SIGNER = KEYS / "evidence-signer" / "private.pem"
@@ -73,122 +79,6 @@ ROLE_PATHS = {
 
 #: Every distinct reference message of verify.json -> (our error class, code, field).
 #: The reference quotes values in some messages; ours are closed codes only.
-VERIFY_MESSAGES: dict[str, tuple[type[Exception], str, str]] = {
-    "captured verification requires signed evidence": (
-        VerificationError,
-        "unsigned_evidence",
-        "manifest.authentication",
-    ),
-    "captured evidence signer does not match expected anchor": (
-        VerificationError,
-        "signer_mismatch",
-        "anchors.signer_fingerprint",
-    ),
-    "captured baseline differs from expected anchor": (
-        VerificationError,
-        "anchor_mismatch",
-        "anchors.baseline_run_digest",
-    ),
-    "captured request differs from expected anchor": (
-        VerificationError,
-        "anchor_mismatch",
-        "anchors.request_digest",
-    ),
-    "captured policy differs from expected anchor": (
-        VerificationError,
-        "anchor_mismatch",
-        "anchors.policy_digest",
-    ),
-    "captured replay disagrees with stored comparison": (
-        VerificationError,
-        "replay_mismatch",
-        "report",
-    ),
-    "local_work_budget_exceeded": (
-        VerificationError,
-        "local_work_budget_exceeded",
-        "max_bootstrap_draws",
-    ),
-    "invalid verification inputs: destination must be outside the evidence pack": (
-        TrustInputError,
-        "inside_pack",
-        "receipt",
-    ),
-    "--trust-profile cannot be mixed with --policy": (
-        TrustInputError,
-        "mixed_trust_inputs",
-        "policy",
-    ),
-    "receipt_publication_failed": (Exception, "publication_failed", "receipt"),
-    "captured subject binding is invalid": (EvidencePackError, "digest_mismatch", "subject"),
-    "captured evidence inventory has an unknown entry": (
-        EvidencePackError,
-        "unknown_entry",
-        "pack",
-    ),
-    "captured manifest signature is invalid": (
-        EvidencePackError,
-        "signature_invalid",
-        "signature",
-    ),
-    "captured evidence file inventory is incomplete": (EvidencePackError, "missing_entry", "pack"),
-    "captured manifest must be canonical JSON": (
-        EvidencePackError,
-        "not_canonical",
-        "manifest.json",
-    ),
-    "captured checksum ledger binding is invalid": (
-        EvidencePackError,
-        "ledger_mismatch",
-        "checksums.sha256",
-    ),
-    "captured contract is invalid: Additional properties are not allowed ('note' was unexpected)": (
-        EvidencePackError,
-        "unknown_field",
-        "manifest",
-    ),
-    "captured inventory contains an unsafe entry": (EvidencePackError, "unsafe_entry", "pack"),
-}
-
-
-def private_load(relative: str) -> dict[str, Any]:
-    """Read a vector file afresh: other tests must not be able to change what ours see."""
-    document: dict[str, Any] = json.loads((vectors_dir() / relative).read_bytes())
-    return document
-
-
-def private_cases(relative: str) -> list[Any]:
-    """One ``pytest.param`` per case (id ``<stem>-<name>``), on a private copy of the file."""
-    stem = Path(relative).stem
-    return [
-        pytest.param(case, id=f"{stem}-{case['name']}") for case in private_load(relative)["cases"]
-    ]
-
-
-def writable_copy(source: Path, target: Path) -> Path:
-    """Copy a vector tree (read-only in shared/) as an ordinary writable tree."""
-    shutil.copytree(source, target, symlinks=True)
-    for path in [target, *target.rglob("*")]:
-        if not path.is_symlink():
-            path.chmod(0o755 if path.is_dir() else 0o644)
-    return target
-
-
-def restore_symlinks(directory: Path) -> None:
-    """The repository stores the symlinked-payload variant's link as a plain file."""
-    for candidate in directory.rglob("symlinked-payload"):
-        link = candidate / "request.json"
-        if link.is_file() and not link.is_symlink():
-            target = link.read_text("utf-8").strip()
-            link.unlink()
-            link.symlink_to(target)
-
-
-def pack_workspace(name: str, tmp_path: Path) -> Path:
-    """Copy ``packs/<name>`` (evidence, trust dirs, tamper variants) into a writable tree."""
-    target = writable_copy(V / "packs" / name, tmp_path / name)
-    restore_symlinks(target)
-    return target
 
 
 def message_of(expected: dict[str, Any]) -> str | None:
@@ -219,17 +109,6 @@ def trust_inputs_of(command: list[str], cwd: Path) -> TrustInputs:
         expected_signer=option(command, "--expected-signer"),
         verifier_signing_key=cwd / str(option(command, "--verifier-signing-key")),
         verifier_identity=option(command, "--verifier-identity"),
-    )
-
-
-def recipient_for(
-    pack: Path, trust: Path, tmp_path: Path, *, budget: int | None = DEFAULT_MAX_BOOTSTRAP_DRAWS
-) -> RecipientInputs:
-    return check_verification_inputs(
-        read_trust_profile(trust / "trust-inputs.json"),
-        evidence=pack,
-        receipt=tmp_path / "out" / "receipt.json",
-        max_bootstrap_draws=budget,
     )
 
 

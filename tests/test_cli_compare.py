@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from _vectors import cases, load, vectors_dir
 from sealeval.cli._common import CONTEXT_SETTINGS
 from sealeval.cli.compare import EXIT_POLICY_NOT_PASSED, compare_command
-from test_captured_comparison import CANARY, REFERENCE_ERRORS, _runtime_deviation
+from support.captured_comparison import CANARY, REFERENCE_ERRORS, _runtime_deviation
+from support.vectors import cases, load, vectors_dir
 
 VECTORS = "invarlock/comparisons.json"
 ERROR_LINE = re.compile(r"sealeval: error: ([A-Za-z0-9_.\[\]-]+): ([a-z0-9_]+)\n")

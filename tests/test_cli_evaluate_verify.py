@@ -18,20 +18,20 @@ from click.testing import CliRunner, Result
 
 import sealeval.captured.verify as verify_module
 import sealeval.cli as cli_package
-from _vectors import vectors_dir
 from sealeval.captured.pack_reader import read_evidence_pack
 from sealeval.captured.policy import ComparisonPolicyError
 from sealeval.captured.signing import load_verify_key
 from sealeval.cli._common import CONTEXT_SETTINGS, DECISION_ORDER_CHOICES
 from sealeval.cli.evaluate import evaluate_command
 from sealeval.cli.verify import dump_json, printable, verify_command
-from test_captured_verify import (
+from support.captured_verify import (
     VERIFY_MESSAGES,
     pack_workspace,
     private_cases,
     private_load,
     writable_copy,
 )
+from support.vectors import vectors_dir
 
 V = vectors_dir() / "invarlock"
 MAIN = "text-20-exact-signed"

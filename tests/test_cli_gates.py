@@ -24,7 +24,7 @@ from sealeval.cli.gates import KEY_NEWLINE_WARNING, gates, release_script
 from sealeval.gates.candidate import parse_evidence_document
 from sealeval.gates.evaluation import evaluate_agent_release_gates
 from sealeval.gates.registry import GATE_METRICS
-from test_gates_candidate import (
+from support.gates_candidate import (
     CANARY,
     HEAD,
     KEY,

@@ -16,12 +16,12 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from _vectors import cases, decode_input, load
 from sealeval.captured import Limits
 from sealeval.cli import imports as imports_module
 from sealeval.cli._common import CONTEXT_SETTINGS
 from sealeval.cli.imports import PROGRESS_MIN_BYTES, import_command
-from test_captured_importers import ARTIFACT, CANARY, message_code
+from support.captured_importers import ARTIFACT, CANARY, message_code
+from support.vectors import cases, decode_input, load
 
 _ERROR = re.compile(r"sealeval: error: ([A-Za-z0-9_.\[\]-]+): ([a-z0-9_]+)\n")
 _RUNNER = "from sealeval.cli.imports import import_command; import_command(prog_name='sealeval')"

@@ -17,7 +17,7 @@ from sealeval.canonical import decode
 from sealeval.cli import cli
 from sealeval.manifest import SealedWorkflowManifest, verify_at_evaluation_start
 from sealeval.manifest.components import digest_file, digest_tree
-from test_contracts import schema
+from support.contracts import schema
 
 ARTIFACTS = {
     "container": "container",

@@ -16,7 +16,7 @@ from sealeval.cli.session import read_store, run_attempt, session
 from sealeval.session import config as config_module
 from sealeval.session.budget import LedgerUsage
 from sealeval.session.record import EvaluationSessionError
-from test_session_config import (
+from support.session_config import (
     CANARY,
     base_document,
     canary_bundle,

@@ -10,11 +10,11 @@ import pytest
 from click.testing import CliRunner
 from psycopg.conninfo import conninfo_to_dict
 
-from _postgres import fresh_database, postgres_dsn  # noqa: F401 (session fixture)
 from sealeval.canonical import decode
 from sealeval.cli.session import session
 from sealeval.manifest.components import load_config_document
-from test_session_config import CANARY, base_document, copy_bundle, write_config
+from support.postgres import fresh_database
+from support.session_config import CANARY, base_document, copy_bundle, write_config
 
 
 @pytest.fixture(autouse=True)
@@ -75,7 +75,7 @@ def test_durable_ledger_on_sqlite(bundle: Path) -> None:
 
 
 @pytest.fixture
-def session_dsn(postgres_dsn: str) -> Iterator[str]:  # noqa: F811
+def session_dsn(postgres_dsn: str) -> Iterator[str]:
     """A fresh database, as the postgresql:// URI a user passes to --store."""
     with fresh_database(postgres_dsn, "cli_session") as dsn:
         parts = conninfo_to_dict(dsn)

@@ -10,18 +10,15 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
-from _vectors import PROJECT_ROOT, load
 from sealeval.manifest.components import load_config_document
 from sealeval.manifest.tool_inventory import build_tool_inventory
+from support.contracts import (
+    CONTRACTS,
+    schema,
+)
+from support.vectors import load
 
-CONTRACTS = PROJECT_ROOT / "contracts"
 SCHEMA_FILES = sorted(CONTRACTS.glob("*.schema.json"))
-
-
-def schema(name: str) -> dict[str, Any]:
-    document = json.loads((CONTRACTS / f"{name}.schema.json").read_text(encoding="utf-8"))
-    assert isinstance(document, dict)
-    return document
 
 
 def test_package_copies_match_contracts() -> None:

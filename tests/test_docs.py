@@ -7,8 +7,8 @@ import pkgutil
 import re
 
 import sealeval
-from _vectors import PROJECT_ROOT
 from sealeval.errors import error_classes
+from support.vectors import PROJECT_ROOT
 
 # Import every module so that every error class is registered, whatever ran before.
 for _module in pkgutil.walk_packages(sealeval.__path__, "sealeval."):

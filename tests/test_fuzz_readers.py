@@ -22,7 +22,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from _vectors import vectors_dir
 from sealeval.canonical import DecodeLimits, decode
 from sealeval.captured.importers import load_run
 from sealeval.captured.pack_reader import read_evidence_pack
@@ -34,6 +33,7 @@ from sealeval.captured.trust import parse_trust_profile
 from sealeval.errors import SealevalError
 from sealeval.manifest.components import TreeLimits, digest_tree
 from sealeval.strict_yaml import YamlLimits, load_strict_yaml
+from support.vectors import vectors_dir
 
 V = vectors_dir() / "invarlock"
 SAMPLES = Path(os.environ.get("SEALEVAL_SAMPLES", V.parent.parent / "samples" / "evaluators"))

@@ -9,7 +9,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from _vectors import cases, decode_input, load
 from sealeval.canonical import decode, encode_openmed
 from sealeval.gates import (
     GATES,
@@ -21,6 +20,7 @@ from sealeval.gates import (
     gate_policy_digest,
 )
 from sealeval.gates.fixtures import load_fixture
+from support.vectors import cases, decode_input, load
 
 # Vector cases that encode the reference's lax parsing; sealeval refuses them
 # (docs/decisions/compat.md).

@@ -26,7 +26,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-from _vectors import PROJECT_ROOT, cases, decode_input, load
 from sealeval.canonical import encode_openmed
 from sealeval.errors import SealevalError
 from sealeval.gates import evaluate_agent_release_gates
@@ -64,6 +63,7 @@ from sealeval.gates.adversarial.corpus import (
     DEFAULT_FIXTURES,
     evidence_cases_for,
 )
+from support.vectors import PROJECT_ROOT, cases, decode_input, load
 
 VECTORS = "openmed/adapters_adversarial.json"
 CANARY = "PHI-CANARY-7f3a-jane-doe-MRN-0042"

@@ -29,7 +29,6 @@ from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 from referencing import Registry, Resource
 
-from _vectors import PROJECT_ROOT, cases, load
 from sealeval.canonical import digest_bytes, digest_openmed, encode_openmed
 from sealeval.cli.gates import gates
 from sealeval.gates.candidate import (
@@ -62,82 +61,38 @@ from sealeval.gates.runner import (
     run_agent_release,
     write_exclusive,
 )
+from support.gates_candidate import (
+    CANARY,
+    HEAD,
+    KEY,
+    READY,
+    RECIPE,
+    SCRIPT,
+    VECTORS,
+    _case,
+    build_recipe,
+    fresh,
+    git,
+    runner_env,
+    subprocess_env,
+)
+from support.vectors import PROJECT_ROOT, cases
 
-VECTORS = "openmed/candidate_runner.json"
-SCRIPT = PROJECT_ROOT / "scripts" / "release" / "agent_release_gate.py"
 CONTRACTS = PROJECT_ROOT / "contracts"
 CONTRACT_BASE = "https://sealeval.dev/contracts/"
-CANARY = "PHI-CANARY-7f3a-jane-doe-MRN-0042"
 
 
 # ---------------------------------------------------------------------------
 # The deterministic workspace
 
 
-def _case(name: str) -> dict[str, Any]:
-    for case in load(VECTORS)["cases"]:
-        if case["name"] == name:
-            return case  # type: ignore[no-any-return]
-    raise LookupError(name)
-
-
-RECIPE = _case("recipe")
-HEAD = RECIPE["expected"]["head_sha"]
 FIRST = RECIPE["expected"]["first_commit_sha"]
-KEY = bytes.fromhex(RECIPE["input"]["signing_key_hex"])
-READY = _case("ready")
-
-
-def runner_env(workspace: Path) -> dict[str, str]:
-    """The recipe's runner_env for ``workspace`` (ceiling = its parent directory)."""
-    env = dict(RECIPE["input"]["recipe"]["runner_env"])
-    env["GIT_CEILING_DIRECTORIES"] = str(workspace.parent)
-    return env
-
-
-def subprocess_env(workspace: Path) -> dict[str, str]:
-    env = {name: value for name, value in os.environ.items() if not name.startswith("GIT_")}
-    env.update(runner_env(workspace))
-    return env
-
-
-def git(workspace: Path, cwd: str, *args: str, env: dict[str, str] | None = None) -> str:
-    recipe = RECIPE["input"]["recipe"]
-    full = {**subprocess_env(workspace), **recipe["git_env"], **(env or {})}
-    completed = subprocess.run(
-        ["git", *args], cwd=workspace / cwd, env=full, check=True, capture_output=True
-    )
-    return completed.stdout.decode("utf-8").strip()
-
-
-def build_recipe(workspace: Path) -> None:
-    """Apply the recipe's ordered steps in the empty directory ``workspace``."""
-    workspace.mkdir(parents=True)
-    for step in RECIPE["input"]["recipe"]["steps"]:
-        target = workspace / step.get("path", ".")
-        if step["op"] == "mkdir":
-            target.mkdir(parents=True)
-        elif step["op"] == "write":
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(step["content"].encode("utf-8"))
-        elif step["op"] == "git":
-            git(workspace, step["cwd"], *step["args"], env=step.get("env"))
-        else:
-            pytest.fail("vector case shape not understood")
 
 
 @pytest.fixture(scope="module")
 def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     workspace = tmp_path_factory.mktemp("recipe") / "ws"
     build_recipe(workspace)
-    return workspace
-
-
-def fresh(template: Path, parent: Path) -> Path:
-    """A fresh copy of the recipe workspace under ``parent`` (itself the git ceiling)."""
-    workspace = parent / "ws"
-    parent.mkdir(parents=True, exist_ok=True)
-    shutil.copytree(template, workspace, symlinks=True)
     return workspace
 
 

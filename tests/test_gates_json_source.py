@@ -17,7 +17,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-from _vectors import PROJECT_ROOT, cases, decode_input, load
 from sealeval.canonical import decode, digest_bytes, digest_openmed, encode_openmed
 from sealeval.errors import CanonicalError
 from sealeval.gates import GateError, MetricEvidence, evaluate_agent_release_gates
@@ -42,6 +41,7 @@ from sealeval.gates.adapters.json_source import (
     release_evidence_from_source,
     release_evidence_from_source_with_source_digest,
 )
+from support.vectors import PROJECT_ROOT, cases, decode_input, load
 
 VECTORS = "openmed/adapters_json_source.json"
 CONTRACTS = PROJECT_ROOT / "contracts"

@@ -14,7 +14,6 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from _postgres import fresh_database, postgres_dsn  # noqa: F401 (session fixture)
 from sealeval.canonical import is_digest
 from sealeval.gates import evaluate_agent_release_gates
 from sealeval.gates.adapters.counting import count_evidence
@@ -43,6 +42,7 @@ from sealeval.gates.omop import (
 )
 from sealeval.gates.omop import stage as omop_stage
 from sealeval.gates.registry import GateError
+from support.postgres import fresh_database
 
 CANARY = "PHI-CANARY-7f3a-jane-doe"
 SHORT_CANARY = "CAN7f3aRY"  # fits varchar(10)
@@ -201,7 +201,7 @@ def sqlite_target(tmp_path: Path) -> Target:
 
 
 @pytest.fixture(scope="module")
-def omop_pg_dsn(postgres_dsn: str) -> Iterator[str]:  # noqa: F811
+def omop_pg_dsn(postgres_dsn: str) -> Iterator[str]:
     with fresh_database(postgres_dsn, "omop") as dsn:
         with psycopg.connect(dsn) as connection:
             create_omop_tables(connection, dialect="postgresql")

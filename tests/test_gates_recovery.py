@@ -15,7 +15,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-from _vectors import PROJECT_ROOT, cases, decode_input, load
 from sealeval.canonical import decode, digest_openmed, encode_openmed
 from sealeval.gates import MetricEvidence, evaluate_agent_release_gates
 from sealeval.gates.adapters.errors import AgentReleaseAdapterError
@@ -45,6 +44,7 @@ from sealeval.gates.recovery_suite import (
     recovery_suite_evidence,
     run_recovery_suite,
 )
+from support.vectors import PROJECT_ROOT, cases, decode_input, load
 
 VECTORS = "openmed/adapters_recovery.json"
 CANDIDATE = "sha256:" + "c" * 64

@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 from inspect_ai.log import EvalLog, read_eval_log, read_eval_log_samples
 
-from _vectors import vectors_dir
 from sealeval.captured import run_digest
 from sealeval.captured.importers import load_run
 from sealeval.captured.importers.base import ImportOptions, ImportRefusalError
 from sealeval.captured.importers.live import run_from_inspect_log, run_from_lm_eval_results
+from support.vectors import vectors_dir
 
 SAMPLES = vectors_dir().parent / "samples" / "evaluators"
 ARTIFACT = "sha256:" + "ab" * 32

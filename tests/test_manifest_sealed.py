@@ -11,7 +11,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from _vectors import cases, decode_input
 from sealeval.errors import ManifestError
 from sealeval.manifest import (
     COMPONENTS,
@@ -20,6 +19,7 @@ from sealeval.manifest import (
     seal_workflow_manifest,
     verify_at_evaluation_start,
 )
+from support.vectors import cases, decode_input
 
 
 def _name_digest(text: str) -> str:

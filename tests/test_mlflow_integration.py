@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 from mlflow.tracking import MlflowClient
 
-from _view_workspace import Workspace, build_workspace
 from sealeval.captured.pack_reader import EvidencePackError, read_evidence_pack
 from sealeval.integrations.mlflow import (
     EVIDENCE_PATH,
@@ -20,6 +19,7 @@ from sealeval.integrations.mlflow import (
     MlflowLogError,
     log_pack_to_mlflow,
 )
+from support.view_workspace import Workspace, build_workspace
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from sealeval.canonical import decode, encode_invarlock, encode_openmed
-from sealeval.errors import SealevalError, error_classes
+from sealeval.errors import error_classes
 from sealeval.manifest import (
     COMPONENTS,
     SealedWorkflowManifest,
@@ -21,8 +21,8 @@ from sealeval.manifest.components import digest_config_document, digest_file, di
 from sealeval.manifest.snapshot import snapshot_components
 from sealeval.manifest.tool_inventory import build_tool_inventory
 from sealeval.strict_yaml import load_strict_yaml
+from support.refusals import CANARY, assert_refused
 
-CANARY = "PHI-CANARY-7f3a-jane-doe-MRN-0042"
 GOOD = {name: "sha256:" + format(index, "x") * 64 for index, name in enumerate(COMPONENTS, 1)}
 
 
@@ -77,22 +77,51 @@ def _texts(error: BaseException) -> list[str]:
     return texts
 
 
+#: Every case of ``_cases``: its closed code and field.
+EXPECTED: dict[str, tuple[str, str | None]] = {
+    "decode-duplicate": ("duplicate_key", None),
+    "decode-invalid": ("invalid_json", None),
+    "decode-constant": ("non_standard_constant", None),
+    "decode-surrogate": ("unpaired_surrogate", None),
+    "encode-key": ("non_finite", None),
+    "encode-surrogate": ("unpaired_surrogate", None),
+    "seal-extra": ("invalid_keys", "component_digests"),
+    "seal-value": ("invalid_digest", "component_digests.model"),
+    "construct": ("unsupported_version", "schema_version"),
+    "from-dict": ("unknown_field", "manifest"),
+    "from-json": ("invalid_document", "manifest"),
+    "snapshot-path": ("not_found", "prompt"),
+    "snapshot-digest": ("invalid_digest", "component_digests.model"),
+    "file": ("not_found", "path"),
+    "tree": ("symlink_escapes_tree", "path"),
+    "config-json": ("invalid_document", "path"),
+    "config-yaml": ("invalid_document", "path"),
+    "yaml": ("anchor_or_alias", None),
+    "yaml-syntax": ("invalid_yaml", None),
+    "tool-inventory": ("free_text", "tools[0].parameters"),
+    "tool-name": ("invalid_name", "tools[0].name"),
+}
+
+
+def test_every_case_has_one_expected_refusal(tmp_path: Path) -> None:
+    names = [name for name, _ in _cases(tmp_path)]
+    assert len(names) == len(set(names))
+    assert names == list(EXPECTED)
+
+
+@pytest.mark.parametrize("name", list(EXPECTED))
 def test_every_refusal_is_closed_and_canary_free(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+    name: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.DEBUG)
-    names = []
-    for name, action in _cases(tmp_path):
-        with pytest.raises(SealevalError) as caught:
-            action()
-        error = caught.value
-        assert error.code in type(error).codes, name
-        for text in _texts(error):
-            assert CANARY not in text, name
-            assert str(tmp_path) not in text, name
-        names.append(name)
+    action = dict(_cases(tmp_path))[name]
+    code, field = EXPECTED[name]
+    error = assert_refused(action, code, field)
+    assert error.code in type(error).codes
+    for text in _texts(error):
+        assert CANARY not in text
+        assert str(tmp_path) not in text
     assert CANARY not in caplog.text
-    assert len(names) == len(set(names))
 
 
 def test_verification_output_never_carries_submitted_values() -> None:

@@ -9,7 +9,11 @@ from typing import Any
 
 import pytest
 
-from _integration_samples import (
+from sealeval.captured import Run, write_run
+from sealeval.captured.importers import load_run
+from sealeval.integrations import GateInputError
+from sealeval.pytest_plugin import PROPERTIES, RegressionError, assert_no_regression
+from support.integration_samples import (
     BASELINE_ARTIFACT,
     CANDIDATE_ARTIFACT,
     inspect_eval_log,
@@ -22,10 +26,6 @@ from _integration_samples import (
     provenance,
     write_regressed_mc,
 )
-from sealeval.captured import Run, write_run
-from sealeval.captured.importers import load_run
-from sealeval.integrations import GateInputError
-from sealeval.pytest_plugin import PROPERTIES, RegressionError, assert_no_regression
 
 pytest_plugins = ["pytester"]
 

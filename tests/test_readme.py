@@ -11,8 +11,8 @@ import re
 import click
 from click.testing import CliRunner
 
-from _vectors import PROJECT_ROOT
 from sealeval.cli import cli
+from support.vectors import PROJECT_ROOT
 
 README = PROJECT_ROOT / "README.md"
 BLOCK = re.compile(r"<!-- help: (?P<command>[a-z -]+) -->\n```text\n(?P<body>.*?)```\n", re.DOTALL)

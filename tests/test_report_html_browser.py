@@ -18,9 +18,9 @@ from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 
-from _vectors import vectors_dir
 from sealeval.captured.pack_reader import EvidencePack, read_evidence_pack
 from sealeval.captured.report import VerificationStatus, render_html
+from support.vectors import vectors_dir
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")

@@ -18,7 +18,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-from _vectors import PROJECT_ROOT, cases, decode_input, load
 from sealeval.canonical import digest_bytes, encode_openmed
 from sealeval.errors import SealevalError
 from sealeval.session.adjudication import (
@@ -55,6 +54,7 @@ from sealeval.session.cases import (
     evaluation_case_digest,
     evaluation_case_payload,
 )
+from support.vectors import PROJECT_ROOT, cases, decode_input, load
 
 VECTORS = "openmed/adjudication.json"
 CANARY = "PHI-CANARY-7f3a-jane-doe-MRN-0042"

@@ -16,7 +16,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-from _vectors import PROJECT_ROOT, cases, decode_input, load
 from sealeval.canonical import decode, digest_openmed, encode_openmed
 from sealeval.errors import SealevalError, error_classes
 from sealeval.session.budget import (
@@ -41,6 +40,7 @@ from sealeval.session.budget import (
     decide_failure_approval,
     decide_official_attempt,
 )
+from support.vectors import PROJECT_ROOT, cases, decode_input, load
 
 VECTORS = "openmed/feedback_budget.json"
 CONTRACTS = PROJECT_ROOT / "contracts"

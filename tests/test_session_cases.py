@@ -11,7 +11,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from _vectors import cases, decode_input
 from sealeval.canonical import encode_openmed
 from sealeval.session.cases import (
     CaseError,
@@ -24,6 +23,7 @@ from sealeval.session.cases import (
     is_reference,
     is_text,
 )
+from support.vectors import cases, decode_input
 
 CANARY = "PHI-CANARY-7f3a-jane-doe-MRN-0042"
 DIGEST = "sha256:" + "ab" * 32

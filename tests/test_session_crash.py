@@ -22,7 +22,7 @@ import pytest
 from sealeval.session.record import SessionRecord
 from sealeval.session.session import EvaluationSessionError
 from sealeval.session.store import SQLiteSessionStore
-from test_session_session import (
+from support.session_world import (
     Clock,
     Providers,
     World,

@@ -18,7 +18,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-from _vectors import PROJECT_ROOT, cases, decode_input, load
 from sealeval.manifest.sealed import COMPONENTS, SealedWorkflowManifest, seal_workflow_manifest
 from sealeval.session import forensics
 from sealeval.session.forensics import (
@@ -39,6 +38,7 @@ from sealeval.session.forensics import (
     trigrams,
 )
 from sealeval.session.holdout import MANIFEST_KINDS, HoldoutCommitment, commit_holdout
+from support.vectors import PROJECT_ROOT, cases, decode_input, load
 
 VECTORS = "openmed/forensics.json"
 CANARY = "PHI-CANARY-7f3a-jane-doe-MRN-0042"

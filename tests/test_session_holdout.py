@@ -15,7 +15,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-from _vectors import PROJECT_ROOT, cases, decode_input, load
 from sealeval.canonical import digest_openmed, encode_openmed
 from sealeval.errors import SealevalError
 from sealeval.session import holdout
@@ -43,6 +42,7 @@ from sealeval.session.holdout import (
     verify_holdout_commitment,
     verify_inclusion_proof,
 )
+from support.vectors import PROJECT_ROOT, cases, decode_input, load
 
 VECTORS = "openmed/holdout.json"
 CANARY = "PHI-CANARY-7f3a-jane-doe-MRN-0042"

@@ -33,20 +33,19 @@ from typing import Any
 import psycopg
 import pytest
 
-from _postgres import (
-    PostgresUnavailableError,
-    fresh_database,
-    postgres_dsn,  # noqa: F401 (session fixture)
-    restart_server,
-)
 from sealeval.session.durable_ledger import DurableBudgetLedger
 from sealeval.session.postgres_store import PostgresSessionStore
 from sealeval.session.record import ERROR_CODES, EvaluationSessionError, SessionRecord
 from sealeval.session.session import EvaluationSession
 from sealeval.session.store import SessionStore
 from sealeval.session.store_factory import open_session_store
-from test_session_session import World, make_world, open_session, session_key
-from test_session_store_contract import pg_uri
+from support.postgres import (
+    PostgresUnavailableError,
+    fresh_database,
+    restart_server,
+)
+from support.session_store import pg_uri
+from support.session_world import World, make_world, open_session, session_key
 
 CTX = multiprocessing.get_context("fork")
 WAIT = 60.0
@@ -60,7 +59,7 @@ PHASES = ("verified", "cases", "forensics", "adjudication")
 
 
 @pytest.fixture(scope="module")
-def load_dsn(postgres_dsn: str) -> Iterator[str]:  # noqa: F811
+def load_dsn(postgres_dsn: str) -> Iterator[str]:
     with fresh_database(postgres_dsn, "load") as dsn:
         yield dsn
 

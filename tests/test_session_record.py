@@ -10,7 +10,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-from _vectors import PROJECT_ROOT, cases, decode_input, load
 from sealeval.canonical import digest_openmed, encode_openmed
 from sealeval.session.record import (
     MAX_STEPS,
@@ -23,6 +22,7 @@ from sealeval.session.record import (
     SessionStep,
     session_digest,
 )
+from support.vectors import PROJECT_ROOT, cases, decode_input, load
 
 VECTORS = "openmed/session_record.json"
 SCHEMA_PATH = PROJECT_ROOT / "contracts" / "openmed.eval.workflow_session.v1.schema.json"

@@ -15,7 +15,6 @@ import sqlite3
 import threading
 import traceback
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,10 +22,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from _vectors import cases, decode_input
 from sealeval.canonical import digest_openmed, encode_openmed
 from sealeval.errors import SealevalError
-from sealeval.manifest.sealed import COMPONENTS, SealedWorkflowManifest, seal_workflow_manifest
+from sealeval.manifest.sealed import seal_workflow_manifest
 from sealeval.session import record as record_module
 from sealeval.session import session as session_module
 from sealeval.session import store as store_module
@@ -44,10 +42,9 @@ from sealeval.session.cases import (
     SourceEvidence,
     evaluation_case_digest,
 )
-from sealeval.session.holdout import HoldoutCommitment, commit_holdout
+from sealeval.session.holdout import commit_holdout
 from sealeval.session.record import ERROR_CODES, SessionRecord, SessionStep
 from sealeval.session.session import (
-    PROVIDER_NAMES,
     BudgetLedger,
     EvaluationSession,
     EvaluationSessionError,
@@ -57,6 +54,18 @@ from sealeval.session.session import (
     budget_watermark,
 )
 from sealeval.session.store import SessionStore, SQLiteSessionStore
+from support.session_world import (
+    Clock,
+    Providers,
+    World,
+    digest_of,
+    make_ledger,
+    make_world,
+    open_session,
+    session_key,
+    session_kwargs,
+)
+from support.vectors import cases, decode_input
 
 VECTORS = "openmed/session.json"
 CANARY = "PHI-CANARY-7f3a-jane-doe-MRN-0042"
@@ -64,209 +73,6 @@ CANARY = "PHI-CANARY-7f3a-jane-doe-MRN-0042"
 
 # ---------------------------------------------------------------------------
 # The synthetic world (shared with the store and crash tests)
-
-
-def digest_of(label: str) -> str:
-    """Return a deterministic digest for a label."""
-    return "sha256:" + hashlib.sha256(label.encode("utf-8")).hexdigest()
-
-
-def session_key(label: object) -> str:
-    """Return a deterministic session key."""
-    return digest_of(f"session-key:{label}")
-
-
-@dataclass
-class World:
-    """Every input of a session except the providers, ledger, store and clock."""
-
-    manifest: SealedWorkflowManifest
-    components: dict[str, str]
-    cases: tuple[ComparisonCase, ...]
-    holdout_manifests: dict[str, tuple[str, ...]]
-    holdout: HoldoutCommitment
-    policy: FeedbackBudgetPolicy
-    candidate_identity: str
-    candidate_manifests: dict[str, str]
-    provider_digests: dict[str, str]
-    rubric: tuple[RubricCriterion, ...]
-    conflict: ConflictOfInterestMetadata
-    key: bytes
-    public: tuple[str, ...]
-    shadow: tuple[str, ...]
-    canaries: tuple[str, ...]
-    outputs: dict[str, str]
-    scores: dict[str, Any]
-
-
-def make_world(
-    *,
-    tag: str = "SYNTH",
-    scores: tuple[Any, ...] = (0.75, 0.25),
-    detailed_limit: int = 1,
-    rerun_limit: int = 2,
-    boundaries: tuple[float, ...] = (0.5, 0.8),
-    identity: str = "evaluated",
-    other: str = "reference",
-    reviewer: str = "reviewer-1",
-    key: bytes | None = None,
-    status: str = "cleared",
-) -> World:
-    """Build a deterministic world; ``tag`` is embedded in every piece of text."""
-    components = {name: digest_of(f"component:{name}") for name in COMPONENTS}
-    manifest = seal_workflow_manifest(components)
-    built = []
-    outputs: dict[str, str] = {}
-    score_map: dict[str, Any] = {}
-    for index, score in enumerate(scores):
-        evidence_ref = f"source-{index}"
-        built.append(
-            ComparisonCase(
-                case_ref=f"case-{index}",
-                source_evidence=(
-                    SourceEvidence(
-                        evidence_ref=evidence_ref, content=f"{tag} patient note {index}"
-                    ),
-                ),
-                candidate_outputs={identity: "Placeholder", other: f"{tag} reference {index}"},
-            )
-        )
-        outputs[evidence_ref] = f"{tag} candidate answer {index}"
-        score_map[f"case-{index}"] = score
-    case_digests = tuple(evaluation_case_digest(case) for case in built)
-    holdout_manifests = {
-        "case": case_digests,
-        "label": (digest_of("label"),),
-        "template": (digest_of("template"),),
-        "randomization": (digest_of("randomization"),),
-    }
-    holdout = commit_holdout("epoch-1", holdout_manifests)
-    policy = FeedbackBudgetPolicy(
-        epoch_digest=holdout.commitment_digest,
-        detailed_feedback_limit=detailed_limit,
-        rerun_limit=rerun_limit,
-        coarse_score_boundaries=boundaries,
-    )
-    return World(
-        manifest=manifest,
-        components=components,
-        cases=tuple(built),
-        holdout_manifests=holdout_manifests,
-        holdout=holdout,
-        policy=policy,
-        candidate_identity=identity,
-        candidate_manifests={identity: manifest.manifest_digest, other: digest_of("other")},
-        provider_digests={name: digest_of(f"provider:{name}") for name in sorted(PROVIDER_NAMES)},
-        rubric=(
-            RubricCriterion(
-                criterion_ref="grounding", question="Grounded?", minimum_score=1, maximum_score=5
-            ),
-        ),
-        conflict=ConflictOfInterestMetadata(
-            reviewer_ref=reviewer, declaration_digest=digest_of("declaration"), status=status
-        ),
-        key=key if key is not None else bytes(range(1, 41)),
-        public=(f"{tag} public fixture",),
-        shadow=(f"{tag} shadow item",),
-        canaries=(f"{tag} canary string",),
-        outputs=outputs,
-        scores=score_map,
-    )
-
-
-class Providers:
-    """Recording runner / scorer / reviewer / snapshot for a world."""
-
-    def __init__(self, world: World) -> None:
-        self.world = world
-        self.calls: list[str] = []
-        self.packets: tuple[BlindedPacket, ...] = ()
-        self.seen_evidence: list[object] = []
-
-    def runner(self, evidence: tuple[SourceEvidence, ...]) -> object:
-        self.calls.append("runner")
-        self.seen_evidence.append(evidence)
-        return self.world.outputs[evidence[0].evidence_ref]
-
-    def scorer(self, case: ComparisonCase, output: str) -> object:
-        self.calls.append("scorer")
-        return self.world.scores[case.case_ref]
-
-    def review(self, packets: tuple[BlindedPacket, ...]) -> None:
-        self.calls.append("review")
-        self.packets = packets
-
-    def snapshot(self) -> object:
-        return dict(self.world.components)
-
-
-class Clock:
-    """A clock returning start, start + 1, ... across every session that shares it."""
-
-    def __init__(self, start: int = 1000) -> None:
-        self.next = start
-
-    def __call__(self) -> int:
-        value = self.next
-        self.next += 1
-        return value
-
-
-def make_ledger(world: World) -> FeedbackBudgetLedger:
-    """Return a fresh in-memory ledger with the world's policy."""
-    return FeedbackBudgetLedger([world.policy])
-
-
-def session_kwargs(
-    world: World,
-    store: object,
-    key: str,
-    *,
-    ledger: object,
-    providers: Providers | None = None,
-    clock: Callable[[], object] | None = None,
-) -> dict[str, Any]:
-    """Return the keyword arguments of an :class:`EvaluationSession`."""
-    providers = providers if providers is not None else Providers(world)
-    return {
-        "session_key": key,
-        "manifest": world.manifest,
-        "component_snapshot": providers.snapshot,
-        "holdout": world.holdout,
-        "holdout_manifests": world.holdout_manifests,
-        "cases": world.cases,
-        "candidate_identity": world.candidate_identity,
-        "candidate_manifests": world.candidate_manifests,
-        "runner": providers.runner,
-        "scorer": providers.scorer,
-        "review": providers.review,
-        "provider_digests": world.provider_digests,
-        "rubric": world.rubric,
-        "conflict_of_interest": world.conflict,
-        "randomization_key": world.key,
-        "public_items": world.public,
-        "shadow_items": world.shadow,
-        "canaries": world.canaries,
-        "ledger": ledger,
-        "store": store,
-        "clock": clock if clock is not None else Clock(),
-    }
-
-
-def open_session(
-    world: World,
-    store: object,
-    key: str,
-    *,
-    ledger: object,
-    providers: Providers | None = None,
-    clock: Callable[[], object] | None = None,
-    **overrides: Any,
-) -> EvaluationSession:
-    """Construct a session over ``world`` with optional argument overrides."""
-    kwargs = session_kwargs(world, store, key, ledger=ledger, providers=providers, clock=clock)
-    kwargs.update(overrides)
-    return EvaluationSession(**kwargs)
 
 
 def error_of(action: Callable[[], object]) -> EvaluationSessionError:

@@ -21,7 +21,7 @@ from sealeval.session.store import (
     check_finish,
     check_save,
 )
-from test_session_session import (
+from support.session_world import (
     Providers,
     digest_of,
     make_ledger,

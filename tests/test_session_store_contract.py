@@ -22,7 +22,6 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote, urlencode
 
 import psycopg
 import pytest
@@ -30,8 +29,6 @@ from jsonschema import Draft202012Validator
 from psycopg import sql
 from referencing import Registry, Resource
 
-from _postgres import fresh_database, postgres_dsn  # noqa: F401 (session fixture)
-from _vectors import PROJECT_ROOT
 from sealeval.canonical import digest_openmed
 from sealeval.errors import SealevalError
 from sealeval.session import durable_ledger as durable_module
@@ -61,7 +58,11 @@ from sealeval.session.store_factory import (
     open_session_store,
     read_session_store,
 )
-from test_session_session import (
+from support.postgres import fresh_database
+from support.session_store import (
+    pg_uri,
+)
+from support.session_world import (
     Clock,
     Providers,
     World,
@@ -71,6 +72,7 @@ from test_session_session import (
     open_session,
     session_key,
 )
+from support.vectors import PROJECT_ROOT
 
 CANARY = "PHI-CANARY-7f3a-jane-doe-MRN-0042"
 KEY = session_key("contract")
@@ -83,23 +85,6 @@ CONTRACTS = PROJECT_ROOT / "contracts"
 
 # ---------------------------------------------------------------------------
 # Back ends
-
-
-def pg_uri(
-    dsn: str, *, schema: str | None = None, password: str | None = None, user: str | None = None
-) -> str:
-    """Return a ``postgresql://`` URI for a libpq DSN (``search_path`` set to ``schema``)."""
-    parts = psycopg.conninfo.conninfo_to_dict(dsn)
-    user = quote(user if user is not None else str(parts.get("user", "")), safe="")
-    secret = password if password is not None else str(parts.get("password", ""))
-    credentials = f"{user}:{quote(secret, safe='')}@" if secret else f"{user}@"
-    query = {"connect_timeout": "10"}
-    if schema is not None:
-        query["options"] = f"-c search_path={schema}"
-    host = quote(str(parts.get("host", "127.0.0.1")), safe="")
-    port = parts.get("port", "5432")
-    database = quote(str(parts.get("dbname", "postgres")), safe="")
-    return f"postgresql://{credentials}{host}:{port}/{database}?{urlencode(query, quote_via=quote)}"
 
 
 @dataclass
@@ -155,7 +140,7 @@ class Backend:
 
 
 @pytest.fixture(scope="module")
-def contract_dsn(postgres_dsn: str) -> Iterator[str]:  # noqa: F811
+def contract_dsn(postgres_dsn: str) -> Iterator[str]:
     with fresh_database(postgres_dsn, "contract") as dsn:
         yield dsn
 

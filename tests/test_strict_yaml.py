@@ -12,7 +12,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from _vectors import cases, load
 from sealeval import strict_yaml
 from sealeval.errors import YamlError
 from sealeval.strict_yaml import (
@@ -21,6 +20,8 @@ from sealeval.strict_yaml import (
     YamlLimits,
     load_strict_yaml,
 )
+from support.refusals import assert_refused
+from support.vectors import cases, load
 
 CANARY = "CANARYq7zx"
 MIB = 1_048_576
@@ -271,9 +272,10 @@ REJECTIONS = [
 
 @pytest.mark.parametrize(("document", "code", "options"), REJECTIONS)
 def test_rejection(document: bytes | str, code: str, options: dict[str, Any]) -> None:
-    with pytest.raises(YamlError) as caught:
-        load_strict_yaml(document, **options)
-    assert caught.value.code == code
+    error = assert_refused(
+        lambda: load_strict_yaml(document, **options), code, canaries=(CANARY, CANARY.lower())
+    )
+    assert isinstance(error, YamlError)
 
 
 @pytest.mark.parametrize(("document", "code", "options"), REJECTIONS)
@@ -485,9 +487,7 @@ def test_custom_limits() -> None:
     ],
 )
 def test_stream_checks_precede_construction(document: str, code: str) -> None:
-    with pytest.raises(YamlError) as caught:
-        load_strict_yaml(document)
-    assert caught.value.code == code
+    assert isinstance(assert_refused(lambda: load_strict_yaml(document), code), YamlError)
 
 
 def test_check_order_after_construction() -> None:

@@ -13,8 +13,6 @@ from urllib.parse import urlencode
 
 import pytest
 
-from _integration_samples import FLIPPED_ID
-from _view_workspace import OUTSIDE_CANARY, Workspace, build_workspace
 from sealeval.captured.pack_reader import read_evidence_pack
 from sealeval.view import (
     CONTENT_SECURITY_POLICY,
@@ -26,6 +24,8 @@ from sealeval.view import (
     start_viewer,
 )
 from sealeval.view.catalog import open_below, read_below
+from support.integration_samples import FLIPPED_ID
+from support.view_workspace import OUTSIDE_CANARY, Workspace, build_workspace
 
 
 @pytest.fixture(scope="module")

@@ -23,9 +23,9 @@ from selenium.webdriver.remote.webelement import WebElement
 from selenium.webdriver.support.expected_conditions import staleness_of
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
-from _integration_samples import FLIPPED_ID, WRONG_ANSWER
-from _view_workspace import HOSTILE_OUTPUT, Workspace, build_workspace
 from sealeval.view import ViewerServer, start_viewer
+from support.integration_samples import FLIPPED_ID, WRONG_ANSWER
+from support.view_workspace import HOSTILE_OUTPUT, Workspace, build_workspace
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")

@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from _vectors import vectors_dir
 from sealeval.captured.pack_reader import read_evidence_pack
 from sealeval.cli import cli
 from sealeval.view import ViewerServer, paired_outcomes
 from sealeval.view.outcomes import counts
+from support.vectors import vectors_dir
 
 PACKS = sorted(
     path.parent for path in (vectors_dir() / "invarlock" / "packs").glob("*/evidence/manifest.json")

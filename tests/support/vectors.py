@@ -1,0 +1,65 @@
+"""Golden-vector loading shared by the vector tests.
+
+Vector files are read from ``$SEALEVAL_VECTORS`` (default ``../shared/vectors``
+beside the project root), parsed once per test session (``functools.cache``),
+and every case becomes its own parametrized test with the id
+``<file stem>-<case name>``. Input conventions of the reference generators are
+decoded here: ``{"$float": "nan"|"inf"|"-inf"}`` becomes a non-finite float,
+``{"$bytes_hex": ".."}`` becomes bytes, and arrays become tuples unless a file
+says otherwise.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+
+
+def vectors_dir() -> Path:
+    configured = os.environ.get("SEALEVAL_VECTORS")
+    if configured:
+        return Path(configured)
+    return PROJECT_ROOT.parent / "shared" / "vectors"
+
+
+@functools.cache
+def load(relative: str) -> dict[str, Any]:
+    path = vectors_dir() / relative
+    with path.open("rb") as handle:
+        document = json.loads(handle.read().decode("utf-8"))
+    assert isinstance(document, dict)
+    assert isinstance(document.get("cases"), list)
+    return document
+
+
+def cases(relative: str) -> list[Any]:
+    """Return one ``pytest.param`` per case, with the id ``<stem>-<name>``."""
+    stem = Path(relative).stem
+    document = load(relative)
+    names = [case["name"] for case in document["cases"]]
+    assert len(names) == len(set(names)), f"duplicate case names in {relative}"
+    return [pytest.param(case, id=f"{stem}-{case['name']}") for case in document["cases"]]
+
+
+def decode_input(value: Any, *, arrays_as_tuples: bool = True) -> Any:
+    """Apply the reference generators' input conventions recursively."""
+    if isinstance(value, dict):
+        if set(value) == {"$float"}:
+            return float(value["$float"])
+        if set(value) == {"$bytes_hex"}:
+            return bytes.fromhex(value["$bytes_hex"])
+        return {
+            key: decode_input(item, arrays_as_tuples=arrays_as_tuples)
+            for key, item in value.items()
+        }
+    if isinstance(value, list):
+        items = [decode_input(item, arrays_as_tuples=arrays_as_tuples) for item in value]
+        return tuple(items) if arrays_as_tuples else items
+    return value
