@@ -24,6 +24,7 @@ Keys are digests only; no document or error ever carries a submitted value.
 from __future__ import annotations
 
 import bisect
+import functools
 import itertools
 import math
 import threading
@@ -59,6 +60,7 @@ __all__ = [
     "coarse_band",
     "decide_failure_approval",
     "decide_official_attempt",
+    "record_official_attempt",
 ]
 
 POLICY_SCHEMA: Final = "openmed.eval.feedback_budget_policy.v1"
@@ -800,6 +802,37 @@ def decide_failure_approval(
     return result, new_usage
 
 
+def record_official_attempt(
+    policy: FeedbackBudgetPolicy,
+    usage: SubmissionUsage,
+    *,
+    score: object = None,
+    infrastructure_failure_digest: object = None,
+    write: Callable[[SubmissionUsage], object],
+) -> FeedbackBudgetDecision:
+    """Record one official attempt: the one implementation every ledger delegates to.
+
+    Decides with :func:`decide_official_attempt` and hands the new usage to
+    ``write`` only when the attempt is accepted: a denial
+    (``rerun_budget_exhausted``) changes nothing. The caller holds whatever
+    makes the read of ``usage`` and the ``write`` atomic (the in-memory
+    ledger's lock, the durable ledger's database transaction).
+
+    Raises:
+        FeedbackBudgetError: the refusals of :func:`decide_official_attempt`
+            (then nothing is written).
+    """
+    decision, new_usage = decide_official_attempt(
+        policy,
+        usage,
+        score=score,
+        infrastructure_failure_digest=infrastructure_failure_digest,
+    )
+    if decision.accepted:
+        write(new_usage)
+    return decision
+
+
 # ---------------------------------------------------------------------------
 # Whole-ledger state (for persistence and restore)
 
@@ -1003,15 +1036,13 @@ class FeedbackBudgetLedger:
         key = self._key(epoch_digest, submission_digest)
         policy = self._policies[key[0]]
         with self._lock:
-            decision, usage = decide_official_attempt(
+            return record_official_attempt(
                 policy,
                 self._usage.get(key, _EMPTY_USAGE),
                 score=score,
                 infrastructure_failure_digest=infrastructure_failure_digest,
+                write=functools.partial(self._usage.__setitem__, key),
             )
-            if decision.accepted:
-                self._usage[key] = usage
-        return decision
 
     def approve_infrastructure_failure(
         self,
