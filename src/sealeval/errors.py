@@ -10,7 +10,7 @@ nothing a caller submitted can reach ``str()``, ``repr()`` or a log line.
 Raise these errors with ``from None`` at public boundaries so that no provider
 exception (which may quote input) is chained into a traceback.
 
-Errors come in four families, so that a caller can catch what it handles:
+Errors come in five families, so that a caller can catch what it handles:
 
 - :class:`ManifestError` -- sealing, component digests, configuration documents,
   tool inventories (it is itself the sealed-manifest refusal);
@@ -19,7 +19,9 @@ Errors come in four families, so that a caller can catch what it handles:
   adversarial and recovery suites, the OMOP loader and the candidate runner (it
   is itself the gate-evaluation refusal);
 - :class:`CapturedError` -- captured runs, importers, scorers, comparison,
-  requests, packs, verification, receipts and reports.
+  requests, packs, verification, receipts and reports;
+- ``sealeval.attest.AttestationError`` -- in-toto attestations and their DSSE
+  envelopes (it is itself the attestation refusal).
 
 ``except CapturedError`` catches every captured refusal. The canonical, YAML,
 output and usage errors are shared by all families and derive from
@@ -309,5 +311,7 @@ class UsageError(SealevalError):
             "duplicate_component",
             "demo_dir_not_ours",
             "unknown_suite",
+            "model_signature_incomplete",
+            "model_signature_needs_directory",
         }
     )
