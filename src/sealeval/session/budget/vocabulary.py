@@ -12,6 +12,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, TypeVar
 
+from sealeval._validate import check_closed
 from sealeval.canonical import decode, is_digest
 from sealeval.errors import CanonicalError, SessionError
 
@@ -188,11 +189,9 @@ def _check_digest(value: object, field_name: str) -> str:
 
 
 def _check_keys(document: object, keys: frozenset[str], name: str) -> Mapping[str, Any]:
-    """Refuse a non-mapping, unknown keys, then missing keys (alphabetical)."""
-    if not isinstance(document, Mapping):
-        raise FeedbackBudgetError("invalid_document", name)
-    if any(key not in keys for key in document):
-        raise FeedbackBudgetError("unknown_field", name)
+    """Refuse a non-mapping, unknown keys, then missing keys (alphabetical, named each)."""
+    check_closed(document, name, (), keys, error=FeedbackBudgetError, type_code="invalid_document")
+    assert isinstance(document, Mapping)
     for key in sorted(keys):
         if key not in document:
             raise FeedbackBudgetError("missing_field", f"{name}.{key}")
