@@ -197,8 +197,9 @@ def plan_continuous(
 
     ``sd_difference`` is the standard deviation of the paired differences,
     ``assumed_difference`` the true change in the *better* direction (>= 0
-    means no worse). Width uses the upper ``assurance`` quantile of the sample
-    standard deviation (chi-square, Wilson-Hilferty); power the normal test.
+    means no worse). Both targets use the upper ``assurance`` quantile of the
+    sample standard deviation (chi-square, Wilson-Hilferty), so the interval's
+    own estimate of the spread is covered; power then follows the normal test.
     """
     sigma = float(sd_difference)
     if not (math.isfinite(sigma) and sigma >= 0.0):
@@ -212,14 +213,16 @@ def plan_continuous(
     z_assure = _NORMAL.inv_cdf(assurance)
     z_power = _NORMAL.inv_cdf(power)
 
-    def width_ok(n: int) -> bool:
+    def high(n: int) -> float:
         k = max(n - 1, 1)
         cube = 1.0 - 2.0 / (9.0 * k) + z_assure * math.sqrt(2.0 / (9.0 * k))
-        high = sigma * math.sqrt(cube**3)
-        return 2.0 * Z * high / math.sqrt(n) <= width
+        return sigma * math.sqrt(cube**3)
+
+    def width_ok(n: int) -> bool:
+        return 2.0 * Z * high(n) / math.sqrt(n) <= width
 
     def power_ok(n: int) -> bool:
-        return (regression + delta) * math.sqrt(n) / sigma >= Z + z_power
+        return (regression + delta) * math.sqrt(n) / high(n) >= Z + z_power
 
     width_pairs = (
         _smallest(math.ceil((2.0 * Z * sigma / width) ** 2), width_ok) if width > 0 else None
