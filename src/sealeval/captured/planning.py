@@ -387,6 +387,8 @@ def plan_pairs(
             if type(value) not in (int, float) or not math.isfinite(float(value)):  # type: ignore[arg-type]
                 raise PlanningError("invalid_rate", f"rates[{metric.index}]")
             number = float(value)  # type: ignore[arg-type]
+            if (metric.is_binary and not 0.0 < number < 1.0) or number < 0.0:
+                raise PlanningError("invalid_rate", f"rates[{metric.index}]")
             plans.append(
                 _entry_plan(
                     metric,
