@@ -79,8 +79,20 @@ def test_extension_table_shows_flips_and_how_many_more(tmp_path: Path) -> None:
     for row in document["entries"]:
         first = row["flips"]["right_to_wrong_ids"][0]
         assert first in output
-        assert f"about {row['more_pairs']:,} more paired cases in slice {row['slice']}" in output
     assert "extended decision: insufficient_evidence" in output
+
+
+def test_extension_table_says_how_many_more_pairs_each_slice_needs(tmp_path: Path) -> None:
+    arguments = _files(tmp_path, _policy(maximum_regression=0.5, width=0.15))
+    extension = str(tmp_path / "extension.json")
+    result = CliRunner().invoke(cli, [*arguments, "--extension", extension])
+    document = decode(
+        CliRunner().invoke(cli, [*arguments, "--extension", extension, "--json"]).stdout_bytes
+    )
+    assert all(row["more_pairs"] for row in document["entries"])
+    for row in document["entries"]:
+        line = f"about {row['more_pairs']:,} more paired cases in slice {row['slice']}"
+        assert line in result.stdout
 
 
 def test_extension_refusals_name_the_option(tmp_path: Path) -> None:

@@ -73,6 +73,8 @@ EXTENDED_FORMAT: Final = "sealeval/extended-comparison-v1"
 MAX_FLIP_IDS: Final = 1000
 BINARY_INTERVALS: Final = ("reference", METHOD10)
 REASON_UNCONFIRMED: Final = "regression not confirmed after multiplicity control"
+REASON_MISSING_PREFIX: Final = "missing"
+REASON_MINIMUM: Final = "minimum record count not met"
 _MEMBERS: Final = (
     "format",
     "policy_digest",
@@ -191,6 +193,23 @@ def _worse(entry_delta: float | None, values: ScopeValues) -> bool:
     return entry_delta < 0 if values.metric.direction == "higher" else entry_delta > 0
 
 
+def _more_pairs(
+    row: Mapping[str, Any], values: ScopeValues, count: int, extension: PolicyExtension
+) -> int | None:
+    """Pairs still needed by an ``insufficient_evidence`` entry (None: more pairs won't help).
+
+    Missing results are remedied by supplying them, not by more pairs.
+    """
+    if row["decision"] != "insufficient_evidence" or REASON_MISSING_PREFIX in " ".join(
+        row["reasons"]
+    ):
+        return None
+    hint = more_pairs_hint(values, method=extension.binary_interval) or 0
+    if REASON_MINIMUM in row["reasons"]:
+        hint = max(hint, values.metric.minimum_count - count)
+    return hint if hint > 0 else None
+
+
 def extend_comparison(  # noqa: PLR0912 - one step per documented member of an entry
     *,
     baseline: Run | Mapping[str, Any],
@@ -279,9 +298,8 @@ def extend_comparison(  # noqa: PLR0912 - one step per documented member of an e
         ):
             row["decision"] = "insufficient_evidence"
             row["reasons"] = [REASON_UNCONFIRMED]
-    for row, values in zip(rows, everything, strict=True):
-        if row["decision"] == "insufficient_evidence":
-            row["more_pairs"] = more_pairs_hint(values, method=extension.binary_interval)
+    for row, values, entry in zip(rows, everything, report.metrics, strict=True):
+        row["more_pairs"] = _more_pairs(row, values, entry.count, extension)
     decisions = {row["decision"] for row in rows}
     overall = next((d for d in ("regression", "insufficient_evidence") if d in decisions), "pass")
     for row in rows:
