@@ -70,7 +70,7 @@ class PlanningError(CapturedError):
 
     module = "sealeval.captured.planning"
     field_in_message = True
-    codes = frozenset({"invalid_rate", "invalid_power", "invalid_method", "empty_scope"})
+    codes = frozenset({"invalid_rate", "invalid_power", "invalid_method"})
 
 
 def _probability(value: object, where: str, *, open_interval: bool = True) -> float:

@@ -158,8 +158,8 @@ def report_command(
     pack but performs no replay, no scoring and no verification, so it
     confers no verification authority. Exit 0 when rendered, 2 on any
     failure (a pack that fails examination, an inconsistent report, an
-    unusable destination). ``--extension`` adds the opt-in extended
-    statistics to every format (recomputed from the pack's runs).
+    unusable destination). With --extension the opt-in extended
+    statistics are added to every format (recomputed from the pack's runs).
     """
     given = {"html": html_path, "junit": junit_path, "markdown": markdown_path}
     requested = {fmt: path for fmt, path in given.items() if path is not None}
