@@ -1,6 +1,7 @@
 """Opt-in inference (sealeval.captured.inference): method 10, p-values, multiplicity, flips.
 
-Oracles: the published row of Newcombe (1998) quoted in issue 20, exact
+Oracles: the published row of Newcombe (1998) quoted in issue 20, the worked
+example of Fagerland, Lydersen and Laake (Cavo et al. 2012), exact
 coverage by enumerating every 2x2 table of n = 30, scipy (binomial test,
 exact permutation test) and statsmodels (McNemar, multipletests).
 """
@@ -44,6 +45,23 @@ def test_method10_reproduces_the_published_row_where_the_reference_differs() -> 
     reference = newcombe_interval(counts).interval
     assert (round(reference.lower, 4), round(reference.upper, 4)) == (0.0645, 0.3372)
     assert reference.upper - reference.lower < published.upper - published.lower
+
+
+def test_method10_reproduces_the_fagerland_lydersen_laake_worked_example() -> None:
+    """Cavo et al. (2012), complete response before/after consolidation: 59, 6, 16, 80.
+
+    Published (Fagerland, Lydersen & Laake; their ``contingencytables`` package
+    prints it): estimate -0.0621, 95% CI -0.1186 to -0.0046.
+    """
+    counts = _paper(59, 6, 16, 80)
+    interval = newcombe_method10_interval(counts)
+    effect = (counts.baseline_fail_subject_pass - counts.baseline_pass_subject_fail) / counts.n
+    assert round(effect, 4) == -0.0621
+    assert (round(interval.lower, 4), round(interval.upper, 4)) == (-0.1186, -0.0046)
+    # ad > bc here: the reference's interval is the same one
+    reference = newcombe_interval(counts).interval
+    assert math.isclose(reference.lower, interval.lower, abs_tol=1e-12)
+    assert math.isclose(reference.upper, interval.upper, abs_tol=1e-12)
 
 
 def _tables(n: int) -> list[tuple[int, int, int, int]]:
