@@ -40,7 +40,7 @@ def _run(outcomes: list[bool], artifact: str, hard_every: int = 3) -> Run:
         [
             {
                 "id": f"case-{index:04d}",
-                "input": f"question {index}",
+                "input": f"{CANARY} question {index}",
                 "expected": "yes",
                 "output": "yes" if right else "no",
                 "metadata": {"level": "hard" if index % hard_every == 0 else "easy"},
@@ -97,6 +97,7 @@ def test_extension_defaults_leave_every_decision_as_the_reference() -> None:
     )
     jsonschema.validate(document, _schema("sealeval.extended-comparison-v1"))
     assert document["comparison_digest"] == report.digest
+    assert CANARY not in json.dumps(document)
     assert document["decision"] == report.decision == document["reference_decision"]
     for row, entry in zip(document["entries"], report.metrics, strict=True):
         assert (row["metric"], row["slice"]) == (entry.name, entry.slice)

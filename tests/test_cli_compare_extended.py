@@ -80,6 +80,7 @@ def test_extension_table_shows_flips_and_how_many_more(tmp_path: Path) -> None:
         first = row["flips"]["right_to_wrong_ids"][0]
         assert first in output
     assert "extended decision: insufficient_evidence" in output
+    assert CANARY not in output  # ids only: no input, output or expected text
 
 
 def test_extension_table_says_how_many_more_pairs_each_slice_needs(tmp_path: Path) -> None:
