@@ -16,7 +16,12 @@ import pytest
 
 from sealeval.captured import Run, make_run
 from sealeval.captured.inference import METHOD10, newcombe_method10_interval
-from sealeval.captured.intervals import PairedCounts, newcombe_interval, shake256_bootstrap_interval
+from sealeval.captured.intervals import (
+    PairedCounts,
+    newcombe_interval,
+    nll_ratio_interval,
+    shake256_bootstrap_interval,
+)
 from sealeval.captured.planning import (
     PlanningError,
     plan_binary,
@@ -103,6 +108,29 @@ def test_continuous_plan_reaches_width_and_power_in_simulation(
                 reached += interval.upper - interval.lower <= width
             else:
                 reached += interval.lower >= -regression
+        assert reached / runs >= 0.94, (target, pairs, reached / runs)
+
+
+def test_nll_ratio_plan_reaches_width_and_power_in_simulation() -> None:
+    """Relative spread 0.1 (paired NLL differences / baseline mean), ratio_max 1.04."""
+    width, ratio_max, relative = 0.07, 1.04, 0.1
+    width_pairs, power_pairs = plan_continuous(
+        relative, maximum_interval_width=width, maximum_regression=ratio_max - 1, power=0.95
+    )
+    assert width_pairs is not None
+    assert power_pairs is not None
+    rng = np.random.default_rng(2650)
+    runs = 60
+    for pairs, target in ((width_pairs, "width"), (power_pairs, "power")):
+        reached = 0
+        for run in range(runs):
+            baseline = rng.uniform(0.5, 1.5, pairs)  # mean 1: the spread is relative
+            subject = baseline + rng.normal(0.0, relative, pairs)
+            interval = nll_ratio_interval(baseline, subject, _seed(f"nll-{target}-{run}")).interval
+            if target == "width":
+                reached += interval.upper - interval.lower <= width
+            else:
+                reached += interval.upper <= ratio_max
         assert reached / runs >= 0.94, (target, pairs, reached / runs)
 
 
@@ -214,3 +242,28 @@ def test_planning_refusals(arguments: dict[str, Any], code: str, field: str) -> 
     with pytest.raises(PlanningError) as refused:
         plan_binary(p, **call)
     assert (refused.value.code, refused.value.field) == (code, field)
+
+
+def test_plan_from_a_real_pack_covers_every_kind_and_slice() -> None:
+    """The reference's multi-metric vector: binary, token F1, recorded and NLL metrics."""
+    from _vectors import vectors_dir  # noqa: PLC0415
+    from sealeval.captured.pack_reader import read_evidence_pack  # noqa: PLC0415
+
+    pack = read_evidence_pack(
+        vectors_dir() / "invarlock" / "packs" / "text-200-multi-signed" / "evidence"
+    )
+    plans = plan_from_run(pack.baseline, pack.policy)
+    scopes = ["overall", *(item.name for item in pack.policy.slices)]
+    assert [(plan.scope, plan.metric) for plan in plans] == [
+        (scope, metric.name) for scope in scopes for metric in pack.policy.metrics
+    ]
+    kinds = {metric.name: metric for metric in pack.policy.metrics}
+    for plan in plans:
+        metric = kinds[plan.metric]
+        if plan.status == "planned":
+            assert plan.required_pairs == max(plan.width_pairs or 0, plan.power_pairs or 0)
+        else:
+            assert plan.reason in ("unreachable", "degenerate_rate")
+        if metric.is_nll and metric.ratio_max is not None and metric.ratio_max > 1:
+            assert plan.status == "planned"
+    assert any(kinds[plan.metric].is_nll for plan in plans if plan.status == "planned")

@@ -26,7 +26,11 @@ difference). The tests validate the answers by simulation.
 :func:`plan_from_run` derives the rates from a baseline run (scope by scope)
 and :func:`more_pairs_hint` turns an ``insufficient_evidence`` entry into
 "about N more paired cases in slice X" from the comparison's own data.
-NLL ratio metrics are not planned (``not_planned: ratio_metric``).
+Normalized-NLL ratio metrics are planned on the relative scale: with
+``r = sd(subject - baseline) / mean(baseline)`` (default ``sqrt(2)`` times the
+baseline's coefficient of variation) the ratio's interval behaves like a
+mean difference of spread ``r`` (delta method at a ratio of 1), its
+"regression" is ``ratio_max - 1``, and :func:`plan_continuous` applies.
 """
 
 from __future__ import annotations
@@ -243,7 +247,7 @@ class EntryPlan:
         metric: the metric name.
         scope: ``"overall"`` or the slice name.
         status: ``"planned"`` or ``"not_planned"``.
-        reason: why not planned (``ratio_metric``, ``unreachable``, ``degenerate_rate``), else None.
+        reason: why not planned (``unreachable``, ``degenerate_rate``), else None.
         width_pairs: pairs for the width target (None when unreachable).
         power_pairs: pairs for the power target (None when unreachable).
         required_pairs: the larger of the two (None when either is unreachable).
@@ -312,10 +316,13 @@ def _entry_plan(
             metric.name, scope, status, reason, width_pairs, power_pairs, required, current, share
         )
 
-    if metric.is_nll or metric.maximum_regression is None:
-        return result("not_planned", "ratio_metric", (None, None))
     width = float(metric.maximum_interval_width)
-    regression = float(metric.maximum_regression)
+    if metric.is_nll:
+        assert metric.ratio_max is not None
+        regression = float(metric.ratio_max) - 1.0
+    else:
+        assert metric.maximum_regression is not None
+        regression = float(metric.maximum_regression)
     if metric.is_binary:
         if rate is None or not 0.0 < rate < 1.0:
             return result("not_planned", "degenerate_rate", (None, None))
@@ -360,7 +367,8 @@ def plan_pairs(
     """Plan every metric x scope from stated rates (one per metric name).
 
     ``rates[name]`` is the baseline pass rate of a binary metric, or the
-    standard deviation of the paired differences of a bootstrap metric; the
+    standard deviation of the paired differences of a bootstrap metric (for
+    normalized NLL: that standard deviation over the baseline mean); the
     same rate applies to every scope (slice shares unknown: ``total_cases``
     equals ``required_pairs``). A metric without a rate is refused.
     """
@@ -376,13 +384,6 @@ def plan_pairs(
     scopes = ["overall", *(item.name for item in approved.slices)]
     for scope in scopes:
         for metric in approved.metrics:
-            if metric.is_nll:
-                plans.append(
-                    _entry_plan(
-                        metric, scope, rate=None, spread=None, current=None, share=1.0, options={}
-                    )
-                )
-                continue
             value = rates.get(metric.name)
             if type(value) not in (int, float) or not math.isfinite(float(value)):  # type: ignore[arg-type]
                 raise PlanningError("invalid_rate", f"rates[{metric.index}]")
@@ -416,7 +417,28 @@ def _observed(values: ScopeValues, *, paired: bool) -> tuple[float | None, float
     if count < 2:
         return None, None, count
     spread = float(np.std(right - left, ddof=1)) if paired else float(np.std(left, ddof=1))
-    return None, spread if paired else spread * math.sqrt(2.0), count
+    if not paired:
+        spread *= math.sqrt(2.0)
+    if values.metric.is_nll:
+        mean = float(np.mean(left))
+        if not mean > 0.0:
+            return None, None, count
+        spread /= mean
+    return None, spread, count
+
+
+def _self_paired(policy: ComparisonPolicy) -> ComparisonPolicy:
+    """Return the policy for pairing a run with itself (NLL: baseline tokenizer both sides)."""
+    if not policy.has_nll:
+        return policy
+    document = policy.to_dict()
+    for metric in document["metrics"]:
+        configuration = metric.get("configuration")
+        if metric["kind"] == "normalized_nll_per_utf8_byte" and isinstance(configuration, dict):
+            baseline_tokenizer = configuration.get("baseline_tokenizer_digest")
+            if baseline_tokenizer is not None:
+                configuration["subject_tokenizer_digest"] = baseline_tokenizer
+    return parse_comparison_policy(document)
 
 
 def plan_from_run(
@@ -432,7 +454,8 @@ def plan_from_run(
     """Plan every metric x scope from a baseline run (rates and slice shares per scope).
 
     The run is paired with itself under the policy (same checks as
-    :func:`~sealeval.captured.comparison.compare_runs`), so each scope's pass
+    :func:`~sealeval.captured.comparison.compare_runs`; a likelihood metric
+    expects the baseline's tokenizer on both sides), so each scope's pass
     rate or spread and its share of the run's pairs are the baseline's.
     """
     approved = _policy(policy)
@@ -443,7 +466,7 @@ def plan_from_run(
         "discordance": discordance,
         "method": method,
     }
-    everything = scope_values(baseline=baseline, subject=baseline, policy=approved)
+    everything = scope_values(baseline=baseline, subject=baseline, policy=_self_paired(approved))
     total = max(len(everything[0].ids), 1) if everything else 1
     plans = []
     for values in everything:
@@ -470,8 +493,6 @@ def more_pairs_hint(values: ScopeValues, *, method: str = "reference") -> int | 
     95% assurance; ``None`` when it cannot be estimated.
     """
     metric = values.metric
-    if metric.is_nll:
-        return None
     usable = ~values.missing
     left = values.baseline[usable]
     right = values.subject[usable]
@@ -492,9 +513,18 @@ def more_pairs_hint(values: ScopeValues, *, method: str = "reference") -> int | 
             method=method,
         )
     else:
+        spread = float(np.std(right - left, ddof=1))
+        regression = float(metric.maximum_regression or 0.0)
+        if metric.is_nll:
+            mean = float(np.mean(left))
+            if not mean > 0.0:
+                return None
+            ratio = float(np.mean(right)) / mean
+            spread = float(np.std(right - ratio * left, ddof=1)) / mean
+            regression = float(metric.ratio_max or 1.0) - 1.0
         pairs, _ = plan_continuous(
-            float(np.std(right - left, ddof=1)),
+            spread,
             maximum_interval_width=width,
-            maximum_regression=float(metric.maximum_regression or 0.0),
+            maximum_regression=regression,
         )
     return None if pairs is None else max(0, pairs - count)
