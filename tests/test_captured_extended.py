@@ -216,6 +216,21 @@ def test_extension_must_name_the_policy() -> None:
     assert (refused.value.code, refused.value.field) == ("policy_mismatch", "policy_digest")
 
 
+def test_a_report_of_other_runs_is_refused() -> None:
+    baseline, subject = _runs()
+    policy = _policy()
+    other = compare_runs(baseline=subject, subject=baseline, policy=policy)
+    with pytest.raises(ExtensionError) as refused:
+        extend_comparison(
+            baseline=baseline,
+            subject=subject,
+            policy=policy,
+            extension=_extension(policy),
+            report=other,
+        )
+    assert (refused.value.code, refused.value.field) == ("report_mismatch", "report")
+
+
 def _document(**changes: Any) -> dict[str, Any]:
     document: dict[str, Any] = {"format": EXTENSION_FORMAT, "policy_digest": "sha256:" + "a" * 64}
     document.update(changes)

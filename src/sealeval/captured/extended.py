@@ -38,6 +38,7 @@ from sealeval.captured.comparison import (
     scope_values,
 )
 from sealeval.captured.comparison.engine import _decide
+from sealeval.captured.comparison.pairing import _run as _as_run
 from sealeval.captured.inference import (
     MCNEMAR_METHOD,
     METHOD10,
@@ -93,7 +94,14 @@ class ExtensionError(CapturedError):
     module = "sealeval.captured.extended"
     field_in_message = True
     codes = frozenset(
-        {"invalid_document", "unknown_member", "missing_member", "invalid_value", "policy_mismatch"}
+        {
+            "invalid_document",
+            "unknown_member",
+            "missing_member",
+            "invalid_value",
+            "policy_mismatch",
+            "report_mismatch",
+        }
     )
 
 
@@ -222,7 +230,8 @@ def extend_comparison(  # noqa: PLR0912 - one step per documented member of an e
     """Return the ``sealeval/extended-comparison-v1`` document of two runs.
 
     ``report`` is the reference report when the caller already has it (else
-    it is computed with the default decision order). The extension must name
+    it is computed with the default decision order); its bindings must be
+    these runs and this policy (``report_mismatch``). The extension must name
     this policy (``policy_mismatch``).
     """
     approved = policy if isinstance(policy, ComparisonPolicy) else parse_comparison_policy(policy)
@@ -230,6 +239,14 @@ def extend_comparison(  # noqa: PLR0912 - one step per documented member of an e
         raise ExtensionError("invalid_document", "extension")
     if extension.policy_digest != approved.digest:
         raise ExtensionError("policy_mismatch", "policy_digest")
+    baseline = _as_run(baseline, "baseline")
+    subject = _as_run(subject, "subject")
+    if report is not None and report.bindings.to_dict() != {
+        "baseline": baseline.digest,
+        "subject": subject.digest,
+        "policy": approved.digest,
+    }:
+        raise ExtensionError("report_mismatch", "report")
     if report is None:
         report = compare_runs(
             baseline=baseline,
