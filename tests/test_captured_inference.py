@@ -147,6 +147,22 @@ def test_mcnemar_matches_scipy_and_statsmodels(b: int, c: int) -> None:
         assert math.isclose(mine, stats.binomtest(b, b + c, 0.5).pvalue, rel_tol=1e-9)
 
 
+@pytest.mark.parametrize(("b", "c"), [(30, 70), (400, 380), (2, 90), (5000, 5200)])
+def test_mcnemar_log_space_tail_matches_the_exact_integers(b: int, c: int) -> None:
+    counts = PairedCounts(10, b, c, 4)
+    exact = mcnemar_p_value(counts)
+    approximate = mcnemar_p_value(counts, exact_limit=10)
+    assert math.isclose(approximate, exact, rel_tol=1e-9, abs_tol=1e-300)
+    assert math.isclose(approximate, stats.binomtest(b, b + c, 0.5).pvalue, rel_tol=1e-9)
+
+
+def test_mcnemar_stays_fast_for_a_million_discordant_pairs() -> None:
+    counts = PairedCounts(0, 500_000, 501_500, 0)
+    assert math.isclose(
+        mcnemar_p_value(counts), stats.binomtest(500_000, 1_001_500, 0.5).pvalue, rel_tol=1e-9
+    )
+
+
 @pytest.mark.parametrize("shift", [0.0, 0.3, 0.8])
 def test_sign_flip_matches_scipy_exact_permutation_within_monte_carlo_error(shift: float) -> None:
     rng = np.random.default_rng(20)
