@@ -12,6 +12,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from scipy import stats
 from statsmodels.stats.contingency_tables import mcnemar
 from statsmodels.stats.multitest import multipletests
@@ -302,3 +304,17 @@ def test_refusals_carry_their_code(call: object, code: str, field: str) -> None:
     with pytest.raises(InferenceError) as caught:
         call()  # type: ignore[operator]
     assert (caught.value.code, caught.value.field) == (code, field)
+
+
+@given(st.lists(st.floats(min_value=0.0, max_value=1.0), min_size=1, max_size=30))
+def test_adjustments_never_lower_a_p_value_and_keep_their_order(p_values: list[float]) -> None:
+    holm = adjust_p_values(p_values, "holm")
+    bh = adjust_p_values(p_values, "benjamini_hochberg")
+    for raw, strict, lenient in zip(p_values, holm, bh, strict=True):
+        assert raw <= lenient <= 1.0
+        assert raw <= strict <= 1.0
+        assert lenient <= strict * (1 + 1e-12)  # Holm is never more lenient than BH
+    order = sorted(range(len(p_values)), key=lambda index: p_values[index])
+    for adjusted in (holm, bh):
+        ranked = [adjusted[index] for index in order]
+        assert ranked == sorted(ranked)

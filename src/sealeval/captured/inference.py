@@ -233,7 +233,7 @@ def adjust_p_values(p_values: Sequence[float], method: str) -> tuple[float, ...]
         for rank in range(m - 1, -1, -1):
             index = order[rank]
             running = min(running, 1.0, m * values[index] / (rank + 1))
-            adjusted[index] = running
+            adjusted[index] = max(running, values[index])  # m p / m may round below p
     return tuple(adjusted)
 
 
