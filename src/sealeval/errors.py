@@ -10,7 +10,7 @@ nothing a caller submitted can reach ``str()``, ``repr()`` or a log line.
 Raise these errors with ``from None`` at public boundaries so that no provider
 exception (which may quote input) is chained into a traceback.
 
-Errors come in four families, so that a caller can catch what it handles:
+Errors come in five families, so that a caller can catch what it handles:
 
 - :class:`ManifestError` -- sealing, component digests, configuration documents,
   tool inventories (it is itself the sealed-manifest refusal);
@@ -19,7 +19,9 @@ Errors come in four families, so that a caller can catch what it handles:
   adversarial and recovery suites, the OMOP loader and the candidate runner (it
   is itself the gate-evaluation refusal);
 - :class:`CapturedError` -- captured runs, importers, scorers, comparison,
-  requests, packs, verification, receipts and reports.
+  requests, packs, verification, receipts and reports;
+- ``sealeval.attest.AttestationError`` -- in-toto attestations and their DSSE
+  envelopes (it is itself the attestation refusal).
 
 ``except CapturedError`` catches every captured refusal. The canonical, YAML,
 output and usage errors are shared by all families and derive from
@@ -47,7 +49,7 @@ __all__ = [
     "error_classes",
 ]
 
-_FIELD = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\[\]-]{0,127}")
+_FIELD = re.compile(r"(?:--)?[A-Za-z0-9_][A-Za-z0-9_.\[\]-]{0,127}")
 _REGISTRY: list[type[SealevalError]] = []
 
 
@@ -141,6 +143,8 @@ class CanonicalError(SealevalError):
             "non_standard_constant",
             "non_finite_number",
             "string_too_long",
+            "too_many_containers",
+            "too_many_items",
         }
     )
 
@@ -206,8 +210,11 @@ class ComponentDigestError(ManifestError):
             "not_directory",
             "symlink_escapes_tree",
             "dangling_symlink",
+            "symlink_loop",
             "special_file",
             "undecodable_name",
+            "too_deep",
+            "too_many_entries",
             "file_changed",
             "unreadable",
             "unknown_kind",
@@ -309,5 +316,23 @@ class UsageError(SealevalError):
             "duplicate_component",
             "demo_dir_not_ours",
             "unknown_suite",
+            # click usage errors, reduced (sealeval.cli._common.closed_usage_errors)
+            "unknown_option",
+            "missing_option",
+            "missing_argument",
+            "invalid_choice",
+            "invalid_value",
+            "invalid_option_usage",
+            "invalid_argument",
+            "unexpected_argument",
+            "unknown_command",
+            "missing_command",
+            # operating-system errors that escaped a command
+            "not_found",
+            "permission_denied",
+            "no_space",
+            "os_error",
+            "model_signature_incomplete",
+            "model_signature_needs_directory",
         }
     )
