@@ -34,6 +34,7 @@ COMMANDS: Final[Mapping[str, tuple[str, str]]] = {
     "gates": ("sealeval.cli.gates", "gates"),
     "import": ("sealeval.cli.imports", "import_command"),
     "manifest": ("sealeval.cli.manifest", "manifest"),
+    "plan": ("sealeval.cli.plan", "plan_command"),
     "report": ("sealeval.cli.report", "report_command"),
     "session": ("sealeval.cli.session", "session"),
     "verify": ("sealeval.cli.verify", "verify_command"),

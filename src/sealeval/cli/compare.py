@@ -14,6 +14,15 @@ budget, unsupported Unicode version, usage), reported on standard error as
 ``sealeval: error: <field>: <code>``. Messages never contain ids, values or
 paths; the table shows policy names and counts, never ids or captured text
 (the ``--json`` report lists missing ids, as the wire format requires).
+
+``--extension FILE`` (opt-in, sealeval only) adds the extended statistics of
+:func:`sealeval.captured.extended.extend_comparison` below the table: p-values,
+multiplicity-adjusted p-values and decisions, flips per metric and slice (counts
+and the first K record ids; ids only), and for ``insufficient_evidence`` "about N
+more paired cases in slice X". The exit status then follows the extended
+decision, and ``--json`` prints the ``sealeval/extended-comparison-v1`` document
+(bound to the reference report by ``comparison_digest``) instead of the
+reference bytes. Without ``--extension`` nothing changes.
 """
 
 from __future__ import annotations
@@ -22,19 +31,25 @@ import re
 import sys
 import unicodedata
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 import click
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from sealeval.canonical import encode_invarlock
 from sealeval.captured.comparison import (
     DECISION_ORDERS,
     DEFAULT_MAX_BOOTSTRAP_DRAWS,
     ComparisonReport,
     MetricEntry,
     compare_runs,
+)
+from sealeval.captured.extended import (
+    PolicyExtension,
+    extend_comparison,
+    load_policy_extension,
 )
 from sealeval.captured.policy import (
     MAX_CANONICAL_BYTES,
@@ -51,6 +66,7 @@ __all__ = ["EXIT_POLICY_NOT_PASSED", "compare_command"]
 #: The policy was evaluated and did not pass (``regression`` or ``insufficient_evidence``).
 EXIT_POLICY_NOT_PASSED: Final = 7
 _DRAWS: Final = re.compile(r"[0-9]{1,30}")
+_MAX_EXTENSION_BYTES: Final = 65_536
 _UNPRINTABLE: Final = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
 
 
@@ -85,6 +101,13 @@ def _read_policy(path: Path) -> ComparisonPolicy:
         return load_comparison_policy(read_file_bytes(path, MAX_CANONICAL_BYTES, "policy"))
     except SealevalError as error:
         raise _rooted("policy", error, "policy") from None
+
+
+def _read_extension(path: Path) -> PolicyExtension:
+    try:
+        return load_policy_extension(read_file_bytes(path, _MAX_EXTENSION_BYTES, "extension"))
+    except SealevalError as error:
+        raise _rooted("extension", error, "extension") from None
 
 
 def _budget(max_draws: str | None, unlimited: bool) -> int | None:
@@ -163,6 +186,71 @@ def _print_table(report: ComparisonReport) -> None:
     console.print(f"report digest: {report.digest}")
 
 
+def _probability(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4g}"
+
+
+def _print_extended(document: dict[str, Any]) -> None:
+    """Print the opt-in extended statistics: p-values, decisions, flips, more pairs."""
+    console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
+    multiplicity = document["multiplicity"]
+    table = Table(title="extended statistics (sealeval/extended-comparison-v1, not invarlock)")
+    for column in (
+        "metric",
+        "slice",
+        "p",
+        "adjusted p",
+        "decision",
+        "right->wrong",
+        "wrong->right",
+    ):
+        table.add_column(column, justify="right" if column[-1:] == "p" else "left")
+    for row in document["entries"]:
+        flips = row["flips"] or {}
+        style = {"pass": "green", "regression": "red"}.get(row["decision"], "yellow")
+        table.add_row(
+            _printable(row["metric"]),
+            _printable(row["slice"]),
+            _probability(row["p_value"]),
+            _probability(row["adjusted_p_value"]),
+            Text(row["decision"], style=style),
+            str(flips.get("right_to_wrong", "-")),
+            str(flips.get("wrong_to_right", "-")),
+        )
+    console.print(table)
+    console.print(
+        f"multiplicity: {multiplicity['method']} at {multiplicity['alpha']} over "
+        f"{multiplicity['family_size']} entries; binary interval: {document['binary_interval']}"
+    )
+    for row in document["entries"]:
+        where = Text.assemble(_printable(row["metric"]), " in slice ", _printable(row["slice"]))
+        flips = row["flips"]
+        for direction, label in (
+            ("right_to_wrong", "right->wrong"),
+            ("wrong_to_right", "wrong->right"),
+        ):
+            if flips and flips[f"{direction}_ids"]:
+                shown = ", ".join(flips[f"{direction}_ids"])
+                console.print(
+                    Text.assemble(
+                        f"flipped {label} ({flips[direction]}): ", where, ": ", _printable(shown)
+                    )
+                )
+        if row["more_pairs"] is not None:
+            console.print(
+                Text.assemble(
+                    f"insufficient evidence: about {row['more_pairs']:,} more paired cases "
+                    "in slice ",
+                    _printable(row["slice"]),
+                    " (",
+                    _printable(row["metric"]),
+                    ")",
+                )
+            )
+    style = "bold green" if document["decision"] == "pass" else "bold red"
+    console.print(Text.assemble("extended decision: ", Text(document["decision"], style=style)))
+
+
 @click.command("compare", context_settings=CONTEXT_SETTINGS)
 @click.argument("baseline", type=click.Path(path_type=Path, dir_okay=True, file_okay=True))
 @click.argument("subject", type=click.Path(path_type=Path, dir_okay=True, file_okay=True))
@@ -198,12 +286,21 @@ def _print_table(report: ComparisonReport) -> None:
     is_flag=True,
     help="No work budget (instead of --max-bootstrap-draws).",
 )
+@click.option(
+    "--extension",
+    "extension_path",
+    type=click.Path(path_type=Path, dir_okay=True, file_okay=True),
+    metavar="FILE",
+    help="Opt-in sealeval/comparison-policy-extension-v1: p-values, multiplicity, flips, "
+    "method 10 (the decision and --json become the extended report's).",
+)
 def compare_command(
     *,
     baseline: Path,
     subject: Path,
     policy_path: Path,
     as_json: bool,
+    extension_path: Path | None,
     decision_order: str,
     max_draws: str | None,
     unlimited_draws: bool,
@@ -215,6 +312,8 @@ def compare_command(
         baseline_run = _read_run(baseline, "baseline")
         subject_run = _read_run(subject, "subject")
         policy = _read_policy(policy_path)
+        extension = None if extension_path is None else _read_extension(extension_path)
+        extended: dict[str, Any] | None = None
         try:
             report = compare_runs(
                 baseline=baseline_run,
@@ -223,6 +322,14 @@ def compare_command(
                 max_bootstrap_draws=budget,
                 decision_order=decision_order,
             )
+            if extension is not None:
+                extended = extend_comparison(
+                    baseline=baseline_run,
+                    subject=subject_run,
+                    policy=policy,
+                    extension=extension,
+                    report=report,
+                )
         except ComparisonPolicyError as error:
             raise _rooted("policy", error) from None
         except SealevalError as error:
@@ -230,6 +337,14 @@ def compare_command(
     except _RefusalError as refusal:
         click.echo(f"sealeval: error: {refusal.field}: {refusal.code}", err=True)
         raise click.exceptions.Exit(EXIT_ERROR) from None
+    if extended is not None:
+        if as_json:
+            click.echo(encode_invarlock(extended), nl=False)
+        else:
+            _print_table(report)
+            _print_extended(extended)
+        passed = extended["decision"] == "pass"
+        raise click.exceptions.Exit(EXIT_OK if passed else EXIT_POLICY_NOT_PASSED)
     if as_json:
         click.echo(report.canonical_bytes, nl=False)
     else:

@@ -25,6 +25,7 @@ from typing import Final
 import click
 
 from sealeval._io import publish_exclusive
+from sealeval.captured.extended import load_policy_extension
 from sealeval.captured.pack_reader import (
     REFERENCE_PACK_LIMITS,
     UNCAPPED_PACK_LIMITS,
@@ -33,16 +34,19 @@ from sealeval.captured.pack_reader import (
 from sealeval.captured.report import (
     ReportError,
     encode_result,
+    extended_for_pack,
     render_html,
     render_junit,
     render_markdown,
     report_result,
 )
+from sealeval.captured.run import read_file_bytes
 from sealeval.cli._common import CONTEXT_SETTINGS, EXIT_ERROR, decision_order_option, fail
 from sealeval.errors import OutputError, SealevalError
 
 __all__ = ["check_destinations", "report_command"]
 
+_MAX_EXTENSION_BYTES: Final = 65_536
 #: Output formats in the order they are written.
 FORMATS: Final = ("html", "junit", "markdown")
 
@@ -129,6 +133,13 @@ def _publish(path: Path, data: bytes, where: str) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the JSON result, not Markdown.")
 @click.option("--uncapped", is_flag=True, help="Read a pack built with evaluate --uncapped.")
 @decision_order_option("Read a pack built with evaluate --decision-order width_first.")
+@click.option(
+    "--extension",
+    "extension_path",
+    metavar="FILE",
+    help="Opt-in sealeval/comparison-policy-extension-v1: add p-values, flips and how many "
+    "more pairs (re-scores the pack's runs).",
+)
 def report_command(
     evidence: str,
     *,
@@ -139,6 +150,7 @@ def report_command(
     as_json: bool,
     uncapped: bool,
     decision_order: str,
+    extension_path: str | None,
 ) -> None:
     """Render the stored comparison of a captured evidence pack.
 
@@ -146,7 +158,8 @@ def report_command(
     pack but performs no replay, no scoring and no verification, so it
     confers no verification authority. Exit 0 when rendered, 2 on any
     failure (a pack that fails examination, an inconsistent report, an
-    unusable destination).
+    unusable destination). With --extension the opt-in extended
+    statistics are added to every format (recomputed from the pack's runs).
     """
     given = {"html": html_path, "junit": junit_path, "markdown": markdown_path}
     requested = {fmt: path for fmt, path in given.items() if path is not None}
@@ -159,10 +172,16 @@ def report_command(
             limits=UNCAPPED_PACK_LIMITS if uncapped else REFERENCE_PACK_LIMITS,
             decision_order=decision_order,
         )
-        markdown = render_markdown(pack, explain=explain)
+        extended = None
+        if extension_path is not None:
+            extension = load_policy_extension(
+                read_file_bytes(Path(extension_path), _MAX_EXTENSION_BYTES, "extension")
+            )
+            extended = extended_for_pack(pack, extension)
+        markdown = render_markdown(pack, explain=explain, extended=extended)
         rendered = {
-            "html": lambda: render_html(pack).encode("utf-8"),
-            "junit": lambda: render_junit(pack),
+            "html": lambda: render_html(pack, extended=extended).encode("utf-8"),
+            "junit": lambda: render_junit(pack, extended=extended),
             "markdown": lambda: markdown.encode("utf-8"),
         }
         outputs = {fmt: rendered[fmt]() for fmt in FORMATS if fmt in destinations}

@@ -11,10 +11,11 @@ decision and the digest.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from sealeval._validate import check_exact
 from sealeval.canonical import digest_openmed, encode_openmed, is_digest
 from sealeval.gates.evidence import MetricEvidence, Number
 from sealeval.gates.registry import GATE_METRICS, GATES, GateError, GateSpec
@@ -111,8 +112,9 @@ class GateResult:
     @classmethod
     def from_dict(cls, document: object) -> GateResult:
         """Parse a stored gate result (closed; the gate contract is checked by the report)."""
-        if not isinstance(document, Mapping) or set(document) != _RESULT_KEYS:
-            raise GateError("invalid_result", "gate_results")
+        document = check_exact(
+            document, "gate_results", _RESULT_KEYS, error=GateError, code="invalid_result"
+        )
         if type(document["critical"]) is not bool or type(document["threshold"]) is not float:
             raise GateError("gate_contract_mismatch", "gate_results")
         try:
@@ -244,8 +246,9 @@ class AgentReleaseReport:
     @classmethod
     def from_dict(cls, document: object) -> AgentReleaseReport:
         """Re-load a stored report, re-checking contract, decision and digest."""
-        if not isinstance(document, Mapping) or set(document) != _REPORT_KEYS:
-            raise GateError("invalid_document", "report")
+        document = check_exact(
+            document, "report", _REPORT_KEYS, error=GateError, code="invalid_document"
+        )
         results = document["gate_results"]
         if not isinstance(results, list | tuple):
             raise GateError("invalid_sequence", "gate_results")

@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from sealeval._validate import check_exact
 from sealeval.canonical import digest_openmed, is_digest
 from sealeval.errors import SessionError
 
@@ -111,16 +112,13 @@ def is_text(value: object, max_length: int = MAX_TEXT_LENGTH) -> bool:
 
 
 def _checked_document(document: object, keys: frozenset[str], name: str) -> Mapping[str, Any]:
-    """Return ``document`` if it is a mapping with exactly ``keys``."""
-    if not isinstance(document, Mapping):
-        raise CaseError("invalid_document", name)
+    """Return ``document`` if it is a mapping with exactly ``keys`` (``invalid_document``)."""
     try:
-        present = set(document)
+        return check_exact(document, name, keys, error=CaseError, code="invalid_document")
+    except CaseError:
+        raise
     except Exception:  # noqa: BLE001 - hostile mappings must not leak their exception
         raise CaseError("invalid_document", name) from None
-    if present != keys:
-        raise CaseError("invalid_document", name)
-    return document
 
 
 @dataclass(frozen=True, slots=True, repr=False)

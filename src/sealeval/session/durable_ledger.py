@@ -59,12 +59,11 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
-from collections.abc import Callable, Container, Iterator, Mapping, Sequence
+from collections.abc import Callable, Container, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, NoReturn, Protocol, TypeVar
 
 from sealeval.canonical import digest_openmed, is_digest
-from sealeval.errors import SealevalError
 from sealeval.session.budget import (
     FailureApproval,
     FeedbackBudgetDecision,
@@ -77,6 +76,7 @@ from sealeval.session.budget import (
     budget_snapshot,
     decide_failure_approval,
     decide_official_attempt,
+    record_official_attempt,
 )
 from sealeval.session.postgres_store import (
     PostgresSessionStore,
@@ -87,6 +87,7 @@ from sealeval.session.postgres_store import (
 from sealeval.session.record import TERMINAL_PHASES, EvaluationSessionError, SessionRecord
 from sealeval.session.session import budget_key, budget_watermark
 from sealeval.session.store import CLAIM_STEPS, SessionStore, SQLiteSessionStore
+from sealeval.session.transaction import run_sqlite_transaction
 
 __all__ = [
     "AUDIT_PROBLEMS",
@@ -223,36 +224,10 @@ class _SQLiteBackend:
         self._path = path
         self._timeout = timeout
 
-    @contextlib.contextmanager
-    def _transaction(self) -> Iterator[sqlite3.Connection]:
-        connection = sqlite3.connect(
-            self._path, timeout=self._timeout, isolation_level=None, uri=False
-        )
-        try:
-            connection.execute("PRAGMA synchronous=FULL")
-            connection.execute("BEGIN IMMEDIATE")
-            try:
-                yield connection
-            except BaseException:
-                with contextlib.suppress(sqlite3.Error):
-                    connection.execute("ROLLBACK")
-                raise
-            connection.execute("COMMIT")
-        finally:
-            connection.close()
-
     def run(self, operation: Callable[[SqlCursor], _T]) -> _T:
-        failure: tuple[type[SealevalError], str, str | None]
-        try:
-            with self._transaction() as connection:
-                return operation(SQLiteCursor(connection))
-        except SealevalError as error:
-            failure = (type(error), error.code, error.field)
-        except Exception:  # noqa: BLE001 - sqlite3/OS errors may quote paths or SQL
-            failure = (EvaluationSessionError, "store_failed", None)
-        error_class, code, field_name = failure
-        # Raised outside the except blocks: neither __cause__ nor __context__.
-        raise error_class(code, field_name) from None
+        return run_sqlite_transaction(
+            self._path, self._timeout, lambda connection: operation(SQLiteCursor(connection))
+        )
 
     def ensure_schema(self, cursor: SqlCursor) -> None:
         expected = {spec.name: spec.ddl() for spec in LEDGER_TABLES}
@@ -645,14 +620,13 @@ class DurableBudgetLedger:
                 or record.steps[-1].digest != snapshot.digest()
             ):
                 _unverified()
-            decision, new_usage = decide_official_attempt(
+            decision = record_official_attempt(
                 policy,
                 usage,
                 score=score,
                 infrastructure_failure_digest=infrastructure_failure_digest,
+                write=lambda new_usage: self._write_usage(cursor, epoch, submission, new_usage),
             )
-            if decision.accepted:
-                self._write_usage(cursor, epoch, submission, new_usage)
             cursor.execute(
                 "INSERT INTO ledger_decisions "
                 "(session_key, budget_key, watermark, phase, decision) VALUES (?, ?, ?, ?, ?)",

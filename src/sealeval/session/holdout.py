@@ -29,6 +29,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, TypeGuard
 
+from sealeval._validate import check_closed
 from sealeval.canonical import decode, digest_bytes, digest_openmed, encode_openmed, is_digest
 from sealeval.errors import CanonicalError, SessionError
 
@@ -403,10 +404,14 @@ class HoldoutCommitment:
                 ``commitment: unknown_field``, ``<field>: missing_field``, or
                 any constructor refusal.
         """
-        if not isinstance(document, Mapping):
-            raise HoldoutError("invalid_document", "commitment")
-        if set(document) - _COMMITMENT_FIELDS:
-            raise HoldoutError("unknown_field", "commitment")
+        document = check_closed(
+            document,
+            "commitment",
+            (),
+            _COMMITMENT_FIELDS,
+            error=HoldoutError,
+            type_code="invalid_document",
+        )
         for name in sorted(_COMMITMENT_FIELDS):
             if name not in document:
                 raise HoldoutError("missing_field", name)
@@ -538,10 +543,9 @@ class InclusionProof:
                 ``proof: unknown_field``, ``<field>: missing_field``, or any
                 constructor refusal.
         """
-        if not isinstance(document, Mapping):
-            raise HoldoutError("invalid_document", "proof")
-        if set(document) - _PROOF_FIELDS:
-            raise HoldoutError("unknown_field", "proof")
+        document = check_closed(
+            document, "proof", (), _PROOF_FIELDS, error=HoldoutError, type_code="invalid_document"
+        )
         for name in sorted(_PROOF_FIELDS):
             if name not in document:
                 raise HoldoutError("missing_field", name)

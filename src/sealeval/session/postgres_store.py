@@ -52,9 +52,9 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any, Final, NoReturn, Protocol, TypeVar
 
 from sealeval.canonical import is_digest
-from sealeval.errors import SealevalError
 from sealeval.session.record import EvaluationSessionError, SessionRecord
 from sealeval.session.store import check_claim, check_finish, check_save
+from sealeval.session.transaction import STORE_FAILED, Failure, failure_of, fresh_error
 
 if TYPE_CHECKING:
     import psycopg
@@ -457,11 +457,7 @@ class PostgresSessionStore:
                 code and field); ``EvaluationSessionError("store_failed")``
                 for every database or connection failure.
         """
-        failure: tuple[type[SealevalError], str, str | None] = (
-            EvaluationSessionError,
-            "store_failed",
-            None,
-        )
+        failure: Failure = STORE_FAILED
         for delay in _BACKOFF[:_ATTEMPTS]:
             if delay:
                 time.sleep(delay)
@@ -469,14 +465,11 @@ class PostgresSessionStore:
                 return self._attempt(operation)
             except _Retry:
                 continue
-            except SealevalError as error:
-                failure = (type(error), error.code, error.field)
-            except Exception:  # noqa: BLE001 - driver errors may quote the DSN or the server
-                failure = (EvaluationSessionError, "store_failed", None)
+            except Exception as error:  # noqa: BLE001 - driver errors may quote the DSN or the server
+                failure = failure_of(error)
             break
         # Raised outside the except blocks: neither __cause__ nor __context__.
-        error_class, code, field = failure
-        raise error_class(code, field) from None
+        raise fresh_error(failure) from None
 
     def _attempt(self, operation: Callable[[SqlCursor], _T]) -> _T:
         driver = _driver()

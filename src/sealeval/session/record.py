@@ -20,10 +20,11 @@ repeated keys, unknown or missing keys, a foreign schema, an invalid step or a
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, NamedTuple, TypeGuard
 
+from sealeval._validate import check_exact
 from sealeval.canonical import decode, digest_openmed, encode_openmed, is_digest
 from sealeval.errors import SessionError
 
@@ -243,8 +244,9 @@ class SessionRecord:
 
     @classmethod
     def _from_dict(cls, document: object) -> SessionRecord:
-        if not isinstance(document, Mapping) or set(document) != _RECORD_KEYS:
-            raise EvaluationSessionError("record_invalid")
+        document = check_exact(
+            document, None, _RECORD_KEYS, error=EvaluationSessionError, code="record_invalid"
+        )
         record = cls(
             session_key=document["session_key"],
             binding_digest=document["binding_digest"],

@@ -26,15 +26,15 @@ back ends (a PostgreSQL store) apply exactly the same rules.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sqlite3
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Final, Protocol, TypeVar, runtime_checkable
 
 from sealeval.canonical import is_digest
 from sealeval.session.record import EvaluationSessionError, SessionRecord
+from sealeval.session.transaction import run_sqlite_transaction
 
 __all__ = [
     "CLAIM_STEPS",
@@ -271,37 +271,11 @@ class SQLiteSessionStore:
 
     # -- plumbing ------------------------------------------------------------
 
-    @contextlib.contextmanager
-    def _transaction(self) -> Iterator[sqlite3.Connection]:
-        """Yield a connection inside ``BEGIN IMMEDIATE``; commit on success, else roll back."""
-        connection = sqlite3.connect(
-            self._path, timeout=self._timeout, isolation_level=None, uri=False
-        )
-        try:
-            connection.execute("PRAGMA synchronous=FULL")
-            connection.execute("BEGIN IMMEDIATE")
-            try:
-                yield connection
-            except BaseException:
-                with contextlib.suppress(sqlite3.Error):
-                    connection.execute("ROLLBACK")
-                raise
-            connection.execute("COMMIT")
-        finally:
-            connection.close()
-
     def _run(self, operation: Callable[[sqlite3.Connection], _T]) -> _T:
         """Run ``operation`` in one transaction; every failure becomes a fresh error."""
-        code: str
-        try:
-            with self._transaction() as connection:
-                return operation(connection)
-        except EvaluationSessionError as error:
-            code = error.code
-        except Exception:  # noqa: BLE001 - sqlite3/OS errors may quote paths or SQL
-            code = "store_failed"
-        # Raised outside the except blocks: neither __cause__ nor __context__.
-        raise EvaluationSessionError(code) from None
+        return run_sqlite_transaction(
+            self._path, self._timeout, operation, passes=EvaluationSessionError
+        )
 
     @staticmethod
     def _create_schema(connection: sqlite3.Connection) -> None:

@@ -27,14 +27,11 @@ The location is never echoed: every failure is a bare
 
 from __future__ import annotations
 
-import contextlib
 import re
-import sqlite3
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, TypeVar
-from urllib.parse import quote
 
 from sealeval.canonical import is_digest
 from sealeval.errors import SealevalError
@@ -53,6 +50,7 @@ from sealeval.session.postgres_store import (
 from sealeval.session.record import EvaluationSessionError, SessionRecord
 from sealeval.session.session import BudgetLedger
 from sealeval.session.store import SCHEMA, SessionStore, SQLiteSessionStore
+from sealeval.session.transaction import sqlite_read_snapshot
 
 __all__ = [
     "POSTGRES_SCHEMES",
@@ -250,20 +248,6 @@ def _read_postgres(location: str, timeout: float) -> StoreListing:
         store.close()
 
 
-@contextlib.contextmanager
-def _read_only_sqlite(path: Path, timeout: float) -> Iterator[sqlite3.Connection]:
-    connection = sqlite3.connect(
-        f"file:{quote(str(path))}?mode=ro", uri=True, timeout=timeout, isolation_level=None
-    )
-    try:
-        connection.execute("BEGIN")
-        yield connection
-    finally:
-        with contextlib.suppress(sqlite3.Error):
-            connection.execute("ROLLBACK")
-        connection.close()
-
-
 def _read_sqlite(location: str, timeout: float) -> StoreListing:
     lowered = location.lower()
     if lowered.startswith("file:") or "mode=memory" in lowered or "\x00" in location:
@@ -271,7 +255,7 @@ def _read_sqlite(location: str, timeout: float) -> StoreListing:
     path = Path(location).absolute()
     if not path.is_file():
         raise EvaluationSessionError("store_failed")
-    with _read_only_sqlite(path, timeout) as connection:
+    with sqlite_read_snapshot(path, timeout) as connection:
         rows = connection.execute(
             "SELECT type, name, sql, tbl_name FROM sqlite_master WHERE tbl_name IN "
             "('sessions', 'budgets', 'ledger_policies', 'ledger_usage', 'ledger_approvals', "

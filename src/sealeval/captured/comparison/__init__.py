@@ -55,7 +55,7 @@ values, capacity), :mod:`.parallel` (the parallel SHAKE-256 bootstrap) and
 
 from __future__ import annotations
 
-from sealeval.captured.comparison.engine import compare_runs
+from sealeval.captured.comparison.engine import ScopeValues, compare_runs, scope_values
 from sealeval.captured.comparison.model import (
     DECISION_ORDERS,
     DECISIONS,
@@ -88,5 +88,7 @@ __all__ = [
     "ComparisonReport",
     "MetricEntry",
     "MetricSummary",
+    "ScopeValues",
     "compare_runs",
+    "scope_values",
 ]

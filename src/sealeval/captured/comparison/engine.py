@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -339,3 +340,79 @@ def compare_runs(
         required_bootstrap_draws=required,
         missing_id_bytes=missing_bytes,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class ScopeValues:
+    """Per-pair values of one metric in one scope (for opt-in analyses, never a report).
+
+    Attributes:
+        metric: the policy metric.
+        scope: ``"overall"`` or the slice name.
+        seed: the scope seed (``None`` when the policy has no bootstrap metric).
+        ids: the scope's pair ids in pair (code-point) order.
+        baseline: the baseline values (``0.0`` where missing).
+        subject: the subject values (``0.0`` where missing).
+        missing: ``True`` where either side is missing or errored.
+    """
+
+    metric: PolicyMetric
+    scope: str
+    seed: str | None
+    ids: tuple[str, ...]
+    baseline: _FloatArray
+    subject: _FloatArray
+    missing: _BoolArray
+
+
+def scope_values(
+    *,
+    baseline: Run | Mapping[str, Any],
+    subject: Run | Mapping[str, Any],
+    policy: ComparisonPolicy | Mapping[str, Any],
+) -> tuple[ScopeValues, ...]:
+    """Pair and score two runs like :func:`compare_runs` and return the per-scope values.
+
+    Same checks and refusals as :func:`compare_runs` (runs, policy, case set,
+    pairing, attributed values) but no interval, budget or report; scope seeds
+    are always computed. Order: scope-major (overall, then slices), metric order.
+    """
+    baseline_run = _run(baseline, "baseline")
+    subject_run = _run(subject, "subject")
+    approved = _policy(policy)
+    scorers = check_runtime(approved)
+    pinned = approved.expected_case_set_digest
+    if pinned is not None:
+        for side, run in (("baseline", baseline_run), ("subject", subject_run)):
+            try:
+                validate_run_case_set(run, pinned)
+            except CapturedRunError:
+                raise ComparisonError("case_set_mismatch", side) from None
+    pairs = _pair(baseline_run, subject_run, approved, True)
+    metric_values = [
+        _metric_values(metric, scorer, baseline_run, subject_run, pairs)
+        for metric, scorer in zip(approved.metrics, scorers, strict=True)
+    ]
+    result: list[ScopeValues] = []
+    for scope_position, (scope_name, _prefix) in enumerate(_scope_names(approved)):
+        scope = pairs.scopes[scope_position]
+        ids = tuple(pairs.ids) if scope is None else tuple(pairs.ids[i] for i in scope.tolist())
+        for metric, values in zip(approved.metrics, metric_values, strict=True):
+            if values.error is not None:
+                raise values.error
+            left, right = values.arrays()
+            mask = values.missing_mask()
+            if scope is not None:
+                left, right, mask = left[scope], right[scope], mask[scope]
+            result.append(
+                ScopeValues(
+                    metric=metric,
+                    scope=scope_name,
+                    seed=pairs.seeds[scope_position],
+                    ids=ids,
+                    baseline=left,
+                    subject=right,
+                    missing=mask,
+                )
+            )
+    return tuple(result)

@@ -23,6 +23,8 @@ renderers never verify anything themselves.
 * :func:`render_html` — sealeval's own self-contained reviewer page (inline
   CSS, inline SVG forest plots, no scripts, no external resource).
 * :func:`report_result` / :func:`encode_result` — the ``--json`` result.
+* :func:`extended_for_pack` — opt-in: the ``sealeval/extended-comparison-v1``
+  document of the pack's runs, which ``extended=`` adds to every format.
 
 Never echoed: record inputs, outputs, expected answers, errors, context and
 metadata. The only record-derived strings shown are the missing ids of the
@@ -42,6 +44,7 @@ Example::
 
 from __future__ import annotations
 
+from sealeval.captured.report.extended import extended_for_pack
 from sealeval.captured.report.html import render_html
 from sealeval.captured.report.markdown import (
     encode_result,
@@ -75,6 +78,7 @@ __all__ = [
     "display_order",
     "encode_result",
     "explanation",
+    "extended_for_pack",
     "render_html",
     "render_junit",
     "render_markdown",

@@ -8,10 +8,11 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 from sealeval.captured.pack_reader import EvidencePack
 from sealeval.captured.policy import PolicyMetric
+from sealeval.captured.report.extended import extended_html
 from sealeval.captured.report.facts import (
     _NEXT_STEPS,
     _SERVICE_NOTE,
@@ -613,7 +614,12 @@ def _bindings_section(pack: EvidencePack, entries: Sequence[ReportEntry]) -> str
     )
 
 
-def render_html(pack: EvidencePack, *, verification: VerificationStatus | None = None) -> str:
+def render_html(
+    pack: EvidencePack,
+    *,
+    verification: VerificationStatus | None = None,
+    extended: Mapping[str, Any] | None = None,
+) -> str:
     """Return sealeval's self-contained HTML report of a pack.
 
     One file, no scripts and no external resource (a Content-Security-Policy
@@ -626,7 +632,9 @@ def render_html(pack: EvidencePack, *, verification: VerificationStatus | None =
     description — a per-scope table of values, counts and missing ids (first
     20), and each entry's decision checks. Then what was compared, the
     bindings and identities (digests), limitations and next steps.
-    Deterministic: the same pack gives the same bytes.
+    Deterministic: the same pack gives the same bytes. ``extended`` (opt-in,
+    a ``sealeval/extended-comparison-v1`` document of this pack) adds a
+    section with p-values, controlled decisions, flips and how many more pairs.
 
     Raises:
         ReportError: a consistency check failed, or ``verification``
@@ -669,6 +677,8 @@ def render_html(pack: EvidencePack, *, verification: VerificationStatus | None =
     ]
     for number, metric in enumerate(metrics, 1):
         body.append(_metric_section(metric, by_metric[metric.name], number))
+    if extended is not None:
+        body.append(extended_html(pack, extended))
     body.append(_compared_section(pack))
     body.append(_bindings_section(pack, view.entries))
     body.append(

@@ -12,6 +12,7 @@ from typing import Any
 
 from sealeval.canonical import encode_invarlock
 from sealeval.captured.pack_reader import EvidencePack
+from sealeval.captured.report.extended import extended_junit, extended_markdown
 from sealeval.captured.report.facts import (
     _NEXT_STEPS,
     _SERVICE_NOTE,
@@ -113,6 +114,7 @@ def render_markdown(
     *,
     explain: bool = False,
     verification: VerificationStatus | None = None,
+    extended: Mapping[str, Any] | None = None,
 ) -> str:
     """Return the Markdown report of a pack (33-report.md §2.2; invarlock's bytes).
 
@@ -124,7 +126,9 @@ def render_markdown(
     the recorded identifiers. ``explain`` appends fenced JSON: each hosted
     side's declared service configuration (preview), the bound policy with
     configuration previews, and the report with ``missing_ids`` replaced by
-    ``missing_count`` and the first 20 ids.
+    ``missing_count`` and the first 20 ids. ``extended`` (opt-in, a
+    ``sealeval/extended-comparison-v1`` document of this pack) adds one
+    section before the appendices; without it the bytes are invarlock's.
 
     Raises:
         ReportError: a consistency check failed, or ``verification``
@@ -171,6 +175,8 @@ def render_markdown(
     identifiers = _identifier_rows(view.entries)
     if identifiers:
         lines += ["", "## Recorded metric and scope identifiers", "", *_json_block(identifiers)]
+    if extended is not None:
+        lines += ["", *extended_markdown(pack, extended, _md_text)]
     if explain:
         for side, run in (("Baseline", pack.baseline), ("Subject", pack.subject)):
             if run.service_identity is not None:
@@ -192,14 +198,15 @@ def _xml_text(text: str) -> str:
     return _XML_INVALID.sub(_escape_char, text)
 
 
-def render_junit(pack: EvidencePack) -> bytes:
+def render_junit(pack: EvidencePack, *, extended: Mapping[str, Any] | None = None) -> bytes:
     """Return the JUnit XML of a pack (33-report.md §2.1; invarlock's bytes).
 
     One ``<testsuite>`` whose ``failures`` count the ``regression`` entries
     (each with a ``<failure message=…/>``) and ``errors`` the
     ``insufficient_evidence`` entries (``<error message=…/>``); one
     ``<testcase name=metric classname=scope/>`` per entry in display order.
-    The message is the entry's explanation.
+    The message is the entry's explanation. ``extended`` (opt-in) adds
+    ``<properties>`` and the flip ids (``<system-out>``) to each testcase.
 
     Raises:
         ReportError: a consistency check failed.
@@ -216,13 +223,17 @@ def render_junit(pack: EvidencePack) -> bytes:
             "errors": str(errors),
         },
     )
+    cases: dict[tuple[str, str], ET.Element] = {}
     for entry in entries:
         case = ET.SubElement(
             root, "testcase", {"name": _xml_text(entry.name), "classname": _xml_text(entry.slice)}
         )
+        cases[(entry.name, entry.slice)] = case
         if entry.decision != "pass":
             tag = "failure" if entry.decision == "regression" else "error"
             ET.SubElement(case, tag, {"message": _xml_text(explanation(entry))})
+    if extended is not None:
+        extended_junit(pack, extended, cases, _xml_text)
     data: bytes = ET.tostring(root, encoding="utf-8", xml_declaration=True)
     return data
 

@@ -62,6 +62,8 @@ class ReportError(CapturedError):
             "contradictory_decision",
             "decision_mismatch",
             "unsupported_decision_rule",
+            # the opt-in extended statistics (docs/statistics.md)
+            "extended_mismatch",
             # the caller's verification status
             "invalid_verification_status",
             "verification_mismatch",

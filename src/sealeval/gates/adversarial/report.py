@@ -5,10 +5,11 @@ Closed codes, counts and booleans only — never a payload.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from sealeval._validate import check_exact
 from sealeval.canonical import decode, encode_openmed
 from sealeval.errors import CanonicalError
 from sealeval.gates.adversarial.vocabulary import (
@@ -86,8 +87,9 @@ class AdversarialCaseResult:
     @classmethod
     def from_dict(cls, document: object) -> AdversarialCaseResult:
         """Parse a case document (closed: exactly the six keys, ``cases: invalid_cases``)."""
-        if not isinstance(document, Mapping) or set(document) != _CASE_KEYS:
-            raise AdversarialSuiteError("invalid_cases", "cases")
+        document = check_exact(
+            document, "cases", _CASE_KEYS, error=AdversarialSuiteError, code="invalid_cases"
+        )
         return cls(
             case_id=document["case_id"],
             attack_class=document["attack_class"],
@@ -177,8 +179,9 @@ class AdversarialSuiteReport:
                 inconsistent_report`` when ``case_count``, ``passed_count`` or
                 ``passed`` differ from what the cases give.
         """
-        if not isinstance(document, Mapping) or set(document) != _REPORT_KEYS:
-            raise AdversarialSuiteError("invalid_document", "report")
+        document = check_exact(
+            document, "report", _REPORT_KEYS, error=AdversarialSuiteError, code="invalid_document"
+        )
         schema = document["schema_version"]
         if type(schema) is not str or schema != SUITE_SCHEMA:
             raise AdversarialSuiteError("unsupported_version", "schema_version")

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from sealeval._validate import check_closed
 from sealeval.canonical import decode, digest_bytes
 from sealeval.errors import CanonicalError
 from sealeval.gates.candidate.vocabulary import (
@@ -76,14 +77,9 @@ def _decode_autodetected(data: bytes) -> Any:
 
 
 def _check_keys(document: object, keys: frozenset[str], field: str) -> Mapping[str, Any]:
-    if not isinstance(document, Mapping):
-        raise EvidenceEnvelopeError("invalid_document", field)
-    present = set(document)
-    if present - keys:
-        raise EvidenceEnvelopeError("unknown_field", field)
-    if keys - present:
-        raise EvidenceEnvelopeError("missing_field", field)
-    return document
+    return check_closed(
+        document, field, keys, error=EvidenceEnvelopeError, type_code="invalid_document"
+    )
 
 
 def _envelope_source_sha(document: object) -> str:

@@ -16,6 +16,7 @@ from typing import Any
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
+from sealeval._validate import check_exact
 from sealeval.canonical import digest_openmed, encode_openmed, is_digest
 from sealeval.gates.candidate.keys import (
     HmacKey,
@@ -76,8 +77,9 @@ def _is_count(value: object) -> bool:
 
 
 def _parse_gate(document: object, metric: str) -> PacketGate:
-    if not isinstance(document, Mapping) or set(document) != _GATE_KEYS:
-        raise CandidateRunnerError("packet_invalid")
+    document = check_exact(
+        document, None, _GATE_KEYS, error=CandidateRunnerError, code="packet_invalid"
+    )
     sample_size = document["sample_size"]
     event_count = document["event_count"]
     reason_code = document["reason_code"]
@@ -102,8 +104,9 @@ def _parse_gate(document: object, metric: str) -> PacketGate:
 
 def _check_packet_document(document: object) -> tuple[PacketGate, ...]:
     """Apply the closed packet schema; return the parsed gate lines."""
-    if not isinstance(document, Mapping) or set(document) != _PACKET_KEYS:
-        raise CandidateRunnerError("packet_invalid")
+    document = check_exact(
+        document, None, _PACKET_KEYS, error=CandidateRunnerError, code="packet_invalid"
+    )
     schema = document["schema_version"]
     if type(schema) is not str or schema != PACKET_SCHEMA:
         raise CandidateRunnerError("packet_invalid")

@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from sealeval._validate import check_exact
 from sealeval.canonical import digest_openmed, is_digest
 from sealeval.gates.omop.model import (
     _COLUMNS,
@@ -169,8 +170,9 @@ class OmopRow:
     @classmethod
     def from_dict(cls, document: object) -> OmopRow:
         """Build from a ``{"table": ..., "values": {...}}`` mapping, refusing other keys."""
-        if not isinstance(document, Mapping) or set(document) != {"table", "values"}:
-            raise OmopLoaderError("invalid_row", "row")
+        document = check_exact(
+            document, "row", {"table", "values"}, error=OmopLoaderError, code="invalid_row"
+        )
         return cls(table=document["table"], values=document["values"])
 
 

@@ -27,6 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from sealeval._validate import check_exact
 from sealeval.canonical import is_digest
 from sealeval.gates.adapters.counting import count_evidence
 from sealeval.gates.adapters.errors import AgentReleaseAdapterError
@@ -117,8 +118,9 @@ class RecoveryEvidenceCase:
         data-model refusal, itself content-free, is kept as the cause);
         non-mapping members are passed through and refused by construction.
         """
-        if not isinstance(document, Mapping) or set(document) != _CASE_KEYS:
-            raise _refuse("invalid_recovery_case")
+        document = check_exact(
+            document, None, _CASE_KEYS, error=AgentReleaseAdapterError, code="invalid_recovery_case"
+        )
         if not is_digest(document["case_digest"]):
             raise _refuse("invalid_case_digest")
         try:

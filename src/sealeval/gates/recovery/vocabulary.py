@@ -10,6 +10,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
+from sealeval._validate import check_closed
 from sealeval.canonical import digest_openmed, is_digest
 from sealeval.gates.registry import GateError
 
@@ -203,15 +204,18 @@ def _unique(values: Sequence[object]) -> bool:
 
 
 def _closed(document: object, keys: frozenset[str], name: str) -> Mapping[str, Any]:
-    """Return ``document`` if it is a mapping with exactly ``keys`` (closed parsing)."""
-    if not isinstance(document, Mapping):
-        raise RecoveryError("invalid_document", name)
-    present = set(document)
-    if not all(type(key) is str for key in present) or present - keys:
+    """Return ``document`` if it is a mapping with exactly ``keys`` (closed parsing).
+
+    A key that only compares equal to a member (a ``str`` subclass) is unknown.
+    """
+    checked = check_closed(
+        document, name, (), keys, error=RecoveryError, type_code="invalid_document"
+    )
+    if not all(type(key) is str for key in checked):
         raise RecoveryError("unknown_field", name)
-    if keys - present:
+    if keys - set(checked):
         raise RecoveryError("missing_field", name)
-    return document
+    return checked
 
 
 # ---------------------------------------------------------------------------

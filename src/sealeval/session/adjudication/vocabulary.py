@@ -10,6 +10,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final
 
+from sealeval._validate import check_exact
 from sealeval.canonical import is_digest
 from sealeval.errors import SessionError
 from sealeval.session.cases import (
@@ -153,16 +154,13 @@ def _checked_evidence(evidence: object) -> tuple[SourceEvidence, ...]:
 
 
 def _checked_document(document: object, keys: frozenset[str], name: str) -> Mapping[str, Any]:
-    """Return ``document`` if it is a mapping with exactly ``keys``."""
-    if not isinstance(document, Mapping):
-        raise AdjudicationError("invalid_document", name)
+    """Return ``document`` if it is a mapping with exactly ``keys`` (``invalid_document``)."""
     try:
-        present = set(document)
+        return check_exact(document, name, keys, error=AdjudicationError, code="invalid_document")
+    except AdjudicationError:
+        raise
     except Exception:  # noqa: BLE001 - hostile mappings must not leak their exception
         raise AdjudicationError("invalid_document", name) from None
-    if present != keys:
-        raise AdjudicationError("invalid_document", name)
-    return document
 
 
 def _document_items(value: object, name: str) -> tuple[Any, ...]:

@@ -1,0 +1,228 @@
+"""Opt-in extended statistics in the readable reports (sealeval, never invarlock bytes).
+
+:func:`extended_for_pack` computes a ``sealeval/extended-comparison-v1``
+document from the runs and policy an evidence pack holds (this re-scores the
+runs: the section says so) and refuses it unless its comparison is the one the
+pack stores (``extended_mismatch``). The renderers add one section to
+Markdown and HTML and per-testcase properties to JUnit XML only when given
+such a document; without it every output keeps its bytes.
+
+Shown: per metric x scope the p-value, the adjusted p-value, the
+multiplicity-controlled decision, the flips (right->wrong, wrong->right: counts
+and the first K record ids, checked to be ids of the runs) and, for
+``insufficient_evidence``, about how many more paired cases the scope needs.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from collections.abc import Mapping
+from typing import Any, Final
+
+from sealeval.canonical import digest_bytes, encode_invarlock
+from sealeval.captured.comparison import DEFAULT_MAX_BOOTSTRAP_DRAWS, compare_runs
+from sealeval.captured.errors import thaw_json
+from sealeval.captured.extended import EXTENDED_FORMAT, PolicyExtension, extend_comparison
+from sealeval.captured.pack_reader import EvidencePack
+from sealeval.captured.report.model import ReportError
+from sealeval.captured.report.wording import _h
+
+__all__ = [
+    "EXTENDED_NOTE",
+    "extended_for_pack",
+    "extended_html",
+    "extended_junit",
+    "extended_markdown",
+]
+
+#: What the extended section is (every format says it).
+EXTENDED_NOTE: Final = (
+    "Opt-in sealeval statistics (sealeval/extended-comparison-v1), recomputed from the runs "
+    "in the pack; not part of the signed evidence and not an invarlock result."
+)
+
+
+def extended_for_pack(
+    pack: EvidencePack,
+    extension: PolicyExtension,
+    *,
+    max_bootstrap_draws: int | None = DEFAULT_MAX_BOOTSTRAP_DRAWS,
+) -> dict[str, Any]:
+    """Return the extended document of a pack's runs, bound to the pack's stored report.
+
+    Raises:
+        ReportError: ``extended_mismatch`` when the recomputed comparison is
+            not byte-identical to the stored one.
+        ExtensionError: the extension does not name the pack's policy.
+    """
+    order = "width_first" if "decision_rule" in pack.report else "reference"
+    report = compare_runs(
+        baseline=pack.baseline,
+        subject=pack.subject,
+        policy=pack.policy,
+        max_bootstrap_draws=max_bootstrap_draws,
+        decision_order=order,
+    )
+    stored = digest_bytes(encode_invarlock(thaw_json(pack.report)))
+    if report.digest != stored:
+        raise ReportError("extended_mismatch", "extended.comparison_digest")
+    return extend_comparison(
+        baseline=pack.baseline,
+        subject=pack.subject,
+        policy=pack.policy,
+        extension=extension,
+        report=report,
+    )
+
+
+def _checked(pack: EvidencePack, document: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """Refuse a document that is not this pack's (format, digest, grid, flip ids)."""
+    if document.get("format") != EXTENDED_FORMAT:
+        raise ReportError("extended_mismatch", "extended.format")
+    stored = digest_bytes(encode_invarlock(thaw_json(pack.report)))
+    if document.get("comparison_digest") != stored:
+        raise ReportError("extended_mismatch", "extended.comparison_digest")
+    entries = list(document.get("entries", ()))
+    grid = [(item["name"], item["slice"]) for item in pack.report["metrics"]]
+    if [(row["metric"], row["slice"]) for row in entries] != grid:
+        raise ReportError("extended_mismatch", "extended.entries")
+    known = {record.id for record in pack.baseline.records}
+    for position, row in enumerate(entries):
+        flips = row.get("flips") or {}
+        for key in ("right_to_wrong_ids", "wrong_to_right_ids"):
+            if any(item not in known for item in flips.get(key, ())):
+                raise ReportError("unknown_missing_id", f"extended.entries[{position}].flips")
+    return entries
+
+
+def _p(value: float | None) -> str:
+    return "—" if value is None else f"{value:.4g}"
+
+
+def _flip_text(flips: Mapping[str, Any] | None) -> tuple[str, str]:
+    if not flips:
+        return "—", "—"
+    return str(flips["right_to_wrong"]), str(flips["wrong_to_right"])
+
+
+def _more(row: Mapping[str, Any]) -> str | None:
+    if row.get("more_pairs") is None:
+        return None
+    return f"about {row['more_pairs']:,} more paired cases in slice {row['slice']}"
+
+
+def extended_markdown(pack: EvidencePack, document: Mapping[str, Any], escape: Any) -> list[str]:
+    """Return the Markdown lines of the extended section (``escape`` = the renderer's)."""
+    entries = _checked(pack, document)
+    multiplicity = document["multiplicity"]
+    lines = [
+        "## Extended statistics (sealeval)",
+        "",
+        escape(EXTENDED_NOTE),
+        "",
+        f"- **Multiplicity:** {escape(multiplicity['method'])} at {multiplicity['alpha']} over "
+        f"{multiplicity['family_size']} entries",
+        f"- **Binary interval:** {escape(document['binary_interval'])}",
+        f"- **Extended decision:** {escape(document['decision'])}",
+        "",
+        "| Metric | Scope | p | Adjusted p | Decision | Right→wrong | Wrong→right |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for row in entries:
+        worse, better = _flip_text(row["flips"])
+        lines.append(
+            f"| {escape(row['metric'])} | {escape(row['slice'])} | {_p(row['p_value'])} | "
+            f"{_p(row['adjusted_p_value'])} | {escape(row['decision'])} | {worse} | {better} |"
+        )
+    lines.append("")
+    for row in entries:
+        where = f"{escape(row['metric'])} / {escape(row['slice'])}"
+        flips = row["flips"]
+        for key, label in (("right_to_wrong", "Right→wrong"), ("wrong_to_right", "Wrong→right")):
+            if flips and flips[f"{key}_ids"]:
+                shown = ", ".join(f"`{escape(item)}`" for item in flips[f"{key}_ids"])
+                lines.append(f"- {label} in {where} (first of {flips[key]}): {shown}")
+        more = _more(row)
+        if more is not None:
+            lines.append(f"- More evidence needed for {where}: {escape(more)}")
+    return lines
+
+
+def extended_html(pack: EvidencePack, document: Mapping[str, Any]) -> str:
+    """Return the HTML section of the extended statistics."""
+    entries = _checked(pack, document)
+    multiplicity = document["multiplicity"]
+    rows = []
+    for row in entries:
+        worse, better = _flip_text(row["flips"])
+        cells = (
+            row["metric"],
+            row["slice"],
+            _p(row["p_value"]),
+            _p(row["adjusted_p_value"]),
+            row["decision"],
+            worse,
+            better,
+        )
+        rows.append("<tr>" + "".join(f"<td>{_h(str(cell))}</td>" for cell in cells) + "</tr>")
+    details = []
+    for row in entries:
+        where = _h(f"{row['metric']} / {row['slice']}")
+        flips = row["flips"]
+        for key, label in (("right_to_wrong", "Right→wrong"), ("wrong_to_right", "Wrong→right")):
+            if flips and flips[f"{key}_ids"]:
+                shown = ", ".join(f"<code>{_h(item)}</code>" for item in flips[f"{key}_ids"])
+                details.append(f"<li>{label} in {where} (first of {flips[key]}): {shown}</li>")
+        more = _more(row)
+        if more is not None:
+            details.append(f"<li>More evidence needed for {where}: {_h(more)}</li>")
+    head = "".join(
+        f'<th scope="col">{name}</th>'
+        for name in ("Metric", "Scope", "p", "Adjusted p", "Decision", "Right→wrong", "Wrong→right")
+    )
+    return (
+        '<section class="panel" id="extended" aria-labelledby="extended-heading">'
+        '<h2 id="extended-heading">Extended statistics (sealeval)</h2>'
+        f"<p>{_h(EXTENDED_NOTE)}</p>"
+        f"<p>Multiplicity: {_h(multiplicity['method'])} at {multiplicity['alpha']} over "
+        f"{multiplicity['family_size']} entries; binary interval: "
+        f"{_h(document['binary_interval'])}; extended decision: "
+        f"<strong>{_h(document['decision'])}</strong>.</p>"
+        f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+        f"<ul>{''.join(details)}</ul></section>"
+    )
+
+
+def extended_junit(
+    pack: EvidencePack,
+    document: Mapping[str, Any],
+    cases: Mapping[tuple[str, str], ET.Element],
+    escape: Any,
+) -> None:
+    """Add ``<properties>`` (p-values, decision, flip counts) and flip ids to each testcase."""
+    entries = _checked(pack, document)
+    for row in entries:
+        case = cases[(row["metric"], row["slice"])]
+        properties = ET.Element("properties")
+        values = {
+            "sealeval.p_value": _p(row["p_value"]),
+            "sealeval.adjusted_p_value": _p(row["adjusted_p_value"]),
+            "sealeval.extended_decision": row["decision"],
+        }
+        flips = row["flips"]
+        if flips:
+            values["sealeval.right_to_wrong"] = str(flips["right_to_wrong"])
+            values["sealeval.wrong_to_right"] = str(flips["wrong_to_right"])
+        if row.get("more_pairs") is not None:
+            values["sealeval.more_pairs"] = str(row["more_pairs"])
+        for name, value in values.items():
+            ET.SubElement(properties, "property", {"name": name, "value": value})
+        case.insert(0, properties)
+        if flips and (flips["right_to_wrong_ids"] or flips["wrong_to_right_ids"]):
+            out = ET.SubElement(case, "system-out")
+            out.text = escape(
+                "right_to_wrong: "
+                + ", ".join(flips["right_to_wrong_ids"])
+                + "\nwrong_to_right: "
+                + ", ".join(flips["wrong_to_right_ids"])
+            )

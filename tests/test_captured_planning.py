@@ -1,0 +1,269 @@
+"""Sample-size planning (sealeval.captured.planning), validated by simulation.
+
+Each planned N is simulated with fixed seeds through the very interval the
+comparison uses (Newcombe for binary kinds, the SHAKE-256 bootstrap for the
+others): the target width and the power must be reached in at least 94 % of
+the simulated runs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+import numpy as np
+import pytest
+
+from sealeval.captured import Run, make_run
+from sealeval.captured.inference import METHOD10, newcombe_method10_interval
+from sealeval.captured.intervals import (
+    PairedCounts,
+    newcombe_interval,
+    nll_ratio_interval,
+    shake256_bootstrap_interval,
+)
+from sealeval.captured.planning import (
+    PlanningError,
+    plan_binary,
+    plan_continuous,
+    plan_from_run,
+    plan_pairs,
+)
+
+# (baseline pass rate, discordance, width, allowed regression, true difference)
+BINARY_DESIGNS = [
+    pytest.param((0.8, 0.2, 0.1, 0.05, 0.0), id="p80-psi20"),
+    pytest.param((0.6, 0.3, 0.15, 0.05, 0.0), id="p60-psi30"),
+    pytest.param((0.9, 0.08, 0.06, 0.03, 0.0), id="p90-psi08"),
+    pytest.param((0.7, 0.42, 0.2, 0.1, 0.02), id="p70-psi42-better"),
+]
+
+
+@pytest.mark.parametrize("method", ["reference", METHOD10])
+@pytest.mark.parametrize("design", BINARY_DESIGNS)
+def test_binary_plan_reaches_width_and_power_in_simulation(
+    design: tuple[float, ...], method: str
+) -> None:
+    p, psi, width, regression, delta = design
+    width_pairs, power_pairs = plan_binary(
+        p,
+        maximum_interval_width=width,
+        maximum_regression=regression,
+        discordance=psi,
+        assumed_difference=delta,
+        power=0.95,
+        method=method,
+    )
+    assert width_pairs is not None
+    assert power_pairs is not None
+    interval_of = (
+        newcombe_method10_interval
+        if method == METHOD10
+        else (lambda counts: newcombe_interval(counts).interval)
+    )
+    cells = [p - (psi - delta) / 2, (psi - delta) / 2, (psi + delta) / 2]
+    cells.append(1.0 - sum(cells))
+    rng = np.random.default_rng(20_201_998)
+    runs = 1000
+    for pairs, target in ((width_pairs, "width"), (power_pairs, "power")):
+        reached = 0
+        for a, b, c, d in rng.multinomial(pairs, cells, size=runs):
+            interval = interval_of(PairedCounts(int(a), int(b), int(c), int(d)))
+            if target == "width":
+                reached += interval.upper - interval.lower <= width
+            else:
+                reached += interval.lower >= -regression
+        assert reached / runs >= 0.94, (target, pairs, reached / runs)
+    # and the answer is not wasteful: a third fewer pairs misses the width target
+    smaller = int(width_pairs * 0.66)
+    misses = 0
+    for a, b, c, d in rng.multinomial(smaller, cells, size=300):
+        interval = interval_of(PairedCounts(int(a), int(b), int(c), int(d)))
+        misses += interval.upper - interval.lower > width
+    assert misses / 300 > 0.5
+
+
+def _seed(label: str) -> str:
+    return "sha256:" + hashlib.sha256(label.encode("ascii")).hexdigest()
+
+
+@pytest.mark.parametrize(("sigma", "width", "regression"), [(0.3, 0.12, 0.06), (1.0, 0.5, 0.3)])
+def test_continuous_plan_reaches_width_and_power_in_simulation(
+    sigma: float, width: float, regression: float
+) -> None:
+    width_pairs, power_pairs = plan_continuous(
+        sigma, maximum_interval_width=width, maximum_regression=regression, power=0.95
+    )
+    assert width_pairs is not None
+    assert power_pairs is not None
+    rng = np.random.default_rng(2635)
+    runs = 100
+    for pairs, target in ((width_pairs, "width"), (power_pairs, "power")):
+        reached = 0
+        for run in range(runs):
+            baseline = rng.uniform(0, 1, pairs)
+            subject = baseline + rng.normal(0.0, sigma, pairs)
+            interval = shake256_bootstrap_interval(baseline, subject, _seed(f"{target}-{run}"))
+            if target == "width":
+                reached += interval.upper - interval.lower <= width
+            else:
+                reached += interval.lower >= -regression
+        assert reached / runs >= 0.94, (target, pairs, reached / runs)
+
+
+def test_nll_ratio_plan_reaches_width_and_power_in_simulation() -> None:
+    """Relative spread 0.1 (paired NLL differences / baseline mean), ratio_max 1.04."""
+    width, ratio_max, relative = 0.07, 1.04, 0.1
+    width_pairs, power_pairs = plan_continuous(
+        relative, maximum_interval_width=width, maximum_regression=ratio_max - 1, power=0.95
+    )
+    assert width_pairs is not None
+    assert power_pairs is not None
+    rng = np.random.default_rng(2650)
+    runs = 60
+    for pairs, target in ((width_pairs, "width"), (power_pairs, "power")):
+        reached = 0
+        for run in range(runs):
+            baseline = rng.uniform(0.5, 1.5, pairs)  # mean 1: the spread is relative
+            subject = baseline + rng.normal(0.0, relative, pairs)
+            interval = nll_ratio_interval(baseline, subject, _seed(f"nll-{target}-{run}")).interval
+            if target == "width":
+                reached += interval.upper - interval.lower <= width
+            else:
+                reached += interval.upper <= ratio_max
+        assert reached / runs >= 0.94, (target, pairs, reached / runs)
+
+
+def _metric(kind: str, **changes: Any) -> dict[str, Any]:
+    metric: dict[str, Any] = {
+        "name": kind,
+        "kind": kind,
+        "configuration": {},
+        "direction": "higher",
+        "unit": "score",
+        "aggregation": "mean",
+        "minimum_count": 1,
+        "maximum_regression": 0.05,
+        "maximum_interval_width": 0.1,
+    }
+    metric.update(changes)
+    return metric
+
+
+def _policy() -> dict[str, Any]:
+    return {
+        "format": "invarlock/comparison-policy-v1",
+        "metrics": [_metric("exact_match")],
+        "slices": [{"name": "hard", "where": {"level": "hard"}}],
+    }
+
+
+def _baseline(pairs: int = 400) -> Run:
+    rng = np.random.default_rng(7)
+    records = []
+    for index in range(pairs):
+        hard = index % 4 == 0
+        right = rng.uniform() < (0.6 if hard else 0.9)
+        records.append(
+            {
+                "id": f"case-{index:04d}",
+                "input": f"question {index}",
+                "expected": "yes",
+                "output": "yes" if right else "no",
+                "metadata": {"level": "hard" if hard else "easy"},
+            }
+        )
+    return make_run(
+        records,
+        source={"name": "plan", "version": "1"},
+        run_id="plan",
+        artifact_digest="sha256:" + "1" * 64,
+    )
+
+
+def test_plan_from_run_answers_every_metric_and_slice() -> None:
+    plans = plan_from_run(_baseline(), _policy())
+    assert [(plan.metric, plan.scope) for plan in plans] == [
+        ("exact_match", "overall"),
+        ("exact_match", "hard"),
+    ]
+    overall, hard = plans
+    assert overall.current_pairs == 400
+    assert hard.current_pairs == 100
+    assert hard.scope_share == pytest.approx(0.25)
+    for plan in plans:
+        assert plan.status == "planned"
+        assert plan.required_pairs is not None
+        assert plan.required_pairs == max(plan.width_pairs or 0, plan.power_pairs or 0)
+        assert plan.more_pairs == max(0, plan.required_pairs - (plan.current_pairs or 0))
+    # the hard slice has a rate near 0.6: more variance, more pairs, and 4x the cases overall
+    assert hard.required_pairs > overall.required_pairs  # type: ignore[operator]
+    assert hard.total_cases == pytest.approx(4 * hard.required_pairs, abs=1)  # type: ignore[operator]
+    assert overall.to_dict()["slice"] == "overall"
+
+
+def test_plan_from_stated_rates_and_unplannable_entries() -> None:
+    policy = _policy()
+    policy["metrics"].append(
+        _metric("token_f1", configuration={"unicode_version": "15.0.0"}, maximum_regression=0)
+    )
+    plans = plan_pairs(policy, {"exact_match": 0.85, "token_f1": 0.2})
+    assert len(plans) == 4
+    binary, f1 = plans[0], plans[1]
+    assert binary.status == "planned"
+    assert binary.current_pairs is None
+    assert f1.status == "not_planned"
+    assert f1.reason == "unreachable"
+    with pytest.raises(PlanningError) as refused:
+        plan_pairs(policy, {"exact_match": 0.85})
+    assert (refused.value.code, refused.value.field) == ("invalid_rate", "rates[1]")
+
+
+@pytest.mark.parametrize(
+    ("arguments", "code", "field"),
+    [
+        pytest.param({"p": 1.0}, "invalid_rate", "p", id="rate-one"),
+        pytest.param({"p": "0.5"}, "invalid_rate", "p", id="rate-text"),
+        pytest.param({"discordance": 0.0}, "invalid_rate", "psi", id="psi-zero"),
+        pytest.param({"power": 0.3}, "invalid_power", "power", id="power-low"),
+        pytest.param({"assurance": 1.0}, "invalid_power", "assurance", id="assurance-one"),
+        pytest.param({"method": "wald"}, "invalid_method", "method", id="method"),
+        pytest.param({"assumed_difference": 0.9}, "invalid_rate", "assumed_difference", id="delta"),
+    ],
+)
+def test_planning_refusals(arguments: dict[str, Any], code: str, field: str) -> None:
+    call: dict[str, Any] = {
+        "p": 0.8,
+        "maximum_interval_width": 0.1,
+        "maximum_regression": 0.05,
+    }
+    call.update(arguments)
+    p = call.pop("p")
+    with pytest.raises(PlanningError) as refused:
+        plan_binary(p, **call)
+    assert (refused.value.code, refused.value.field) == (code, field)
+
+
+def test_plan_from_a_real_pack_covers_every_kind_and_slice() -> None:
+    """The reference's multi-metric vector: binary, token F1, recorded and NLL metrics."""
+    from _vectors import vectors_dir  # noqa: PLC0415
+    from sealeval.captured.pack_reader import read_evidence_pack  # noqa: PLC0415
+
+    pack = read_evidence_pack(
+        vectors_dir() / "invarlock" / "packs" / "text-200-multi-signed" / "evidence"
+    )
+    plans = plan_from_run(pack.baseline, pack.policy)
+    scopes = ["overall", *(item.name for item in pack.policy.slices)]
+    assert [(plan.scope, plan.metric) for plan in plans] == [
+        (scope, metric.name) for scope in scopes for metric in pack.policy.metrics
+    ]
+    kinds = {metric.name: metric for metric in pack.policy.metrics}
+    for plan in plans:
+        metric = kinds[plan.metric]
+        if plan.status == "planned":
+            assert plan.required_pairs == max(plan.width_pairs or 0, plan.power_pairs or 0)
+        else:
+            assert plan.reason in ("unreachable", "degenerate_rate")
+        if metric.is_nll and metric.ratio_max is not None and metric.ratio_max > 1:
+            assert plan.status == "planned"
+    assert any(kinds[plan.metric].is_nll for plan in plans if plan.status == "planned")
