@@ -6,12 +6,9 @@ import json
 from typing import Any
 
 import jsonschema
-import numpy as np
 import pytest
 
-from _vectors import PROJECT_ROOT
 from sealeval.canonical import encode_invarlock
-from sealeval.captured import Run, make_run
 from sealeval.captured.comparison import compare_runs
 from sealeval.captured.extended import (
     EXTENSION_FORMAT,
@@ -25,58 +22,18 @@ from sealeval.captured.extended import (
 from sealeval.captured.inference import adjust_p_values, mcnemar_p_value
 from sealeval.captured.intervals import PairedCounts
 from sealeval.captured.policy import parse_comparison_policy
-
-CANARY = "PHI-CANARY-7f3a-jane-doe-MRN-0042"
+from support.captured_extended import (
+    CANARY,
+    _policy,
+    _runs,
+)
+from support.vectors import PROJECT_ROOT
 
 
 def _schema(name: str) -> dict[str, Any]:
     return json.loads(
         (PROJECT_ROOT / "contracts" / f"{name}.schema.json").read_text(encoding="utf-8")
     )
-
-
-def _run(outcomes: list[bool], artifact: str, hard_every: int = 3) -> Run:
-    return make_run(
-        [
-            {
-                "id": f"case-{index:04d}",
-                "input": f"{CANARY} question {index}",
-                "expected": "yes",
-                "output": "yes" if right else "no",
-                "metadata": {"level": "hard" if index % hard_every == 0 else "easy"},
-            }
-            for index, right in enumerate(outcomes)
-        ],
-        source={"name": "ext", "version": "1"},
-        run_id="ext",
-        artifact_digest=artifact,
-    )
-
-
-def _policy(maximum_regression: float = 0.05, width: float = 0.3) -> dict[str, Any]:
-    metric = {
-        "name": "exact",
-        "kind": "exact_match",
-        "configuration": {},
-        "direction": "higher",
-        "unit": "score",
-        "aggregation": "mean",
-        "minimum_count": 1,
-        "maximum_regression": maximum_regression,
-        "maximum_interval_width": width,
-    }
-    return {
-        "format": "invarlock/comparison-policy-v1",
-        "metrics": [metric],
-        "slices": [{"name": "hard", "where": {"level": "hard"}}],
-    }
-
-
-def _runs(pairs: int = 90, seed: int = 4) -> tuple[Run, Run]:
-    rng = np.random.default_rng(seed)
-    baseline = (rng.uniform(size=pairs) < 0.8).tolist()
-    subject = [(not right) if rng.uniform() < 0.15 else right for right in baseline]
-    return _run(baseline, "sha256:" + "1" * 64), _run(subject, "sha256:" + "2" * 64)
 
 
 def _extension(policy: dict[str, Any], **members: Any) -> PolicyExtension:

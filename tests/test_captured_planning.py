@@ -14,7 +14,6 @@ from typing import Any
 import numpy as np
 import pytest
 
-from sealeval.captured import Run, make_run
 from sealeval.captured.inference import METHOD10, newcombe_method10_interval
 from sealeval.captured.intervals import (
     PairedCounts,
@@ -28,6 +27,11 @@ from sealeval.captured.planning import (
     plan_continuous,
     plan_from_run,
     plan_pairs,
+)
+from support.captured_planning import (
+    _baseline,
+    _metric,
+    _policy,
 )
 
 # (baseline pass rate, discordance, width, allowed regression, true difference)
@@ -134,53 +138,6 @@ def test_nll_ratio_plan_reaches_width_and_power_in_simulation() -> None:
         assert reached / runs >= 0.94, (target, pairs, reached / runs)
 
 
-def _metric(kind: str, **changes: Any) -> dict[str, Any]:
-    metric: dict[str, Any] = {
-        "name": kind,
-        "kind": kind,
-        "configuration": {},
-        "direction": "higher",
-        "unit": "score",
-        "aggregation": "mean",
-        "minimum_count": 1,
-        "maximum_regression": 0.05,
-        "maximum_interval_width": 0.1,
-    }
-    metric.update(changes)
-    return metric
-
-
-def _policy() -> dict[str, Any]:
-    return {
-        "format": "invarlock/comparison-policy-v1",
-        "metrics": [_metric("exact_match")],
-        "slices": [{"name": "hard", "where": {"level": "hard"}}],
-    }
-
-
-def _baseline(pairs: int = 400) -> Run:
-    rng = np.random.default_rng(7)
-    records = []
-    for index in range(pairs):
-        hard = index % 4 == 0
-        right = rng.uniform() < (0.6 if hard else 0.9)
-        records.append(
-            {
-                "id": f"case-{index:04d}",
-                "input": f"question {index}",
-                "expected": "yes",
-                "output": "yes" if right else "no",
-                "metadata": {"level": "hard" if hard else "easy"},
-            }
-        )
-    return make_run(
-        records,
-        source={"name": "plan", "version": "1"},
-        run_id="plan",
-        artifact_digest="sha256:" + "1" * 64,
-    )
-
-
 def test_plan_from_run_answers_every_metric_and_slice() -> None:
     plans = plan_from_run(_baseline(), _policy())
     assert [(plan.metric, plan.scope) for plan in plans] == [
@@ -246,8 +203,8 @@ def test_planning_refusals(arguments: dict[str, Any], code: str, field: str) -> 
 
 def test_plan_from_a_real_pack_covers_every_kind_and_slice() -> None:
     """The reference's multi-metric vector: binary, token F1, recorded and NLL metrics."""
-    from _vectors import vectors_dir  # noqa: PLC0415
     from sealeval.captured.pack_reader import read_evidence_pack  # noqa: PLC0415
+    from support.vectors import vectors_dir  # noqa: PLC0415
 
     pack = read_evidence_pack(
         vectors_dir() / "invarlock" / "packs" / "text-200-multi-signed" / "evidence"

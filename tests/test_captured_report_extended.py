@@ -14,7 +14,6 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from _vectors import vectors_dir
 from sealeval.captured.extended import EXTENSION_FORMAT, parse_policy_extension
 from sealeval.captured.pack_reader import EvidencePack, read_evidence_pack
 from sealeval.captured.report import (
@@ -25,6 +24,7 @@ from sealeval.captured.report import (
     render_markdown,
 )
 from sealeval.cli.report import report_command
+from support.vectors import vectors_dir
 
 PACKS = vectors_dir() / "invarlock" / "packs"
 NAMES = ["text-200-multi-signed", "text-20-exact-signed", "missing-insufficient-signed"]

@@ -9,14 +9,14 @@ from typing import Any
 import jsonschema
 from click.testing import CliRunner
 
-from _vectors import PROJECT_ROOT
 from sealeval.canonical import decode, encode_invarlock
 from sealeval.captured import write_run
 from sealeval.captured.comparison import compare_runs
 from sealeval.captured.policy import parse_comparison_policy
 from sealeval.cli import cli
 from sealeval.cli.compare import EXIT_POLICY_NOT_PASSED
-from test_captured_extended import CANARY, _policy, _runs
+from support.captured_extended import CANARY, _policy, _runs
+from support.vectors import PROJECT_ROOT
 
 
 def _files(tmp_path: Path, policy: dict[str, Any], **extension: Any) -> list[str]:

@@ -10,12 +10,12 @@ import jsonschema
 import pytest
 from click.testing import CliRunner
 
-from _vectors import PROJECT_ROOT
 from sealeval.canonical import decode
 from sealeval.captured import write_run
 from sealeval.captured.planning import plan_from_run
 from sealeval.cli import cli
-from test_captured_planning import _baseline, _metric, _policy
+from support.captured_planning import _baseline, _metric, _policy
+from support.vectors import PROJECT_ROOT
 
 CANARY = "PHI-CANARY-7f3a-jane-doe-MRN-0042"
 
