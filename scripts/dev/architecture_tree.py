@@ -74,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--write", type=Path, metavar="FILE", help="replace the section in FILE")
-    group.add_argument("--check", type=Path, metavar="FILE", help="exit 1 if FILE's section drifted")
+    group.add_argument("--check", type=Path, metavar="FILE", help="exit 1 on drift")
     arguments = parser.parse_args(argv)
     section = render()
     if arguments.write is not None:
@@ -84,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     if arguments.check is not None:
         text = arguments.check.read_text(encoding="utf-8")
         if _replace(text, section) != text:
-            print(f"{arguments.check}: the module tree drifted; rerun with --write", file=sys.stderr)
+            print(f"{arguments.check}: tree drifted; rerun with --write", file=sys.stderr)
             return 1
         return 0
     print(section)
