@@ -9,6 +9,21 @@ nothing a caller submitted can reach ``str()``, ``repr()`` or a log line.
 
 Raise these errors with ``from None`` at public boundaries so that no provider
 exception (which may quote input) is chained into a traceback.
+
+Errors come in four families, so that a caller can catch what it handles:
+
+- :class:`ManifestError` -- sealing, component digests, configuration documents,
+  tool inventories (it is itself the sealed-manifest refusal);
+- :class:`SessionError` -- evaluation sessions and their governance pieces;
+- ``sealeval.gates.registry.GateError`` -- release gates, evidence adapters, the
+  adversarial and recovery suites, the OMOP loader and the candidate runner (it
+  is itself the gate-evaluation refusal);
+- :class:`CapturedError` -- captured runs, importers, scorers, comparison,
+  requests, packs, verification, receipts and reports.
+
+``except CapturedError`` catches every captured refusal. The canonical, YAML,
+output and usage errors are shared by all families and derive from
+:class:`SealevalError` directly.
 """
 
 from __future__ import annotations
@@ -18,11 +33,13 @@ from typing import ClassVar
 
 __all__ = [
     "CanonicalError",
+    "CapturedError",
     "ComponentDigestError",
     "ConfigDocumentError",
     "ManifestError",
     "OutputError",
     "SealevalError",
+    "SessionError",
     "ToolInventoryError",
     "UsageError",
     "YamlError",
@@ -53,10 +70,16 @@ class SealevalError(ValueError):
     code: str
     field: str | None
 
-    def __init_subclass__(cls, **kwargs: object) -> None:
-        """Register every concrete error class for documentation and tests."""
+    def __init_subclass__(cls, *, family: bool = False, **kwargs: object) -> None:
+        """Register every concrete error class for documentation and tests.
+
+        A *family* base (``class SessionError(SealevalError, family=True)``)
+        has no codes of its own: it is never raised, only caught, and is not
+        registered.
+        """
         super().__init_subclass__(**kwargs)
-        _REGISTRY.append(cls)
+        if not family:
+            _REGISTRY.append(cls)
 
     def __init__(self, code: str, field: str | None = None) -> None:
         """Build an error from a closed code and an optional fixed field name."""
@@ -80,6 +103,18 @@ class SealevalError(ValueError):
 def error_classes() -> tuple[type[SealevalError], ...]:
     """Return every registered error class, in definition order."""
     return tuple(_REGISTRY)
+
+
+class SessionError(SealevalError, family=True):
+    """Family base of every evaluation-session refusal (never raised itself)."""
+
+    module = "sealeval.session"
+
+
+class CapturedError(SealevalError, family=True):
+    """Family base of every captured-evaluation refusal (never raised itself)."""
+
+    module = "sealeval.captured"
 
 
 class CanonicalError(SealevalError):
@@ -159,7 +194,7 @@ class ManifestError(SealevalError):
     )
 
 
-class ComponentDigestError(SealevalError):
+class ComponentDigestError(ManifestError):
     """Refusal of a component digest helper (file, directory tree)."""
 
     module = "sealeval.manifest.components"
@@ -179,7 +214,7 @@ class ComponentDigestError(SealevalError):
     )
 
 
-class ConfigDocumentError(SealevalError):
+class ConfigDocumentError(ManifestError):
     """Refusal of a configuration document before it is digested."""
 
     module = "sealeval.manifest.components"
@@ -195,7 +230,7 @@ class ConfigDocumentError(SealevalError):
     )
 
 
-class ToolInventoryError(SealevalError):
+class ToolInventoryError(ManifestError):
     """Refusal of a tool inventory that is not canonical and PHI-safe."""
 
     module = "sealeval.manifest.tool_inventory"

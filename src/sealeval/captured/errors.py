@@ -26,7 +26,7 @@ from contextlib import contextmanager
 from typing import Any, Final, TypeAlias
 
 from sealeval.canonical import digest_bytes, is_digest
-from sealeval.errors import SealevalError
+from sealeval.errors import CapturedError
 
 __all__ = ["CapturedRunError", "JsonValue"]
 
@@ -37,7 +37,7 @@ JsonValue: TypeAlias = (
 )
 
 
-class CapturedRunError(SealevalError):
+class CapturedRunError(CapturedError):
     """Refusal of a captured run, record, case set, service identity or export."""
 
     module = "sealeval.captured"

@@ -41,7 +41,7 @@ import numpy as np
 import numpy.typing as npt
 
 from sealeval.canonical import encode_invarlock, is_digest
-from sealeval.errors import CanonicalError, SealevalError
+from sealeval.errors import CanonicalError, CapturedError
 
 __all__ = [
     "MASS",
@@ -88,7 +88,7 @@ _IntArray: TypeAlias = npt.NDArray[np.int64]
 _FloatArray: TypeAlias = npt.NDArray[np.float64]
 
 
-class IntervalError(SealevalError):
+class IntervalError(CapturedError):
     """Refusal to compute an interval (the comparison fails)."""
 
     module = "sealeval.captured.intervals"

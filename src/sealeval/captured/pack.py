@@ -85,7 +85,7 @@ from sealeval.captured.request import (
 )
 from sealeval.captured.run import Run
 from sealeval.captured.signing import SigningKey, signature_envelope
-from sealeval.errors import CanonicalError, SealevalError
+from sealeval.errors import CanonicalError, CapturedError, SealevalError
 
 __all__ = [
     "STAGING_PREFIX",
@@ -106,7 +106,7 @@ _O_CLOEXEC: Final = getattr(os, "O_CLOEXEC", 0)
 _DIR_FLAGS: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | _O_CLOEXEC
 
 
-class EvidencePackBuildError(SealevalError):
+class EvidencePackBuildError(CapturedError):
     """Refusal to build or publish an evidence pack (``evaluate`` exits with status 2)."""
 
     module = "sealeval.captured.pack"

@@ -75,7 +75,7 @@ from sealeval.captured.signing import (
     parse_signature_envelope,
     verify_signature_envelope,
 )
-from sealeval.errors import CanonicalError, SealevalError
+from sealeval.errors import CanonicalError, CapturedError, SealevalError
 
 __all__ = [
     "AUTHENTICATIONS",
@@ -251,7 +251,7 @@ _JSON_CODES: Final[Mapping[str, str]] = types.MappingProxyType(
 )
 
 
-class EvidencePackError(SealevalError):
+class EvidencePackError(CapturedError):
     """Refusal of an evidence pack being read (``status`` 4 = contract, 6 = integrity).
 
     Attributes:

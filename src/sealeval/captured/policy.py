@@ -42,7 +42,7 @@ from sealeval.captured.scorers import (
     check_configuration,
     deterministic_scorer,
 )
-from sealeval.errors import CanonicalError, SealevalError
+from sealeval.errors import CanonicalError, CapturedError
 
 __all__ = [
     "MAX_METRICS",
@@ -104,7 +104,7 @@ MetricScorer: TypeAlias = Scorer | RecordedScore | NormalizedNll
 Number: TypeAlias = int | float
 
 
-class ComparisonPolicyError(SealevalError):
+class ComparisonPolicyError(CapturedError):
     """Refusal of a comparison policy (portable or runtime validation)."""
 
     module = "sealeval.captured.policy"

@@ -66,7 +66,7 @@ from sealeval.captured.verify import (
     VerificationOutcome,
     scoring_assurance,
 )
-from sealeval.errors import CanonicalError, OutputError, SealevalError
+from sealeval.errors import CanonicalError, CapturedError, OutputError
 
 __all__ = [
     "MAX_RECEIPT_BYTES",
@@ -135,7 +135,7 @@ _JSON_CODES: Final[Mapping[str, str]] = {
 }
 
 
-class ReceiptError(SealevalError):
+class ReceiptError(CapturedError):
     """Refusal to issue, publish or accept a verification receipt."""
 
     module = "sealeval.captured.receipt"

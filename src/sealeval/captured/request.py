@@ -76,7 +76,7 @@ from sealeval.captured.run import (
 )
 from sealeval.captured.service_identity import validate_service_identity
 from sealeval.captured.signing import SigningKey, load_signing_key
-from sealeval.errors import CanonicalError, SealevalError, YamlError
+from sealeval.errors import CanonicalError, CapturedError, YamlError
 from sealeval.strict_yaml import INCLUDE_KEYS, YamlLimits, load_strict_yaml
 
 __all__ = [
@@ -180,7 +180,7 @@ _DRIVE: Final = re.compile(r"[A-Za-z]:")
 _O_CLOEXEC: Final = getattr(os, "O_CLOEXEC", 0)
 
 
-class CapturedRequestError(SealevalError):
+class CapturedRequestError(CapturedError):
     """Refusal of a captured evaluation request (authored, normalized, or its files)."""
 
     module = "sealeval.captured.request"

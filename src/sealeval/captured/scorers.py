@@ -59,7 +59,7 @@ from sealeval.captured.unicode_tables import (
     is_unicode_version,
     unicode_tables,
 )
-from sealeval.errors import CanonicalError, SealevalError
+from sealeval.errors import CanonicalError, CapturedError
 
 __all__ = [
     "BINARY_KINDS",
@@ -141,7 +141,7 @@ _DECODED_ENCODER: Final = json.JSONEncoder(
 )
 
 
-class ScorerError(SealevalError):
+class ScorerError(CapturedError):
     """Refusal of a scorer configuration, a reference, or an attributed value."""
 
     module = "sealeval.captured.scorers"

@@ -48,7 +48,7 @@ from cryptography.hazmat.primitives.serialization import (
 )
 
 from sealeval.canonical import encode_invarlock
-from sealeval.errors import SealevalError
+from sealeval.errors import CapturedError
 
 __all__ = [
     "MAX_KEY_FILE_BYTES",
@@ -89,7 +89,7 @@ _ENVELOPE_MEMBERS: Final = frozenset(
 _BASE64_SIGNATURE: Final = re.compile(r"[A-Za-z0-9+/]{86}==")
 
 
-class SigningKeyError(SealevalError):
+class SigningKeyError(CapturedError):
     """Refusal of a key file, a key, a signature or a signature envelope."""
 
     module = "sealeval.captured.signing"

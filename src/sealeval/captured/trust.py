@@ -47,7 +47,7 @@ from sealeval.captured.policy import (
     parse_comparison_policy,
 )
 from sealeval.captured.signing import SigningKey, SigningKeyError
-from sealeval.errors import CanonicalError, SealevalError
+from sealeval.errors import CanonicalError, CapturedError
 
 __all__ = [
     "ANCHOR_NAMES",
@@ -102,7 +102,7 @@ _JSON_CODES: Final[Mapping[str, str]] = {
 }
 
 
-class TrustInputError(SealevalError):
+class TrustInputError(CapturedError):
     """Refusal of the recipient's verification inputs (exit 2, no receipt)."""
 
     module = "sealeval.captured.trust"

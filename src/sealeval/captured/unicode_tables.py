@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from sealeval._unicode import SHIPPED_UNICODE_VERSIONS, PinnedTables, pinned_tables
-from sealeval.errors import SealevalError
+from sealeval.errors import CapturedError
 
 __all__ = [
     "REFERENCE_UNICODE_VERSION",
@@ -74,7 +74,7 @@ _WHITESPACE_STRIP: Final = "".join(sorted(WHITESPACE))
 _MAX_CODE_POINT: Final = 0x10FFFF
 
 
-class UnicodeTablesError(SealevalError):
+class UnicodeTablesError(CapturedError):
     """Refusal to provide the Unicode tables a policy pins."""
 
     module = "sealeval.captured.unicode_tables"

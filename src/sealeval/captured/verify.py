@@ -56,7 +56,7 @@ from sealeval.captured.pack_reader import (
 )
 from sealeval.captured.policy import ComparisonPolicy, ComparisonPolicyError, check_runtime
 from sealeval.captured.trust import RecipientInputs
-from sealeval.errors import CanonicalError, SealevalError
+from sealeval.errors import CanonicalError, CapturedError, SealevalError
 
 __all__ = [
     "REPLAY_COMPLETED",
@@ -89,7 +89,7 @@ STATUS_POLICY_FAIL: Final = 7
 _PASS: Final = "pass"  # noqa: S105 - a decision, not a secret
 
 
-class VerificationError(SealevalError):
+class VerificationError(CapturedError):
     """A recipient check, replay or local refusal of verification.
 
     ``status`` is 6 (integrity: the outcome carries it and a rejection

@@ -53,7 +53,7 @@ from sealeval.captured.run import INVARLOCK_LIMITS, UNLIMITED, Limits, Run, read
 from sealeval.captured.signing import generate_key_directory
 from sealeval.cli._common import CONTEXT_SETTINGS, EXIT_ERROR, EXIT_OK, decision_order_option
 from sealeval.cli.verify import dump_json, metric_lines
-from sealeval.errors import CanonicalError, SealevalError
+from sealeval.errors import CanonicalError, CapturedError, SealevalError
 
 __all__ = [
     "EXIT_POLICY_NOT_PASSED",
@@ -90,7 +90,7 @@ _EVALUATION_OPTIONS: Final = (
 )
 
 
-class EvaluateError(SealevalError):
+class EvaluateError(CapturedError):
     """Refusal of the ``evaluate`` command line itself (exit 2)."""
 
     module = "sealeval.cli.evaluate"

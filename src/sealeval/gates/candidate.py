@@ -47,7 +47,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from sealeval.canonical import decode, digest_bytes, digest_openmed, encode_openmed, is_digest
-from sealeval.errors import CanonicalError, SealevalError
+from sealeval.errors import CanonicalError
 from sealeval.gates.evaluation import (
     GATE_REASON_CODES,
     AgentReleaseReport,
@@ -151,7 +151,7 @@ _BUNDLE_KEYS: Final = frozenset({"manifest", "manifest_digest", "packet"})
 _DETACHED_KEYS: Final = frozenset({"algorithm", "public_key_sha256", "signature"})
 
 
-class CandidateRunnerError(SealevalError):
+class CandidateRunnerError(GateError):
     """Configuration, output or packet refusal of the candidate runner (message ``<code>``).
 
     Every problem with the *candidate* itself becomes a signed ``NOT_READY``
@@ -178,7 +178,7 @@ class CandidateRunnerError(SealevalError):
     )
 
 
-class EvidenceEnvelopeError(SealevalError):
+class EvidenceEnvelopeError(GateError):
     """Refusal of an evidence file by the strict parser (``<field>: <code>``).
 
     Used by ``sealeval gates evaluate``; the candidate runner maps every
@@ -505,7 +505,7 @@ def _parse_metric(record: object, field: str) -> MetricEvidence:
         return MetricEvidence.from_dict(document)
     except GateError as error:
         name = error.field or "metric"
-        raise GateError(error.code, f"{field}.{name}") from None
+        raise type(error)(error.code, f"{field}.{name}") from None
 
 
 def _parse_metrics(records: object, field: str) -> tuple[MetricEvidence, ...]:

@@ -40,9 +40,10 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Literal, Protocol
 
 from sealeval.canonical import digest_openmed, encode_openmed, is_digest
-from sealeval.errors import CanonicalError, SealevalError
+from sealeval.errors import CanonicalError
 from sealeval.gates.adapters.counting import count_evidence
 from sealeval.gates.evidence import MetricEvidence
+from sealeval.gates.registry import GateError
 
 __all__ = [
     "BATCH_SCHEMA",
@@ -97,7 +98,7 @@ Operation = Literal["insert", "delete"]
 ColumnKind = Literal["integer", "bigint", "numeric", "varchar", "date", "datetime"]
 
 
-class OmopLoaderError(SealevalError):
+class OmopLoaderError(GateError):
     """Refusal of the guarded OMOP loader (``<field>: <code>``); never carries a row value."""
 
     module = "sealeval.gates.omop"

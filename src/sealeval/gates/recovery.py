@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
 from sealeval.canonical import digest_openmed, encode_openmed, is_digest
-from sealeval.errors import SealevalError
+from sealeval.gates.registry import GateError
 
 __all__ = [
     "CHECKPOINT_SCHEMA",
@@ -102,7 +102,7 @@ DECISION_REASONS: Final[dict[str, tuple[str, ...]]] = {
 _ALL_REASONS: Final = tuple(reason for group in DECISION_REASONS.values() for reason in group)
 
 
-class RecoveryError(SealevalError):
+class RecoveryError(GateError):
     """Refusal of the recovery data model or planner (``<field>: <code>``, or ``<code>``).
 
     ``code`` and ``field`` are also exposed as attributes.

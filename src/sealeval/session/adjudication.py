@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, NoReturn
 
 from sealeval.canonical import decode, digest_bytes, encode_openmed, is_digest
-from sealeval.errors import CanonicalError, SealevalError
+from sealeval.errors import CanonicalError, SessionError
 from sealeval.session.cases import (
     MAX_CANDIDATES,
     MIN_CANDIDATES,
@@ -128,7 +128,7 @@ _ASSIGNMENT_KEYS: Final = frozenset(
 _ALIASES: Final = tuple(f"candidate-{chr(ord('a') + slot)}" for slot in range(MAX_CANDIDATES))
 
 
-class AdjudicationError(SealevalError):
+class AdjudicationError(SessionError):
     """Refusal of blinded adjudication input (message ``<field>: <code>``)."""
 
     module = "sealeval.session.adjudication"

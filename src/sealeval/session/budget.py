@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, TypeVar
 
 from sealeval.canonical import decode, digest_openmed, encode_openmed, is_digest
-from sealeval.errors import CanonicalError, SealevalError
+from sealeval.errors import CanonicalError, SessionError
 
 __all__ = [
     "APPROVAL_SCHEMA",
@@ -100,7 +100,7 @@ _LEDGER_USAGE_KEYS: Final = frozenset({"entries", "schema_version"})
 _ENTRY_KEYS: Final = frozenset({"epoch_digest", "submission_digest", "usage"})
 
 
-class FeedbackBudgetError(SealevalError):
+class FeedbackBudgetError(SessionError):
     """Refusal of the feedback budget policy, ledger or usage documents."""
 
     module = "sealeval.session.budget"

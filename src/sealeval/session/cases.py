@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from sealeval.canonical import digest_openmed, is_digest
-from sealeval.errors import SealevalError
+from sealeval.errors import SessionError
 
 __all__ = [
     "CONFLICT_STATUSES",
@@ -66,7 +66,7 @@ _CRITERION_KEYS: Final = frozenset({"criterion_ref", "maximum_score", "minimum_s
 _CONFLICT_KEYS: Final = frozenset({"declaration_digest", "reviewer_ref", "status"})
 
 
-class CaseError(SealevalError):
+class CaseError(SessionError):
     """Refusal of a comparison case or one of its parts (message ``<field>: <code>``)."""
 
     module = "sealeval.session.cases"

@@ -45,7 +45,7 @@ from typing import Any, Final, NoReturn
 
 from sealeval import _lock
 from sealeval.canonical import is_digest
-from sealeval.errors import ConfigDocumentError, SealevalError
+from sealeval.errors import ConfigDocumentError, SessionError
 from sealeval.manifest.components import load_config_document
 from sealeval.manifest.sealed import COMPONENTS, SealedWorkflowManifest
 from sealeval.manifest.snapshot import KINDS, snapshot_components
@@ -138,7 +138,7 @@ _ENTRY_POINT: Final = re.compile(rf"({_DOTTED}):({_DOTTED})")
 _CLOCK_TEXT: Final = re.compile(r"0|[1-9][0-9]{0,18}")
 
 
-class SessionConfigError(SealevalError):
+class SessionConfigError(SessionError):
     """Refusal of a session configuration, a file it names, or a session command input.
 
     The message is ``<field>: <code>``; the field is a fixed configuration

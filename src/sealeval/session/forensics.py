@@ -31,7 +31,7 @@ import numpy.typing as npt
 
 from sealeval._unicode import PinnedTables, pinned_tables
 from sealeval.canonical import encode_openmed, is_digest
-from sealeval.errors import SealevalError
+from sealeval.errors import SessionError
 from sealeval.manifest.sealed import SealedWorkflowManifest
 from sealeval.session.holdout import HoldoutCommitment, verify_holdout_commitment
 
@@ -110,7 +110,7 @@ _COVERAGE_KEYS: Final = frozenset(
 _Array = npt.NDArray[np.int64]
 
 
-class OverlapForensicsError(SealevalError):
+class OverlapForensicsError(SessionError):
     """Refusal of an overlap forensics scan; message ``<field>: <code>``."""
 
     module = "sealeval.session.forensics"

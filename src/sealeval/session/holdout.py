@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, TypeGuard
 
 from sealeval.canonical import decode, digest_bytes, digest_openmed, encode_openmed, is_digest
-from sealeval.errors import CanonicalError, SealevalError
+from sealeval.errors import CanonicalError, SessionError
 
 __all__ = [
     "COMMITMENT_SCHEMA",
@@ -105,7 +105,7 @@ _KIND_PREFIXES: Final = {
 }
 
 
-class HoldoutError(SealevalError):
+class HoldoutError(SessionError):
     """Refusal while committing a holdout, building a proof or constructing a document."""
 
     module = "sealeval.session.holdout"

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, NamedTuple, TypeGuard
 
 from sealeval.canonical import decode, digest_openmed, encode_openmed, is_digest
-from sealeval.errors import SealevalError
+from sealeval.errors import SessionError
 
 __all__ = [
     "ERROR_CODES",
@@ -90,7 +90,7 @@ _RECORD_KEYS: Final = frozenset(
 _STEP_LENGTH: Final = 5
 
 
-class EvaluationSessionError(SealevalError):
+class EvaluationSessionError(SessionError):
     """Refusal of an evaluation session, its record or its store.
 
     The message is the bare code (no field), also available as ``code``.

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Final, Protocol, runtime_checkable
 
 from sealeval.captured.run import Record
-from sealeval.errors import SealevalError
+from sealeval.errors import CapturedError
 
 __all__ = [
     "DETECT_BYTES",
@@ -45,7 +45,7 @@ DETECT_BYTES: Final = 65_536
 RecordSource = Iterator[Record | Mapping[str, object]]
 
 
-class ImportRefusalError(SealevalError):
+class ImportRefusalError(CapturedError):
     """A source file an importer refuses (message ``<field>: <code>``).
 
     Importers add the codes they need to this closed set in one place, here.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from sealeval.errors import SealevalError
+from sealeval.gates.registry import GateError
 
 __all__ = ["ADAPTER_CODES", "AgentReleaseAdapterError"]
 
@@ -43,7 +43,7 @@ ADAPTER_CODES: Final = frozenset(
 )
 
 
-class AgentReleaseAdapterError(SealevalError):
+class AgentReleaseAdapterError(GateError):
     """Refusal of an evidence adapter; ``str(error)`` is the bare code."""
 
     module = "sealeval.gates.adapters"

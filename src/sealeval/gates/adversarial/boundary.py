@@ -54,7 +54,7 @@ from types import MappingProxyType
 from typing import Final, Protocol, TypeVar, runtime_checkable
 
 from sealeval.canonical import digest_openmed, is_digest
-from sealeval.errors import SealevalError
+from sealeval.gates.registry import GateError
 
 __all__ = [
     "ADVERSARIAL_CASE_ID",
@@ -95,7 +95,7 @@ __all__ = [
 _T = TypeVar("_T")
 
 
-class AdversarialSuiteError(SealevalError):
+class AdversarialSuiteError(GateError):
     """Refusal of a boundary, fixture, suite run or suite report (``<field>: <code>``)."""
 
     module = "sealeval.gates.adversarial"
