@@ -115,7 +115,7 @@ MATRIX_TESTS := tests/test_unicode_tables_data.py tests/test_session_forensics.p
 	tests/test_captured_scorers.py tests/test_captured_policy.py tests/test_captured_comparison.py \
 	tests/test_canonical.py tests/test_manifest_sealed.py tests/test_session_holdout.py \
 	tests/test_session_session.py tests/test_captured_pack.py tests/test_captured_verify.py \
-	tests/test_portable_imports.py tests/test_demo.py $(wildcard tests/test_cli_*.py)
+	tests/test_portable_imports.py tests/test_demo_captured.py $(wildcard tests/test_cli_*.py)
 matrix: $(UCD_STAMPS)
 	@if [ -z "$(MATRIX_PYTHON314)" ]; then \
 	  echo "matrix: CPython 3.14 skipped: no 3.14 interpreter on this machine (set MATRIX_PYTHON314=...)"; \
