@@ -136,6 +136,8 @@ def _gates_section(console: Console, out: Path, candidate_digest: str) -> bool:
         )
     console.print(table)
     for name, report in reports.items():
+        evidence = resources.files("sealeval") / "_data" / "gates" / f"{name}.json"
+        (out / f"evidence-{name}.json").write_bytes(evidence.read_bytes())
         (out / f"gates-{name}.json").write_text(report.to_json(), encoding="ascii")
         console.print(f"{name}: decision [bold]{report.decision}[/bold]  {report.report_digest}")
     console.print("evidence is synthetic smoke data: it exercises the gates, it proves nothing.")
