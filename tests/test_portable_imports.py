@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import errno
 import os
+import shutil
 import subprocess
 import sys
 import tomllib
+import types
 from pathlib import Path
 
 import pytest
@@ -109,3 +112,79 @@ def test_classifiers_list_exactly_the_interpreters_ci_tests() -> None:
         if part[:1].isdigit() and part.count(".") == 2
     }
     assert listed == tested == {"3.11", "3.12", "3.13"}
+
+
+def test_windows_locking_backend_maps_a_held_lock(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    calls: list[tuple[int, int]] = []
+    held = {"now": False}
+
+    def locking(fd: int, mode: int, size: int) -> None:
+        assert size == 1
+        calls.append((fd, mode))
+        if mode == 1 and held["now"]:
+            raise PermissionError(errno.EACCES, "held")
+        held["now"] = mode == 1
+
+    fake = types.SimpleNamespace(LK_NBLCK=1, LK_UNLCK=0, locking=locking)
+    monkeypatch.setitem(sys.modules, "fake_msvcrt", fake)
+    monkeypatch.setattr(_lock, "_BACKENDS", ("fake_msvcrt",))
+    fd = os.open(tmp_path / "lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        _lock.lock_exclusive(fd)
+        with pytest.raises(BlockingIOError):
+            _lock.lock_exclusive(fd)
+        _lock.unlock(fd)
+        _lock.lock_exclusive(fd)
+    finally:
+        os.close(fd)
+    assert [mode for _, mode in calls] == [1, 1, 0, 1]
+
+
+def test_windows_locking_backend_passes_other_errors(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    def locking(_fd: int, _mode: int, _size: int) -> None:
+        raise OSError(errno.EBADF, "bad")
+
+    monkeypatch.setitem(
+        sys.modules, "fake_msvcrt", types.SimpleNamespace(LK_NBLCK=1, locking=locking)
+    )
+    monkeypatch.setattr(_lock, "_BACKENDS", ("fake_msvcrt",))
+    fd = os.open(tmp_path / "lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        with pytest.raises(OSError) as caught:
+            _lock.lock_exclusive(fd)
+        assert caught.value.errno == errno.EBADF
+        assert not isinstance(caught.value, BlockingIOError)
+    finally:
+        os.close(fd)
+
+
+def test_make_test_stops_at_once_naming_missing_system_packages(tmp_path: Path) -> None:
+    """Not root: `make sysdeps` prints one line naming what to install, and fails."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "id").write_text("#!/bin/sh\necho 1000\n", encoding="utf-8")
+    (bin_dir / "id").chmod(0o755)
+    for tool in ("ls", "sh"):
+        found = shutil.which(tool)
+        assert found is not None
+        (bin_dir / tool).symlink_to(found)
+    make = shutil.which("make")
+    assert make is not None
+    result = subprocess.run(
+        [make, "-s", "-C", str(PROJECT_ROOT), "sysdeps", f"PYTHON={sys.executable}"],
+        env={"PATH": str(bin_dir), "HOME": str(tmp_path)},
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    assert result.returncode != 0
+    lines = result.stdout.splitlines()
+    assert len(lines) == 1, result.stdout
+    assert lines[0].startswith("make test needs system packages:")
+    assert " npm " in lines[0]  # no npm on this PATH
+    assert "apt-get install" in lines[0]

@@ -262,3 +262,9 @@ def test_malformed_table_documents_are_refused(change: dict[str, Any], message: 
     document.update(change)
     with pytest.raises(ValueError, match=message):
         _unicode._Data("15.0.0", document)
+
+
+def test_an_oversized_table_file_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_unicode, "_MAX_TABLE_BYTES", 1024)
+    with pytest.raises(ValueError, match="over the size limit"):
+        _unicode._load.__wrapped__("15.0.0")
