@@ -106,16 +106,16 @@ tables: $(UCD_STAMPS)
 	    > src/sealeval/_data/unicode/$$version.json || exit 1; \
 	done
 
-## make matrix: the interpreter matrix. The vector, Unicode, forensics, scorer and CLI
-## tests on CPython 3.12 and 3.13 (pyenv), and on 3.14 when an interpreter is at hand
+## make matrix: the interpreter matrix. The vector, Unicode, forensics, scorer, demo and CLI
+## tests (those whose results could depend on the interpreter) on CPython 3.12 and 3.13 (pyenv), and on 3.14 when an interpreter is at hand
 ## (MATRIX_PYTHON314, else a python3.14 on PATH or in pyenv); each in its own venv.
 MATRIX_PYTHONS ?= /root/.pyenv/versions/3.12.1/bin/python /root/.pyenv/versions/3.13.0/bin/python
 MATRIX_PYTHON314 ?= $(firstword $(wildcard /root/.pyenv/versions/3.14*/bin/python) $(shell command -v python3.14 2>/dev/null))
 MATRIX_TESTS := tests/test_unicode_tables_data.py tests/test_session_forensics.py \
 	tests/test_captured_scorers.py tests/test_captured_policy.py tests/test_captured_comparison.py \
-	tests/test_canonical.py tests/test_manifest_sealed.py tests/test_session_holdout.py \
-	tests/test_session_session.py tests/test_captured_pack.py tests/test_captured_verify.py \
-	tests/test_portable_imports.py tests/test_demo_captured.py $(wildcard tests/test_cli_*.py)
+	tests/test_canonical.py tests/test_cli_compare.py tests/test_cli_evaluate_verify.py \
+	tests/test_cli_import.py tests/test_cli_manifest.py tests/test_cli_session.py \
+	tests/test_demo_captured.py tests/test_portable_imports.py
 matrix: $(UCD_STAMPS)
 	@if [ -z "$(MATRIX_PYTHON314)" ]; then \
 	  echo "matrix: CPython 3.14 skipped: no 3.14 interpreter on this machine (set MATRIX_PYTHON314=...)"; \
