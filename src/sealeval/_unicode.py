@@ -240,7 +240,7 @@ class PinnedTables:
             functions as the fast path where they agree).
     """
 
-    __slots__ = ("_agreement", "_fast", "provider", "version")
+    __slots__ = ("_agreeing", "_differing", "_fast", "provider", "version")
 
     def __init__(self, version: str, *, interpreter: bool, fast: bool = True) -> None:
         """Tables of ``version``.
@@ -254,7 +254,9 @@ class PinnedTables:
         self.version = version
         self.provider = "unicodedata" if interpreter else "sealeval"
         self._fast = fast
-        self._agreement: dict[str, bool] = {}
+        # Characters compared once: equal data in both versions, or not.
+        self._agreeing: set[str] = set()
+        self._differing: set[str] = set()
 
     @property
     def _data(self) -> _Data | None:
@@ -286,15 +288,16 @@ class PinnedTables:
             return True
         if not self._fast:
             return False
-        if text.isascii():
+        agreeing = self._agreeing
+        if text.isascii() or agreeing.issuperset(text):
             return True
-        agreement = self._agreement
-        for char in set(text):
-            known = agreement.get(char)
-            if known is None:
-                known = agreement[char] = self._agrees(char)
-            if not known:
+        for char in set(text).difference(agreeing):
+            if char in self._differing:
                 return False
+            if not self._agrees(char):
+                self._differing.add(char)
+                return False
+            agreeing.add(char)
         return True
 
     def normalize(self, form: str, text: str) -> str:
