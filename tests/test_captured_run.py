@@ -1855,30 +1855,31 @@ def _imported(
     records are used whatever the scheduling).
     """
     from sealeval.captured import importers  # noqa: PLC0415
+    from sealeval.captured.importers import parallel as loop  # noqa: PLC0415
 
     calls: list[bool] = []
-    original = importers._write_lines
+    original = loop.write_lines
 
     def spy(*args: Any, parallel: bool) -> Any:
         calls.append(parallel)
         return original(*args, parallel=parallel)
 
     with monkeypatch.context() as patch:
-        patch.setattr(importers, "_PARALLEL_ENABLED", parallel)
-        patch.setattr(importers, "_parallel_min_bytes", 0)
-        patch.setattr(importers, "_BATCH_LINES", 3)
-        patch.setattr(importers, "_write_lines", spy)
+        patch.setattr(loop, "_PARALLEL_ENABLED", parallel)
+        patch.setattr(loop, "_parallel_min_bytes", 0)
+        patch.setattr(loop, "_BATCH_LINES", 3)
+        patch.setattr(loop, "write_lines", spy)
         if not parallel:  # the baseline: the importer's own rows() through _write
-            patch.setattr(importers, "_lines_loop", lambda _request: False)
+            patch.setattr(loop, "mappable", lambda _request: False)
         patch.setattr(
-            importers,
-            "_parallel",
-            lambda request, _size: parallel and importers._lines_loop(request),
+            loop,
+            "use_worker",
+            lambda request, _size: parallel and loop.mappable(request),
         )
         if not adaptive:  # the worker encodes every batch; the parent waits for each
-            patch.setattr(importers, "_LEAD", 0)
-            patch.setattr(importers._Board, "position", lambda _self: -1)
-            patch.setattr(importers._Worker, "_encoding", lambda _self, _index: True)
+            patch.setattr(loop, "_LEAD", 0)
+            patch.setattr(loop._Board, "position", lambda _self: -1)
+            patch.setattr(loop._Worker, "_encoding", lambda _self, _index: True)
         destination = path.with_name(f"{path.name}.{int(parallel)}.run.json")
         try:
             summary = importers.import_run_streaming(
@@ -1975,6 +1976,7 @@ def test_two_process_import_refuses_a_worker_reading_other_bytes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from sealeval.captured import importers  # noqa: PLC0415
+    from sealeval.captured.importers import parallel as loop  # noqa: PLC0415
 
     path = tmp_path / "source.jsonl"
     other = tmp_path / "other.jsonl"
@@ -1982,8 +1984,8 @@ def test_two_process_import_refuses_a_worker_reading_other_bytes(
     _write_lines(path, rows)
     rows[7]["output"] = "changed"  # same records but one; the worker encodes that one
     _write_lines(other, rows)
-    original = importers._work
-    monkeypatch.setattr(importers, "_work", lambda fd, _path, *args: original(fd, other, *args))
+    original = loop._work
+    monkeypatch.setattr(loop, "_work", lambda fd, _path, *args: original(fd, other, *args))
     assert _imported(path, "jsonl", parallel=True, monkeypatch=monkeypatch) == (
         importers.ImportRefusalError,
         "source_changed",
@@ -2013,12 +2015,12 @@ def _send_out_of_order(fd: int, *_args: Any) -> None:
 def test_two_process_import_goes_on_alone_when_the_worker_fails(
     worker: Callable[..., None], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from sealeval.captured import importers  # noqa: PLC0415
+    from sealeval.captured.importers import parallel as loop  # noqa: PLC0415
 
     path = tmp_path / "source.jsonl"
     _write_lines(path, _lm_rows(25))
     one = _imported(path, "lm-eval-samples", parallel=False, monkeypatch=monkeypatch)
-    monkeypatch.setattr(importers, "_work", worker)
+    monkeypatch.setattr(loop, "_work", worker)
     assert _imported(path, "lm-eval-samples", parallel=True, monkeypatch=monkeypatch) == one
 
 
@@ -2028,9 +2030,10 @@ def test_worker_batches_in_process(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     from multiprocessing.connection import Connection  # noqa: PLC0415
 
     from sealeval.captured import importers  # noqa: PLC0415
+    from sealeval.captured.importers import parallel as loop  # noqa: PLC0415
     from sealeval.captured.importers.base import ImportOptions  # noqa: PLC0415
 
-    monkeypatch.setattr(importers, "_BATCH_LINES", 2)
+    monkeypatch.setattr(loop, "_BATCH_LINES", 2)
     path = tmp_path / "source.jsonl"
     _write_lines(path, _lm_rows(7), {2: b"\n", 4: b"{bad\n"})  # 9 lines, 5 batches
     read_fd, write_fd = os.pipe()
@@ -2045,7 +2048,7 @@ def test_worker_batches_in_process(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     thread = threading.Thread(target=drain)
     thread.start()
     importer = importers.get_importer("lm-eval-samples")
-    importers._work(write_fd, path, importer, ImportOptions())  # closes write_fd
+    loop._work(write_fd, path, importer, ImportOptions())  # closes write_fd
     thread.join()
     reader.close()
     assert [message[0] for message in received] == [0, 1, 2, 3, 4]  # 4: one line
@@ -2053,15 +2056,15 @@ def test_worker_batches_in_process(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert None in entries  # the blank and the undecodable line
     assert all(entry is None or entry[1].startswith(b'{"context":') for entry in entries)
     # with a board: only batches _LEAD ahead of the parent's position
-    board = importers._Board()
+    board = loop._Board()
     board.publish(1)
-    monkeypatch.setattr(importers, "_LEAD", 2)
+    monkeypatch.setattr(loop, "_LEAD", 2)
     read_fd, write_fd = os.pipe()
     received.clear()
     reader = Connection(read_fd, writable=False)
     thread = threading.Thread(target=drain)
     thread.start()
-    importers._work(write_fd, path, importer, ImportOptions(), board)
+    loop._work(write_fd, path, importer, ImportOptions(), board)
     thread.join()
     reader.close()
     assert [message[0] for message in received] == [3, 4]
@@ -2070,8 +2073,9 @@ def test_worker_batches_in_process(tmp_path: Path, monkeypatch: pytest.MonkeyPat
 
 def test_two_process_gate() -> None:
     from sealeval.captured import importers  # noqa: PLC0415
+    from sealeval.captured.importers import parallel as loop  # noqa: PLC0415
 
-    class Stateful(importers.LinesImporter):
+    class Stateful(loop.LinesImporter):
         name = "stateful"
         parallel_safe = False
 
@@ -2084,7 +2088,7 @@ def test_two_process_gate() -> None:
     assert importers.get_importer("jsonl").parallel_safe
     assert importers.get_importer("lm-eval-samples").parallel_safe
     assert not Stateful.parallel_safe
-    assert importers.PARALLEL_MIN_BYTES >= 1 << 20
+    assert loop.PARALLEL_MIN_BYTES >= 1 << 20
 
 
 def test_two_process_import_edge_refusals(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -2119,6 +2123,7 @@ def test_two_process_import_checks_the_last_partial_batch(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from sealeval.captured import importers  # noqa: PLC0415
+    from sealeval.captured.importers import parallel as loop  # noqa: PLC0415
 
     path = tmp_path / "source.jsonl"
     other = tmp_path / "other.jsonl"
@@ -2126,8 +2131,8 @@ def test_two_process_import_checks_the_last_partial_batch(
     _write_lines(path, rows)
     rows[12]["output"] = "changed"
     _write_lines(other, rows)
-    original = importers._work
-    monkeypatch.setattr(importers, "_work", lambda fd, _path, *args: original(fd, other, *args))
+    original = loop._work
+    monkeypatch.setattr(loop, "_work", lambda fd, _path, *args: original(fd, other, *args))
     assert _imported(path, "jsonl", parallel=True, monkeypatch=monkeypatch) == (
         importers.ImportRefusalError,
         "source_changed",
@@ -2206,7 +2211,7 @@ def test_plain_helpers_refuse_what_they_cannot_encode() -> None:
 def test_two_process_import_without_a_worker(
     broken: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from sealeval.captured import importers  # noqa: PLC0415
+    from sealeval.captured.importers import parallel as loop  # noqa: PLC0415
 
     path = tmp_path / "source.jsonl"
     _write_lines(path, _lm_rows(12))
@@ -2215,7 +2220,7 @@ def test_two_process_import_without_a_worker(
     def refused(*_args: Any) -> Any:
         raise OSError("resource temporarily unavailable")
 
-    monkeypatch.setattr(importers.os, broken, refused)
+    monkeypatch.setattr(loop.os, broken, refused)
     assert _imported(path, "lm-eval-samples", parallel=True, monkeypatch=monkeypatch) == one
 
 
@@ -2244,16 +2249,16 @@ def test_worker_batches_are_taken_skipped_or_awaited() -> None:
     import threading  # noqa: PLC0415
     from multiprocessing.connection import Connection  # noqa: PLC0415
 
-    from sealeval.captured import importers  # noqa: PLC0415
+    from sealeval.captured.importers import parallel as loop  # noqa: PLC0415
 
     read_fd, write_fd = os.pipe()
     writer = Connection(write_fd, readable=False)
     dummy = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
-    worker = object.__new__(importers._Worker)
+    worker = object.__new__(loop._Worker)
     worker._pid = dummy.pid
     worker._pending = None
     worker._affinity = None
-    worker._board = importers._Board()
+    worker._board = loop._Board()
     worker._connection = Connection(read_fd, writable=False)
     try:
         # nothing ready and the worker is not on batch 1: the parent encodes it
@@ -2293,7 +2298,7 @@ def test_two_process_import_adapts_to_a_slow_worker(
 ) -> None:
     import time  # noqa: PLC0415
 
-    from sealeval.captured import importers  # noqa: PLC0415
+    from sealeval.captured.importers import parallel as loop  # noqa: PLC0415
 
     path = tmp_path / "source.jsonl"
     nan_row = (
@@ -2304,13 +2309,13 @@ def test_two_process_import_adapts_to_a_slow_worker(
     one = _imported(path, "lm-eval-samples", parallel=False, monkeypatch=monkeypatch)
     assert one[0] == "ok"
     if slow:  # the parent claims the batches the worker has not reached
-        original = importers._encoded
+        original = loop._encoded
 
         def slowly(*args: Any) -> Any:
             time.sleep(0.002)
             return original(*args)
 
-        monkeypatch.setattr(importers, "_encoded", slowly)
+        monkeypatch.setattr(loop, "_encoded", slowly)
     two = _imported(path, "lm-eval-samples", parallel=True, monkeypatch=monkeypatch, adaptive=True)
     assert two == one
 
@@ -2319,11 +2324,12 @@ def test_one_process_line_loop_equals_the_rows_path(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from sealeval.captured import importers  # noqa: PLC0415
+    from sealeval.captured.importers import parallel as loop  # noqa: PLC0415
 
     path = tmp_path / "source.jsonl"
     _write_lines(path, _lm_rows(30), {4: b"\n", 12: b"{bad\n"})
     one = _imported(path, "lm-eval-samples", parallel=False, monkeypatch=monkeypatch)
-    monkeypatch.setattr(importers, "_PARALLEL_ENABLED", False)
+    monkeypatch.setattr(loop, "_PARALLEL_ENABLED", False)
     destination = tmp_path / "loop.json"
     with pytest.raises(importers.ImportRefusalError) as caught:
         importers.import_run_streaming(
@@ -2350,38 +2356,39 @@ def test_one_process_line_loop_equals_the_rows_path(
 
 def test_two_process_gate_and_cpu_pinning(monkeypatch: pytest.MonkeyPatch) -> None:
     from sealeval.captured import importers  # noqa: PLC0415
+    from sealeval.captured.importers import parallel as loop  # noqa: PLC0415
 
     calls: list[set[int]] = []
-    monkeypatch.setattr(importers.os, "sched_setaffinity", lambda _pid, cpus: calls.append(cpus))
-    assert importers._pin([0, 1, 2], 0) is None  # more than two CPUs: the scheduler decides
-    assert importers._pin([3, 5], 1) == {3, 5}
+    monkeypatch.setattr(loop.os, "sched_setaffinity", lambda _pid, cpus: calls.append(cpus))
+    assert loop._pin([0, 1, 2], 0) is None  # more than two CPUs: the scheduler decides
+    assert loop._pin([3, 5], 1) == {3, 5}
     assert calls == [{5}]
 
     def refused(_pid: int, _cpus: set[int]) -> None:
         raise OSError("not permitted")
 
-    monkeypatch.setattr(importers.os, "sched_setaffinity", refused)
-    assert importers._pin([3, 5], 0) is None
+    monkeypatch.setattr(loop.os, "sched_setaffinity", refused)
+    assert loop._pin([3, 5], 0) is None
 
     class Request:
         projection = None
         importer = importers.get_importer("jsonl")
 
     request: Any = Request()
-    big = importers.PARALLEL_MIN_BYTES
-    monkeypatch.setattr(importers.os, "sched_getaffinity", lambda _pid: {0, 1})
-    monkeypatch.setattr(importers.threading, "active_count", lambda: 1)
-    monkeypatch.setattr(importers.sys, "platform", "linux")
-    assert importers._parallel(request, big)
-    assert not importers._parallel(request, big - 1)
-    monkeypatch.setattr(importers.threading, "active_count", lambda: 2)
-    assert not importers._parallel(request, big)  # never fork a multi-threaded process
-    monkeypatch.setattr(importers.threading, "active_count", lambda: 1)
-    monkeypatch.setattr(importers.os, "sched_getaffinity", lambda _pid: {0})
-    assert not importers._parallel(request, big)
+    big = loop.PARALLEL_MIN_BYTES
+    monkeypatch.setattr(loop.os, "sched_getaffinity", lambda _pid: {0, 1})
+    monkeypatch.setattr(loop.threading, "active_count", lambda: 1)
+    monkeypatch.setattr(loop.sys, "platform", "linux")
+    assert loop.use_worker(request, big)
+    assert not loop.use_worker(request, big - 1)
+    monkeypatch.setattr(loop.threading, "active_count", lambda: 2)
+    assert not loop.use_worker(request, big)  # never fork a multi-threaded process
+    monkeypatch.setattr(loop.threading, "active_count", lambda: 1)
+    monkeypatch.setattr(loop.os, "sched_getaffinity", lambda _pid: {0})
+    assert not loop.use_worker(request, big)
     request.importer = importers.get_importer("promptfoo-jsonl")
-    monkeypatch.setattr(importers.os, "sched_getaffinity", lambda _pid: {0, 1})
-    assert not importers._parallel(request, big)  # not parallel-safe
+    monkeypatch.setattr(loop.os, "sched_getaffinity", lambda _pid: {0, 1})
+    assert not loop.use_worker(request, big)  # not parallel-safe
 
 
 _DEEP_VALUES = (
@@ -2431,6 +2438,7 @@ def test_decoded_rows_are_trusted_only_as_the_walk_would(
 
 def test_trusted_walk_and_worker_results_refuse_what_they_must() -> None:
     from sealeval.captured import importers  # noqa: PLC0415
+    from sealeval.captured.importers import parallel as loop  # noqa: PLC0415
     from sealeval.captured.importers.base import ImportOptions  # noqa: PLC0415
     from sealeval.captured.run import _plain_within  # noqa: PLC0415
 
@@ -2441,7 +2449,7 @@ def test_trusted_walk_and_worker_results_refuse_what_they_must() -> None:
     assert not _plain_within({1: row}, 128, trusted, 2)
     assert not _plain_within([[row]], 2, trusted, 2)  # the bound does not fit: walked
 
-    class Listing(importers.LinesImporter):
+    class Listing(loop.LinesImporter):
         name = "listing"
 
         def detect(self, head: bytes, path: Path) -> bool:
@@ -2451,9 +2459,9 @@ def test_trusted_walk_and_worker_results_refuse_what_they_must() -> None:
             return [row]
 
     line = b'{"id": "r", "input": 1, "expected": 1, "output": 1}\n'
-    assert importers._encoded(Listing(), line, 1, ImportOptions(), None) is None
+    assert loop._encoded(Listing(), line, 1, ImportOptions(), None) is None
     jsonl = importers.get_importer("jsonl")
-    encoded = importers._encoded(jsonl, line, 1, ImportOptions(), None)
+    encoded = loop._encoded(jsonl, line, 1, ImportOptions(), None)
     assert encoded is not None
     assert encoded[0] == "r"
 

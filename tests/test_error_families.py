@@ -14,6 +14,7 @@ from sealeval.errors import (
     CapturedError,
     ComponentDigestError,
     ConfigDocumentError,
+    FileSystemError,
     ManifestError,
     OutputError,
     SealevalError,
@@ -26,7 +27,7 @@ from sealeval.errors import (
 from sealeval.gates.registry import GateError
 
 FAMILIES = (ManifestError, SessionError, GateError, CapturedError)
-SHARED = (CanonicalError, YamlError, OutputError, UsageError)
+SHARED = (CanonicalError, YamlError, OutputError, UsageError, FileSystemError)
 PACKAGE_FAMILY = {
     "sealeval.session": SessionError,
     "sealeval.gates": GateError,

@@ -36,6 +36,7 @@ __all__ = [
     "CapturedError",
     "ComponentDigestError",
     "ConfigDocumentError",
+    "FileSystemError",
     "ManifestError",
     "OutputError",
     "SealevalError",
@@ -255,11 +256,45 @@ class ToolInventoryError(ManifestError):
     )
 
 
+class FileSystemError(SealevalError):
+    """Refusal of the hardened file-system edge (``sealeval._fs``).
+
+    Family-neutral: callers translate it into their own family's error with
+    ``sealeval._fs.translated`` (the codes below are what they map).
+    """
+
+    module = "sealeval._fs"
+    codes = frozenset(
+        {
+            "not_found",
+            "not_regular_file",
+            "not_directory",
+            "unreadable",
+            "too_large",
+            "file_changed",
+            "special_file",
+            "symlink_escapes_tree",
+            "dangling_symlink",
+            "symlink_loop",
+            "undecodable_name",
+            "too_deep",
+            "too_many_entries",
+            "output_exists",
+            "output_parent_missing",
+            "output_unwritable",
+            "unsafe_destination",
+            "unsupported_platform",
+        }
+    )
+
+
 class OutputError(SealevalError):
     """Refusal to publish an output file."""
 
     module = "sealeval.io"
-    codes = frozenset({"output_exists", "output_unwritable", "output_parent_missing"})
+    codes = frozenset(
+        {"output_exists", "output_unwritable", "output_parent_missing", "unsafe_destination"}
+    )
 
 
 class UsageError(SealevalError):

@@ -45,14 +45,15 @@ from sealeval.captured.importers.native._common import (
     Scores,
     build_record,
     identifier,
-    loads,
     number,
-    open_regular,
-    read_bounded,
     refuse,
     scan,
     tags,
     without_nan,
+)
+from sealeval.captured.importers.native._skeleton import (
+    NativeImporter,
+    read_document,
 )
 
 __all__ = ["DeepEvalEvaluationResultImporter", "DeepEvalTestRunImporter"]
@@ -73,7 +74,7 @@ _CASE_HINTS_CAMEL: Final = frozenset({"metricsData", "actualOutput"})
 _CASE_HINTS_SNAKE: Final = frozenset({"metrics_data", "actual_output"})
 
 
-class DeepEvalTestRunImporter:
+class DeepEvalTestRunImporter(NativeImporter):
     """DeepEval ``TestRun`` files (``test_run_*.json``, ``.deepeval/.latest_*.json``)."""
 
     name = "deepeval-test-run"
@@ -94,7 +95,7 @@ class DeepEvalTestRunImporter:
 
     def records(self, path: Path, options: ImportOptions) -> RecordSource:
         """Yield one record per test case, in file order."""
-        document, nan = _document(path, options)
+        document, nan = read_document(path, options)
         if "testRunData" in document:
             document = document["testRunData"]
             if type(document) is not dict:
@@ -103,12 +104,8 @@ class DeepEvalTestRunImporter:
             raise refuse("unsupported_case_kind", "conversationalTestCases")
         yield from _cases(document, _CAMEL, options, nan)
 
-    def __repr__(self) -> str:
-        """Show the adapter name."""
-        return f"{type(self).__name__}()"
 
-
-class DeepEvalEvaluationResultImporter:
+class DeepEvalEvaluationResultImporter(NativeImporter):
     """DeepEval ``EvaluationResult.model_dump()`` (snake_case ``test_results``)."""
 
     name = "deepeval-evaluation-result"
@@ -125,21 +122,8 @@ class DeepEvalEvaluationResultImporter:
 
     def records(self, path: Path, options: ImportOptions) -> RecordSource:
         """Yield one record per test result, in file order."""
-        document, nan = _document(path, options)
+        document, nan = read_document(path, options)
         yield from _cases(document, _SNAKE, options, nan)
-
-    def __repr__(self) -> str:
-        """Show the adapter name."""
-        return f"{type(self).__name__}()"
-
-
-def _document(path: Path, options: ImportOptions) -> tuple[dict[str, Any], bool]:
-    with open_regular(path) as handle:
-        raw = read_bounded(handle, options.max_line_bytes)
-    document, nan = loads(raw, "source")
-    if type(document) is not dict:
-        raise refuse("invalid_document", "source")
-    return document, nan
 
 
 def _cases(

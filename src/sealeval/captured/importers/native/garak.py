@@ -57,6 +57,9 @@ from sealeval.captured.importers.native._common import (
     scan,
     without_nan,
 )
+from sealeval.captured.importers.native._skeleton import (
+    NativeImporter,
+)
 from sealeval.captured.run import Record
 
 __all__ = ["GarakReportImporter"]
@@ -68,7 +71,7 @@ _INCOMPLETE: Final = "Garak attempt incomplete"
 _NO_OUTPUT: Final = "Garak generation returned no output"
 
 
-class GarakReportImporter:
+class GarakReportImporter(NativeImporter):
     """garak report JSONL (status-2 attempts; the hit log is refused)."""
 
     name = "garak-report"
@@ -114,10 +117,6 @@ class GarakReportImporter:
                 yield record
         if count == 0:
             raise refuse("no_records", "source")
-
-    def __repr__(self) -> str:
-        """Show the adapter name."""
-        return f"{type(self).__name__}()"
 
 
 class _Attempts:

@@ -71,6 +71,9 @@ from sealeval.captured.importers.native._common import (
     without_nan,
     zip_first_member,
 )
+from sealeval.captured.importers.native._skeleton import (
+    NativeImporter,
+)
 from sealeval.captured.run import Record
 
 __all__ = ["InspectEvalImporter", "sample_record"]
@@ -97,7 +100,7 @@ _MEMBER_ERRORS: Final = (
 )
 
 
-class InspectEvalImporter:
+class InspectEvalImporter(NativeImporter):
     """Inspect AI ``.eval`` logs (ZIP; Zstandard or deflate members)."""
 
     name = "inspect-eval"
@@ -119,10 +122,6 @@ class InspectEvalImporter:
                 raise refuse("invalid_archive", "source") from None
             with archive:
                 yield from _records(archive, handle, options)
-
-    def __repr__(self) -> str:
-        """Show the adapter name."""
-        return f"{type(self).__name__}()"
 
 
 def _records(archive: zipfile.ZipFile, handle: IO[bytes], options: ImportOptions) -> RecordSource:

@@ -55,14 +55,15 @@ from sealeval.captured.importers.native._common import (
     as_float,
     build_record,
     error_text,
-    loads,
     number,
-    open_regular,
-    read_bounded,
     refuse,
     scan,
     tags,
     without_nan,
+)
+from sealeval.captured.importers.native._skeleton import (
+    NativeImporter,
+    read_document,
 )
 
 __all__ = [
@@ -75,7 +76,7 @@ _ITEM_HINTS: Final = frozenset({"item", "evaluations"})
 _API_HINTS: Final = frozenset({"experimentId", "experimentItemId", "experimentName"})
 
 
-class LangfuseExperimentResultImporter:
+class LangfuseExperimentResultImporter(NativeImporter):
     """Local ``ExperimentResult`` dumps: recognised, and refused (failed items are dropped)."""
 
     name = "langfuse-experiment-result"
@@ -94,7 +95,7 @@ class LangfuseExperimentResultImporter:
 
     def records(self, path: Path, options: ImportOptions) -> RecordSource:
         """Refuse (``failed_items_unavailable``), or import under the unsafe adapter."""
-        result, nan = _document(path, options)
+        result, nan = read_document(path, options)
         items = result.get("item_results")
         if type(items) is not list:
             raise refuse("missing_field", "item_results")
@@ -131,10 +132,6 @@ class LangfuseExperimentResultImporter:
                 context={"upstream_record": clean, "langfuse": facts},
             )
 
-    def __repr__(self) -> str:
-        """Show the adapter name."""
-        return f"{type(self).__name__}()"
-
 
 class UnsafeLangfuseExperimentResultImporter(LangfuseExperimentResultImporter):
     """Local ``ExperimentResult`` dumps imported although failed items were dropped."""
@@ -143,7 +140,7 @@ class UnsafeLangfuseExperimentResultImporter(LangfuseExperimentResultImporter):
     unsafe_assume_complete = True
 
 
-class LangfuseExperimentItemsImporter:
+class LangfuseExperimentItemsImporter(NativeImporter):
     """The Langfuse public API's experiment-items listing (one complete page)."""
 
     name = "langfuse-experiment-items"
@@ -160,7 +157,7 @@ class LangfuseExperimentItemsImporter:
 
     def records(self, path: Path, options: ImportOptions) -> RecordSource:
         """Yield one record per listed item, in file order."""
-        listing, nan = _document(path, options)
+        listing, nan = read_document(path, options)
         rows = listing.get("data")
         if type(rows) is not list:
             raise refuse("missing_field", "data")
@@ -203,19 +200,6 @@ class LangfuseExperimentItemsImporter:
                 error=error,
                 context={"upstream_record": clean, "langfuse": facts},
             )
-
-    def __repr__(self) -> str:
-        """Show the adapter name."""
-        return f"{type(self).__name__}()"
-
-
-def _document(path: Path, options: ImportOptions) -> tuple[dict[str, Any], bool]:
-    with open_regular(path) as handle:
-        raw = read_bounded(handle, options.max_line_bytes)
-    document, nan = loads(raw, "source")
-    if type(document) is not dict:
-        raise refuse("invalid_document", "source")
-    return document, nan
 
 
 def _scores(

@@ -46,6 +46,9 @@ from sealeval.captured.importers.native._common import (
     scan,
     without_nan,
 )
+from sealeval.captured.importers.native._skeleton import (
+    NativeImporter,
+)
 
 __all__ = ["LightevalDetailsImporter"]
 
@@ -53,7 +56,7 @@ _PARQUET: Final = b"PAR1"
 _COLUMNS: Final = frozenset({"doc", "metric", "model_response"})
 
 
-class LightevalDetailsImporter:
+class LightevalDetailsImporter(NativeImporter):
     """LightEval details as JSON records (Parquet recognised and refused)."""
 
     name = "lighteval-details"
@@ -106,10 +109,6 @@ class LightevalDetailsImporter:
             )
         if position < 0:
             raise refuse("no_records", "source")
-
-    def __repr__(self) -> str:
-        """Show the adapter name."""
-        return f"{type(self).__name__}()"
 
 
 def _expected(doc: dict[str, Any], field: str) -> Any:

@@ -57,7 +57,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any, Final
 
-from sealeval.captured.importers.base import DETECT_BYTES, ImportOptions, RecordSource
+from sealeval.captured.importers.base import ImportOptions, RecordSource
 from sealeval.captured.importers.native._common import (
     Ids,
     Scores,
@@ -65,10 +65,8 @@ from sealeval.captured.importers.native._common import (
     build_record,
     identifier,
     iter_jsonl,
-    loads,
     number,
     open_regular,
-    read_bounded,
     read_companion,
     refuse,
     scan,
@@ -76,6 +74,11 @@ from sealeval.captured.importers.native._common import (
     tags,
     task_error,
     without_nan,
+)
+from sealeval.captured.importers.native._skeleton import (
+    NativeImporter,
+    read_head,
+    read_value,
 )
 from sealeval.captured.run import Record
 
@@ -90,7 +93,7 @@ _NEW_NAME: Final = re.compile(
 )
 
 
-class LmEvalLogSamplesImporter:
+class LmEvalLogSamplesImporter(NativeImporter):
     """lm-evaluation-harness per-sample logs (0.4.0-0.4.2 arrays, ≥0.4.3 JSONL)."""
 
     name = "lm-eval-log-samples"
@@ -105,8 +108,7 @@ class LmEvalLogSamplesImporter:
 
     def records(self, path: Path, options: ImportOptions) -> RecordSource:
         """Yield one record per row, in file order."""
-        with open_regular(path) as handle:
-            shape = scan(handle.read(DETECT_BYTES))
+        shape = scan(read_head(path))
         if _is_results(shape):
             raise refuse("not_results", "source")
         if shape.kind == "array":
@@ -115,9 +117,7 @@ class LmEvalLogSamplesImporter:
             yield from self._lines(path, options)
 
     def _array(self, path: Path, options: ImportOptions) -> RecordSource:
-        with open_regular(path) as handle:
-            raw = read_bounded(handle, options.max_line_bytes)
-        rows, nan = loads(raw, "source")
+        rows, nan = read_value(path, options)
         if type(rows) is not list:
             raise refuse("invalid_document", "source")
         facts = _facts(path, layout="array")
@@ -149,10 +149,6 @@ class LmEvalLogSamplesImporter:
                 yield record
         if count == 0:
             raise refuse("no_records", "source")
-
-    def __repr__(self) -> str:
-        """Show the adapter name."""
-        return f"{type(self).__name__}()"
 
 
 def _is_results(shape: Shape) -> bool:

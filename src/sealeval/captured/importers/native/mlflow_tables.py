@@ -59,6 +59,9 @@ from sealeval.captured.importers.native._common import (
     tags,
     without_nan,
 )
+from sealeval.captured.importers.native._skeleton import (
+    NativeImporter,
+)
 from sealeval.captured.run import Record
 
 __all__ = ["MlflowResultTableImporter"]
@@ -77,7 +80,7 @@ def _looks_like_row(keys: frozenset[str]) -> bool:
     )
 
 
-class MlflowResultTableImporter:
+class MlflowResultTableImporter(NativeImporter):
     """``mlflow.genai.evaluate`` result tables (records JSONL or JSON array)."""
 
     name = "mlflow-result-table"
@@ -104,10 +107,6 @@ class MlflowResultTableImporter:
             yield record
         if count == 0:
             raise refuse("no_records", "source")
-
-    def __repr__(self) -> str:
-        """Show the adapter name."""
-        return f"{type(self).__name__}()"
 
 
 def _source_run(row: dict[str, Any]) -> str | None:

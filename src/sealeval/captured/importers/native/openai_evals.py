@@ -56,6 +56,9 @@ from sealeval.captured.importers.native._common import (
     scan,
     without_nan,
 )
+from sealeval.captured.importers.native._skeleton import (
+    NativeImporter,
+)
 from sealeval.captured.run import Record
 
 __all__ = ["OpenAIEvalsLogImporter"]
@@ -72,7 +75,7 @@ class _Sample:
     errors: list[str] = field(default_factory=list)
 
 
-class OpenAIEvalsLogImporter:
+class OpenAIEvalsLogImporter(NativeImporter):
     """OpenAI Evals event logs (``spec`` line, ``final_report`` line, events)."""
 
     name = "openai-evals-log"
@@ -101,10 +104,6 @@ class OpenAIEvalsLogImporter:
         facts: dict[str, Any] = {key: run[key] for key in ("run_id", "eval_name") if key in run}
         for position, (sample_id, sample) in enumerate(samples.items()):
             yield _record(sample_id, sample, f"samples[{position}]", facts, options)
-
-    def __repr__(self) -> str:
-        """Show the adapter name."""
-        return f"{type(self).__name__}()"
 
 
 def _line(

@@ -37,14 +37,15 @@ from sealeval.captured.importers.native._common import (
     Scores,
     build_record,
     identifier,
-    loads,
     number,
-    open_regular,
-    read_bounded,
     refuse,
     scan,
     tags,
     without_nan,
+)
+from sealeval.captured.importers.native._skeleton import (
+    NativeImporter,
+    read_document,
 )
 
 __all__ = ["OpikEvaluationResultImporter"]
@@ -53,7 +54,7 @@ _RESULT_KEYS: Final = frozenset({"test_case", "score_results"})
 _ROLE_KEYS: Final = frozenset({"input", "expected_output"})
 
 
-class OpikEvaluationResultImporter:
+class OpikEvaluationResultImporter(NativeImporter):
     """Opik ``EvaluationResult`` dumps (``test_results`` of test cases and score results)."""
 
     name = "opik-evaluation-result"
@@ -70,11 +71,7 @@ class OpikEvaluationResultImporter:
 
     def records(self, path: Path, options: ImportOptions) -> RecordSource:
         """Yield one record per test result, in file order."""
-        with open_regular(path) as handle:
-            raw = read_bounded(handle, options.max_line_bytes)
-        document, nan = loads(raw, "source")
-        if type(document) is not dict:
-            raise refuse("invalid_document", "source")
+        document, nan = read_document(path, options)
         results = document.get("test_results")
         if type(results) is not list:
             raise refuse("missing_field", "test_results")
@@ -121,10 +118,6 @@ class OpikEvaluationResultImporter:
                 metadata=metadata,
                 context={"upstream_record": clean, "opik": facts},
             )
-
-    def __repr__(self) -> str:
-        """Show the adapter name."""
-        return f"{type(self).__name__}()"
 
 
 def _scores(results: Any, field: str, options: ImportOptions) -> dict[str, int | float]:

@@ -48,6 +48,9 @@ from sealeval.captured.importers.native._common import (
     scan,
     without_nan,
 )
+from sealeval.captured.importers.native._skeleton import (
+    NativeImporter,
+)
 
 __all__ = ["PhoenixEvalsRowsImporter"]
 
@@ -61,7 +64,7 @@ def _evaluators(keys: frozenset[str] | set[str]) -> list[str]:
     return [key[: -len(_DETAILS)] for key in keys if key.endswith(_DETAILS)]
 
 
-class PhoenixEvalsRowsImporter:
+class PhoenixEvalsRowsImporter(NativeImporter):
     """Phoenix ``evaluate_dataframe`` and legacy ``llm_classify`` frames."""
 
     name = "phoenix-evals-rows"
@@ -86,10 +89,6 @@ class PhoenixEvalsRowsImporter:
                 yield _frame(row, clean, where, str(position), options)
         if position < 0:
             raise refuse("no_records", "source")
-
-    def __repr__(self) -> str:
-        """Show the adapter name."""
-        return f"{type(self).__name__}()"
 
 
 def _frame(

@@ -49,7 +49,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Final
 
-from sealeval.captured.importers.base import DETECT_BYTES, ImportOptions, RecordSource
+from sealeval.captured.importers.base import ImportOptions, RecordSource
 from sealeval.captured.importers.native._common import (
     UPSTREAM_ERROR,
     Ids,
@@ -59,13 +59,16 @@ from sealeval.captured.importers.native._common import (
     contains_nan,
     identifier,
     iter_jsonl,
-    loads,
     number,
     open_regular,
-    read_bounded,
     refuse,
     scan,
     tags,
+)
+from sealeval.captured.importers.native._skeleton import (
+    NativeImporter,
+    read_head,
+    read_value,
 )
 from sealeval.captured.run import Record
 
@@ -76,7 +79,7 @@ _VERSIONS: Final = frozenset({2, 3})
 _REFERENCE_SCORES: Final = ("score", "latencyMs", "cost")
 
 
-class PromptfooResultsImporter:
+class PromptfooResultsImporter(NativeImporter):
     """promptfoo ``results.json`` (auto-detected) and ``results.jsonl`` (by name)."""
 
     name = "promptfoo-results"
@@ -89,8 +92,7 @@ class PromptfooResultsImporter:
 
     def records(self, path: Path, options: ImportOptions) -> RecordSource:
         """Yield one record per result row, in file order."""
-        with open_regular(path) as handle:
-            shape = scan(handle.read(DETECT_BYTES))
+        shape = scan(read_head(path))
         rows = (
             _document_rows(path, options)
             if shape.kind == "object" and shape.names() >= _DOCUMENT_KEYS
@@ -106,15 +108,9 @@ class PromptfooResultsImporter:
         if count == 0:
             raise refuse("no_records", "source")
 
-    def __repr__(self) -> str:
-        """Show the adapter name."""
-        return f"{type(self).__name__}()"
-
 
 def _document_rows(path: Path, options: ImportOptions) -> Iterator[tuple[str, dict[str, Any]]]:
-    with open_regular(path) as handle:
-        raw = read_bounded(handle, options.max_line_bytes)
-    document, nan = loads(raw, "source")
+    document, nan = read_value(path, options)
     if nan and contains_nan(document):
         raise refuse("non_finite_number", "source")
     if type(document) is not dict:

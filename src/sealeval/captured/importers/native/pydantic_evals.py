@@ -42,14 +42,15 @@ from sealeval.captured.importers.native._common import (
     build_record,
     error_text,
     identifier,
-    loads,
     number,
-    open_regular,
-    read_bounded,
     refuse,
     scan,
     tags,
     without_nan,
+)
+from sealeval.captured.importers.native._skeleton import (
+    NativeImporter,
+    read_document,
 )
 
 __all__ = ["PydanticEvalsReportImporter"]
@@ -58,7 +59,7 @@ _CASE_HINTS: Final = frozenset({"inputs", "assertions", "scores", "labels", "eva
 _GROUPS: Final = ("scores", "assertions")
 
 
-class PydanticEvalsReportImporter:
+class PydanticEvalsReportImporter(NativeImporter):
     """Pydantic Evals ``EvaluationReport`` JSON (cases and failures)."""
 
     name = "pydantic-evals-report"
@@ -76,11 +77,7 @@ class PydanticEvalsReportImporter:
 
     def records(self, path: Path, options: ImportOptions) -> RecordSource:
         """Yield the cases, then the failures, in file order."""
-        with open_regular(path) as handle:
-            raw = read_bounded(handle, options.max_line_bytes)
-        report, nan = loads(raw, "source")
-        if type(report) is not dict:
-            raise refuse("invalid_document", "source")
+        report, nan = read_document(path, options)
         cases = report.get("cases")
         if type(cases) is not list:
             raise refuse("missing_field", "cases")
@@ -122,10 +119,6 @@ class PydanticEvalsReportImporter:
                     error=error,
                     context={"upstream_record": clean, "pydantic_evals": facts},
                 )
-
-    def __repr__(self) -> str:
-        """Show the adapter name."""
-        return f"{type(self).__name__}()"
 
 
 def _scores(case: dict[str, Any], field: str, options: ImportOptions) -> dict[str, int | float]:

@@ -41,6 +41,9 @@ from sealeval.captured.importers.native._common import (
     scan,
     without_nan,
 )
+from sealeval.captured.importers.native._skeleton import (
+    NativeImporter,
+)
 
 __all__ = ["RagasResultRowsImporter"]
 
@@ -66,7 +69,7 @@ _SAMPLE_FIELDS: Final = frozenset(
 )
 
 
-class RagasResultRowsImporter:
+class RagasResultRowsImporter(NativeImporter):
     """ragas result tables (``to_pandas()`` as records JSONL or JSON array)."""
 
     name = "ragas-result-rows"
@@ -106,7 +109,3 @@ class RagasResultRowsImporter:
             )
         if position < 0:
             raise refuse("no_records", "source")
-
-    def __repr__(self) -> str:
-        """Show the adapter name."""
-        return f"{type(self).__name__}()"

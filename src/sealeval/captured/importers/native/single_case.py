@@ -32,14 +32,15 @@ from sealeval.captured.importers.native._common import (
     MAX_ERROR_LENGTH,
     Scores,
     build_record,
-    loads,
     number,
-    open_regular,
-    read_bounded,
     refuse,
     scan,
     tags,
     without_nan,
+)
+from sealeval.captured.importers.native._skeleton import (
+    NativeImporter,
+    read_value,
 )
 from sealeval.captured.run import Record
 
@@ -57,9 +58,7 @@ def _entry_keys(head: bytes) -> frozenset[str]:
 
 
 def _entries(path: Path, options: ImportOptions) -> tuple[list[dict[str, Any]], bool]:
-    with open_regular(path) as handle:
-        raw = read_bounded(handle, options.max_line_bytes)
-    value, nan = loads(raw, "source")
+    value, nan = read_value(path, options)
     entries = [value] if type(value) is dict else value
     if type(entries) is not list:
         raise refuse("invalid_document", "source")
@@ -89,7 +88,7 @@ def _one_record(
     )
 
 
-class AutoevalsScoresImporter:
+class AutoevalsScoresImporter(NativeImporter):
     """autoevals ``Score.as_dict()`` lists (one case)."""
 
     name = "autoevals-scores"
@@ -117,12 +116,8 @@ class AutoevalsScoresImporter:
             metadata.update(tags(without_nan(entry.get("metadata")), prefix=f"{name}."))
         yield _one_record(entries, nan, scores.values, metadata)
 
-    def __repr__(self) -> str:
-        """Show the adapter name."""
-        return f"{type(self).__name__}()"
 
-
-class OpenevalsResultsImporter:
+class OpenevalsResultsImporter(NativeImporter):
     """openevals ``EvaluatorResult`` lists (one case)."""
 
     name = "openevals-results"
@@ -153,7 +148,3 @@ class OpenevalsResultsImporter:
             for name, value in tags(without_nan(entry.get("metadata")), prefix=f"{key}.").items():
                 metadata.setdefault(name, value)
         yield _one_record(entries, nan, scores.values, metadata)
-
-    def __repr__(self) -> str:
-        """Show the adapter name."""
-        return f"{type(self).__name__}()"

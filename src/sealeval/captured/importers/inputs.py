@@ -1,0 +1,267 @@
+"""What an import starts from: the caller's arguments checked once, and the source's bytes.
+
+:class:`ImportRequest` holds the checked arguments of ``load_run`` and
+``import_run_streaming`` (built by :func:`build_request`);
+:func:`hash_file`, :func:`unchanged` and :class:`Sink` hash the source and
+notice a change; :func:`guarded` turns an importer's unexpected exception into
+``importer_failed``; :class:`ImportSummary` is what a streamed import wrote.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+from sealeval.captured.errors import fail
+from sealeval.captured.importers.base import ImportOptions
+from sealeval.captured.importers.jsonl import Binding, open_source, refuse
+from sealeval.captured.importers.registry import AUTO, get_importer, resolve
+from sealeval.captured.likelihood import Source
+from sealeval.captured.run import InputProjection, Limits, RunHeader, ScoreProvenance
+from sealeval.captured.service_identity import ServiceIdentity
+from sealeval.errors import CanonicalError, SealevalError
+
+__all__ = [
+    "ImportRequest",
+    "ImportSummary",
+    "Progress",
+    "Sink",
+    "build_request",
+    "file_size",
+    "guarded",
+    "hash_file",
+    "stat_key",
+    "unchanged",
+]
+
+_CHUNK: Final = 1 << 20
+
+
+#: ``progress(completed, total)``: bytes processed so far out of ``total``
+#: (JSONL sources streamed to a file count their two passes).
+Progress = Callable[[int, int], None]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ImportSummary:
+    """What :func:`import_run_streaming` wrote."""
+
+    adapter: str
+    run_digest: str
+    record_count: int
+    canonical_size: int
+    source_digest: str | None
+
+    def __repr__(self) -> str:
+        """Show the adapter and the record count."""
+        return f"ImportSummary(adapter={self.adapter!r}, record_count={self.record_count})"
+
+
+@dataclass(frozen=True, slots=True)
+class ImportRequest:
+    """The caller's arguments, checked once."""
+
+    path: Path
+    name: str
+    importer: Any
+    source: Source | None
+    run_id: str | None
+    artifact_digest: str | None
+    service_identity: ServiceIdentity | Mapping[str, Any] | None
+    score_provenance: Mapping[str, Any] | None
+    projection: InputProjection | None
+    limits: Limits
+    options: ImportOptions
+
+    @property
+    def binding(self) -> Binding:
+        """The declared source and run id, for importers that check them against the file."""
+        return Binding(self.source, self.run_id)
+
+    def header(self, source_digest: str | None) -> RunHeader:
+        """Build the run header (identities must have been supplied)."""
+        if self.source is None:
+            raise refuse("identities_required", "source")
+        if self.run_id is None:
+            raise refuse("identities_required", "run_id")
+        if self.artifact_digest is None and self.service_identity is None:
+            raise refuse("identities_required", "artifact_digest")
+        return RunHeader(
+            source=self.source,
+            run_id=self.run_id,
+            artifact_digest=self.artifact_digest,
+            source_digest=source_digest,
+            score_provenance=self.score_provenance or {},
+            service_identity=self.service_identity,  # type: ignore[arg-type]
+        )
+
+    @property
+    def streamed_cap(self) -> int | None:
+        """Streamed sources are capped only in compatibility mode (a record cap)."""
+        return self.limits.max_file_bytes if self.limits.max_records is not None else None
+
+
+def build_request(
+    path: str | os.PathLike[str],
+    adapter: str,
+    *,
+    source: Source | Mapping[str, Any] | None,
+    run_id: str | None,
+    artifact_digest: str | None,
+    service_identity: ServiceIdentity | Mapping[str, Any] | None,
+    score_provenance: Mapping[str, ScoreProvenance | Mapping[str, Any]] | None,
+    input_projection: InputProjection | Mapping[str, Any] | None,
+    limits: Limits,
+    options: ImportOptions | None,
+) -> ImportRequest:
+    """Check the caller's arguments once and resolve the adapter (``auto``: detected)."""
+    if type(adapter) is not str:
+        raise refuse("unknown_adapter", "adapter")
+    if adapter != AUTO:
+        get_importer(adapter)
+    if not isinstance(limits, Limits):
+        raise refuse("adapter_option_invalid", "limits")
+    if options is None:
+        options = ImportOptions()
+    elif not isinstance(options, ImportOptions):
+        raise refuse("adapter_option_invalid", "options")
+    if adapter in ("invarlock", AUTO):
+        supplied = (
+            source,
+            run_id,
+            artifact_digest,
+            service_identity,
+            score_provenance,
+            input_projection,
+        )
+        overridden = any(value is not None for value in supplied)
+    else:
+        overridden = False
+    name, importer = resolve(adapter, path)
+    if name == "invarlock" and overridden:
+        raise refuse("identity_override", "adapter")
+    checked_source = None if source is None else Source.from_document(source)
+    if run_id is not None and type(run_id) is not str:
+        raise fail("invalid_type", "run_id")
+    if checked_source is not None and options.source_name is None:
+        options = dataclasses.replace(options, source_name=checked_source.name)
+    projection = (
+        None if input_projection is None else InputProjection.from_document(input_projection)
+    )
+    return ImportRequest(
+        path=Path(path),
+        name=name,
+        importer=importer,
+        source=checked_source,
+        run_id=run_id,
+        artifact_digest=artifact_digest,
+        service_identity=service_identity,
+        score_provenance=score_provenance,
+        projection=projection,
+        limits=limits,
+        options=options,
+    )
+
+
+def stat_key(stat_result: os.stat_result) -> tuple[int, ...]:
+    """Return a file's identity and version: device, inode, size, mtime and ctime."""
+    return (
+        stat_result.st_dev,
+        stat_result.st_ino,
+        stat_result.st_size,
+        stat_result.st_mtime_ns,
+        stat_result.st_ctime_ns,
+    )
+
+
+def hash_file(
+    path: Path, cap: int | None, progress: Progress | None, total: int
+) -> tuple[str, tuple[int, ...], int]:
+    """SHA-256 of a file, read in chunks; returns the digest, its identity and its size."""
+    digest = hashlib.sha256()
+    size = 0
+    with open_source(path) as handle:
+        before = stat_key(os.fstat(handle.fileno()))
+        while True:
+            try:
+                chunk = handle.read(_CHUNK)
+            except OSError:  # pragma: no cover - a read error after a successful open
+                raise refuse("unreadable", "source") from None
+            if not chunk:
+                break
+            size += len(chunk)
+            if cap is not None and size > cap:
+                raise refuse("too_large", "source")
+            digest.update(chunk)
+            if progress is not None:
+                progress(size, total)
+    return "sha256:" + digest.hexdigest(), before, size
+
+
+def unchanged(path: Path, before: tuple[int, ...]) -> None:
+    """Refuse (``source_changed``) a source whose :func:`stat_key` moved since ``before``."""
+    try:
+        after = stat_key(path.lstat())
+    except OSError:
+        raise refuse("source_changed", "source") from None
+    if after != before:
+        raise refuse("source_changed", "source")
+
+
+def file_size(path: Path) -> int:
+    """Return a source's size for progress (0 when it cannot be stated)."""
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+class Sink:
+    """Counts and hashes the lines a JSONL importer reads; reports progress."""
+
+    def __init__(
+        self, progress: Progress | None, offset: int, total: int, cap: int | None = None
+    ) -> None:
+        """Start at ``offset`` of ``total`` bytes; more than ``cap`` bytes is ``too_large``."""
+        self.hash = hashlib.sha256()
+        self.size = 0
+        self._progress = progress
+        self._offset = offset
+        self._total = total
+        self._cap = cap
+
+    def __call__(self, line: bytes) -> None:
+        """Count and hash one line."""
+        self.hash.update(line)
+        self.size += len(line)
+        if self._cap is not None and self.size > self._cap:
+            raise refuse("too_large", "source")
+        if self._progress is not None:
+            self._progress(self._offset + self.size, self._total)
+
+    @property
+    def digest(self) -> str:
+        """``sha256:<hex>`` of the lines so far."""
+        return "sha256:" + self.hash.hexdigest()
+
+
+def guarded(source: Iterable[Any]) -> Iterator[Any]:
+    """Iterate an importer's records; a non-refusal exception becomes ``importer_failed``."""
+    iterator = iter(source)
+    while True:
+        try:
+            item = next(iterator)
+        except StopIteration:
+            return
+        except SealevalError:
+            raise
+        except CanonicalError:  # pragma: no cover - a SealevalError, kept for clarity
+            raise
+        except Exception:  # noqa: BLE001 - an importer's exception may quote input
+            raise refuse("importer_failed", "source") from None
+        yield item

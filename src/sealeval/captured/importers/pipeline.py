@@ -1,0 +1,319 @@
+"""The import pipeline: ``load_run`` and ``import_run_streaming``.
+
+Both check the caller's arguments once (:func:`~sealeval.captured.importers.inputs.build_request`),
+pick the importer (by name or ``auto``), hash the source, and turn the
+importer's rows into a validated run (``load_run``) or a canonical run file
+(``import_run_streaming``; large parallel-safe JSONL sources go through
+:mod:`sealeval.captured.importers.parallel`). See the package docstring for
+the arguments and refusals.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping
+from typing import Any, Final
+
+from sealeval.canonical import digest_bytes
+from sealeval.captured.errors import fail, rebased
+from sealeval.captured.importers import parallel
+from sealeval.captured.importers.base import ImportOptions, RecordSource
+from sealeval.captured.importers.inputs import (
+    ImportRequest,
+    ImportSummary,
+    Progress,
+    Sink,
+    build_request,
+    file_size,
+    guarded,
+    hash_file,
+    unchanged,
+)
+from sealeval.captured.importers.jsonl import (
+    DocumentImporter,
+    LinesImporter,
+    open_source,
+    read_source,
+    refuse,
+)
+from sealeval.captured.likelihood import Source
+from sealeval.captured.run import (
+    UNLIMITED,
+    InputProjection,
+    Limits,
+    Record,
+    Run,
+    RunHeader,
+    RunWriter,
+    ScoreProvenance,
+    paused_full_collections,
+    project_record,
+    write_run,
+)
+from sealeval.captured.service_identity import ServiceIdentity
+from sealeval.errors import CanonicalError, OutputError, SealevalError
+
+__all__ = ["import_run_streaming", "load_run"]
+
+_CHUNK: Final = 1 << 20
+_DECODE_CODES: Final = {
+    "not_utf8": "not_utf8",
+    "byte_order_mark": "byte_order_mark",
+    "duplicate_key": "duplicate_key",
+    "non_standard_constant": "non_finite_number",
+    "non_finite_number": "non_finite_number",
+    "too_deep": "too_deep",
+    "too_large": "too_large",
+    "string_too_long": "too_large",
+    "integer_too_long": "integer_too_long",
+}
+
+
+def _typed(item: Any, position: int, request: ImportRequest) -> Record:
+    limit = request.limits.max_records
+    if limit is not None and position >= limit:
+        raise fail("too_many_records", "records")
+    with rebased("record", f"records[{position}]"):
+        record = Record.from_mapping(item)
+        if request.projection is not None:
+            record = project_record(record, request.projection)
+    return record
+
+
+def _records(request: ImportRequest, source: RecordSource) -> Iterator[Record]:
+    for position, item in enumerate(guarded(source)):
+        yield _typed(item, position, request)
+
+
+def _load_invarlock(request: ImportRequest) -> Run:
+    try:
+        return request.importer.load(request.path, request.limits)  # type: ignore[no-any-return]
+    except CanonicalError as error:
+        raise refuse(_DECODE_CODES.get(error.code, "invalid_json"), "source") from None
+
+
+def _document(request: ImportRequest, progress: Progress | None) -> tuple[Any, str]:
+    """Read, hash, parse and bind a single-document source."""
+    data = read_source(request.path, request.limits.max_file_bytes)
+    source_digest = digest_bytes(data)
+    if progress is not None:
+        progress(len(data), len(data))
+    importer: DocumentImporter = request.importer
+    try:
+        document = importer.parse(data, request.options)
+        del data
+        prepared = importer.bind(document, request.binding, request.options)
+    except SealevalError:
+        raise
+    except Exception:  # noqa: BLE001 - an importer's exception may quote input
+        raise refuse("importer_failed", "source") from None
+    return prepared, source_digest
+
+
+def _finish_run(request: ImportRequest, header: RunHeader, records: list[Record]) -> Run:
+    if not records:
+        raise refuse("no_records", "source")
+    run = Run(header, tuple(records))
+    request.limits.check_size(run.canonical_size)
+    return run
+
+
+def load_run(
+    path: str | os.PathLike[str],
+    adapter: str = "invarlock",
+    *,
+    source: Source | Mapping[str, Any] | None = None,
+    run_id: str | None = None,
+    artifact_digest: str | None = None,
+    service_identity: ServiceIdentity | Mapping[str, Any] | None = None,
+    score_provenance: Mapping[str, ScoreProvenance | Mapping[str, Any]] | None = None,
+    input_projection: InputProjection | Mapping[str, Any] | None = None,
+    limits: Limits = UNLIMITED,
+    options: ImportOptions | None = None,
+    progress: Progress | None = None,
+) -> Run:
+    """Import a recorded result file as a validated run (spec 11 §1).
+
+    Args:
+        path: the source file (a regular file, not a symlink).
+        adapter: an adapter name (:func:`adapter_names`) or ``"auto"``.
+        source: ``{name, version}`` of the evaluator (required but for ``invarlock``).
+        run_id: the run's id (required but for ``invarlock``).
+        artifact_digest: the evaluated artifact's digest, or ``None`` with
+            ``service_identity`` for hosted runs.
+        service_identity: the hosted service descriptor.
+        score_provenance: ``{score name: provenance}``.
+        input_projection: ``{kind: "json-pointer", pointer}`` applied to every record.
+        limits: ``UNLIMITED`` or ``INVARLOCK_LIMITS`` (compatibility).
+        options: adapter options (``nan_as_missing_score``, ``max_line_bytes``).
+        progress: called with ``(bytes read, file size)`` while reading.
+
+    Returns:
+        The run; its records are in source order and every record of the
+        source is present (errored and null-output cases included).
+
+    Raises:
+        ImportRefusalError: the file, the format or the identities are refused.
+        CapturedRunError: the records or the run break a run rule.
+    """
+    request = build_request(
+        path,
+        adapter,
+        source=source,
+        run_id=run_id,
+        artifact_digest=artifact_digest,
+        service_identity=service_identity,
+        score_provenance=score_provenance,
+        input_projection=input_projection,
+        limits=limits,
+        options=options,
+    )
+    with paused_full_collections():
+        return _load(request, progress)
+
+
+def _load(request: ImportRequest, progress: Progress | None) -> Run:
+    if request.name == "invarlock":
+        return _load_invarlock(request)
+    importer = request.importer
+    if isinstance(importer, LinesImporter):
+        request.header(None)  # identities first: nothing is read without them
+        total = file_size(request.path)
+        cap = request.streamed_cap
+        sink = Sink(progress, 0, total, cap)
+        with open_source(request.path) as handle:
+            if cap is not None and os.fstat(handle.fileno()).st_size > cap:
+                raise refuse("too_large", "source")
+            records = list(_records(request, importer.rows(handle, request.options, sink)))
+        return _finish_run(request, request.header(sink.digest), records)
+    if isinstance(importer, DocumentImporter):
+        prepared, source_digest = _document(request, progress)
+        header = request.header(source_digest)
+        return _finish_run(
+            request, header, list(_records(request, importer.rows(prepared, request.options)))
+        )
+    request.header(None)
+    source_digest, before, _ = hash_file(
+        request.path, request.streamed_cap, progress, file_size(request.path)
+    )
+    header = request.header(source_digest)
+    records = list(_records(request, importer.records(request.path, request.options)))
+    unchanged(request.path, before)
+    return _finish_run(request, header, records)
+
+
+def import_run_streaming(
+    path: str | os.PathLike[str],
+    destination: str | os.PathLike[str],
+    *,
+    adapter: str,
+    source: Source | Mapping[str, Any] | None = None,
+    run_id: str | None = None,
+    artifact_digest: str | None = None,
+    service_identity: ServiceIdentity | Mapping[str, Any] | None = None,
+    score_provenance: Mapping[str, ScoreProvenance | Mapping[str, Any]] | None = None,
+    input_projection: InputProjection | Mapping[str, Any] | None = None,
+    limits: Limits = UNLIMITED,
+    options: ImportOptions | None = None,
+    progress: Progress | None = None,
+) -> ImportSummary:
+    """Import a source file straight into a canonical run file at ``destination``.
+
+    Same arguments and refusals as :func:`load_run`, plus the destination
+    (exclusive creation, mode 0600, atomic: nothing is published on any
+    refusal). Records stream from the source into the run while it is
+    hashed; memory does not grow with the records already written (JSONL:
+    one line and one record at a time, plus the set of record ids; other
+    formats: the decoded document).
+
+    Raises:
+        OutputError: ``output_exists`` (checked before any work and again at
+            publication), ``output_parent_missing``, ``output_unwritable``.
+    """
+    if os.path.lexists(destination):
+        raise OutputError("output_exists", "output")
+    request = build_request(
+        path,
+        adapter,
+        source=source,
+        run_id=run_id,
+        artifact_digest=artifact_digest,
+        service_identity=service_identity,
+        score_provenance=score_provenance,
+        input_projection=input_projection,
+        limits=limits,
+        options=options,
+    )
+    return _stream(request, destination, progress)
+
+
+def _stream(
+    request: ImportRequest, destination: str | os.PathLike[str], progress: Progress | None
+) -> ImportSummary:
+    if request.name == "invarlock":
+        run = _load_invarlock(request)
+        digest = write_run(run, destination, limits=request.limits)
+        return ImportSummary(
+            adapter=request.name,
+            run_digest=digest,
+            record_count=len(run),
+            canonical_size=run.canonical_size,
+            source_digest=run.source_digest,
+        )
+    importer = request.importer
+    if isinstance(importer, DocumentImporter):
+        prepared, source_digest = _document(request, progress)
+        header = request.header(source_digest)
+        return _write(request, destination, header, importer.rows(prepared, request.options))
+    request.header(None)  # identities first: nothing is read without them
+    total = file_size(request.path)
+    passes = 2 * total if isinstance(importer, LinesImporter) else total
+    source_digest, before, size = hash_file(request.path, request.streamed_cap, progress, passes)
+    header = request.header(source_digest)
+    if isinstance(importer, LinesImporter):
+        sink = Sink(progress, size, size * 2)
+        if parallel.mappable(request):
+            worker = parallel.use_worker(request, size)
+            return parallel.write_lines(request, destination, header, sink, parallel=worker)
+        with open_source(request.path) as handle:
+
+            def verified() -> Iterator[Any]:
+                yield from importer.rows(handle, request.options, sink)
+                if sink.digest != source_digest:
+                    raise refuse("source_changed", "source")
+
+            return _write(request, destination, header, verified())
+
+    def checked() -> Iterator[Any]:
+        yield from importer.records(request.path, request.options)
+        unchanged(request.path, before)
+
+    return _write(request, destination, header, checked())
+
+
+def _write(
+    request: ImportRequest,
+    destination: str | os.PathLike[str],
+    header: RunHeader,
+    source: RecordSource,
+) -> ImportSummary:
+    with RunWriter(destination, header, limits=request.limits) as writer:
+        if request.projection is None:
+            # The writer builds each record with make_run semantics and the same
+            # ``records[<position>]`` error fields as _typed; plain dict records
+            # take its fast path (RunEncoder.add).
+            for item in guarded(source):
+                writer.add(item)
+        else:
+            for position, item in enumerate(guarded(source)):
+                writer.add(_typed(item, position, request))
+        if writer.record_count == 0:
+            raise refuse("no_records", "source")
+        summary = writer.finish()
+    return ImportSummary(
+        adapter=request.name,
+        run_digest=summary.run_digest,
+        record_count=summary.record_count,
+        canonical_size=summary.canonical_size,
+        source_digest=header.source_digest,
+    )
