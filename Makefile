@@ -124,13 +124,22 @@ matrix: $(UCD_STAMPS)
 	  [ -x "$$python" ] || { echo "matrix: $$python not found (set MATRIX_PYTHONS=...)"; exit 1; }; \
 	  venv=.interop/py$$($$python -c 'import sys; print("%d%d" % sys.version_info[:2])')-venv; \
 	  if [ ! -f $$venv/.sealeval-dev ] || [ pyproject.toml -nt $$venv/.sealeval-dev ]; then \
+	    echo "matrix: creating $$venv"; \
 	    rm -rf $$venv && $$python -m venv $$venv && \
 	    $$venv/bin/python -m pip install --quiet --upgrade pip && \
 	    $$venv/bin/python -m pip install --quiet -e '.[dev]' && touch $$venv/.sealeval-dev; \
 	  fi; \
-	  $$venv/bin/python -c 'import sys, unicodedata; print("matrix: CPython", sys.version.split()[0], "(Unicode", unicodedata.unidata_version + ")")'; \
-	  $$venv/bin/python -m pytest -q -p no:cacheprovider --no-cov $(MATRIX_TESTS); \
 	done
+	@# The interpreters run side by side (one per core); each log is printed whole.
+	@pids=""; logs=""; for python in $(MATRIX_PYTHONS) $(MATRIX_PYTHON314); do \
+	  version=$$($$python -c 'import sys; print("%d%d" % sys.version_info[:2])'); \
+	  venv=.interop/py$$version-venv; log=.interop/matrix-py$$version.log; logs="$$logs $$log"; \
+	  ( $$venv/bin/python -c 'import sys, unicodedata; print("matrix: CPython", sys.version.split()[0], "(Unicode", unicodedata.unidata_version + ")")'; \
+	    $$venv/bin/python -m pytest -p no:cacheprovider --no-cov $(MATRIX_TESTS) ) > $$log 2>&1 & \
+	  pids="$$pids $$!"; \
+	done; \
+	status=0; for pid in $$pids; do wait $$pid || status=1; done; \
+	for log in $$logs; do cat $$log; done; exit $$status
 
 bench: $(RUN_STAMP)
 	$(BIN)/python bench/digest_throughput.py
