@@ -57,7 +57,6 @@ FORMS: Final = frozenset(_FORM_NAMES)
 
 _SCHEMA: Final = "sealeval.unicode-tables/1"
 _MAX_TABLE_BYTES: Final = 4 * 1024 * 1024
-_MAX_CODE_POINT: Final = 0x10FFFF
 
 # Hangul syllables (Unicode chapter 3.12): algorithmic decomposition and composition.
 _S_BASE: Final = 0xAC00
