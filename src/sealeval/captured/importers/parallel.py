@@ -232,7 +232,7 @@ class _Worker:
             read_fd, write_fd = os.pipe()
         except OSError:
             return
-        with contextlib.suppress(OSError, AttributeError):
+        with contextlib.suppress(OSError, AttributeError, ImportError):
             import fcntl  # noqa: PLC0415 - Linux only, like the worker
 
             fcntl.fcntl(write_fd, fcntl.F_SETPIPE_SZ, _PIPE_BYTES)
