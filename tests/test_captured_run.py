@@ -1216,7 +1216,7 @@ def test_writer_failures_clean_up(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
         RunWriter(tmp_path / ("n" * 300), run.header)
     assert output.value.code == "output_unwritable"
 
-    def refuse_link(*_arguments: object) -> None:
+    def refuse_link(*_arguments: object, **_keywords: object) -> None:
         raise PermissionError(CANARY)
 
     monkeypatch.setattr(os, "link", refuse_link)
