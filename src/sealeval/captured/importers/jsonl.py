@@ -49,11 +49,13 @@ from sealeval.errors import CanonicalError
 
 __all__ = [
     "JSON_WHITESPACE",
+    "MAX_CONTAINERS",
     "Binding",
     "DocumentImporter",
     "Head",
     "JsonlImporter",
     "LinesImporter",
+    "bound_containers",
     "capture_facts",
     "decode_document",
     "decode_line",
@@ -140,8 +142,35 @@ def read_source(path: str | os.PathLike[str], max_bytes: int, field: str = "sour
     return data
 
 
+#: Most arrays and objects one decoded JSON document or line may hold: a valid
+#: document of empty containers (``[[],[],...]``, three bytes each) would otherwise
+#: cost some 60 bytes of memory per input byte before any other check could refuse it.
+MAX_CONTAINERS: Final = 2_000_000
+_JSON_STRING: Final = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
+
+
+def bound_containers(data: bytes, field: str, limit: int = MAX_CONTAINERS) -> None:
+    """Refuse (``too_large``) JSON text holding more than ``limit`` arrays and objects.
+
+    Runs before decoding, in memory bounded by the text's size: each
+    container takes at least two bytes, so text shorter than ``2 * limit``
+    bytes passes at once; longer text passes when its bracket bytes are few
+    enough, and is otherwise counted again without its strings (brackets
+    inside strings do not count).
+    """
+    if len(data) < 2 * limit or data.count(b"[") + data.count(b"{") <= limit:
+        return
+    # Without an escaped quote, every quote opens or closes a string, so the text
+    # outside strings is at the even places of a split; otherwise the grammar decides.
+    escaped = b'\\"' in data
+    outside = [_JSON_STRING.sub(b"", data)] if escaped else data.split(b'"')[::2]
+    if sum(part.count(b"[") + part.count(b"{") for part in outside) > limit:
+        raise refuse("too_large", field)
+
+
 def decode_document(data: bytes, field: str = "source") -> Any:
     """Strictly decode one JSON document (00-conventions §2); refusals name ``field``."""
+    bound_containers(data, field)
     try:
         return decode(data, limits=_UNBOUNDED_DECODE)
     except CanonicalError as error:
@@ -213,6 +242,7 @@ def _decode_tolerating_nan(
     decoder (a line it cannot read is handed to the strict decoder, which
     names the fault); depth and surrogates are checked when the record is built.
     """
+    bound_containers(line, where)
     try:
         value = _NAN_DECODER.decode(line.decode("utf-8"))
     except (CanonicalError, ValueError, RecursionError):
@@ -299,6 +329,7 @@ def decode_row(
 
 
 def _strict_row(line: bytes, where: str) -> dict[str, Any]:
+    bound_containers(line, where)
     try:
         value = decode(line, limits=_UNBOUNDED_DECODE)
     except CanonicalError as error:

@@ -32,8 +32,8 @@ from typing import IO, Any, Final
 
 from sealeval.captured.errors import CapturedRunError
 from sealeval.captured.importers.base import DETECT_BYTES, ImportOptions, ImportRefusalError
+from sealeval.captured.importers.jsonl import bound_containers, refuse
 from sealeval.captured.importers.jsonl import open_source as open_regular
-from sealeval.captured.importers.jsonl import refuse
 from sealeval.captured.run import Record
 
 __all__ = [
@@ -187,8 +187,11 @@ def loads(data: bytes, field: str, *, invalid: str = "invalid_json") -> tuple[An
         ImportRefusalError: ``not_utf8``, ``duplicate_key``,
             ``non_finite_number`` (``Infinity``), or ``invalid`` (grammar,
             byte order mark, nesting beyond the interpreter, integers of more
-            than 4300 digits).
+            than 4300 digits), ``too_large`` (more than
+            :data:`~sealeval.captured.importers.jsonl.MAX_CONTAINERS` arrays and
+            objects, refused before decoding).
     """
+    bound_containers(data, field)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:

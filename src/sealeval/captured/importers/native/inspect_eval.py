@@ -38,6 +38,10 @@ without ``header.json`` (still running, crashed), is refused
 (``incomplete_run``): its missing samples cannot be told apart from samples
 that never existed.
 
+The central directory is bounded before ``zipfile`` reads it: at most
+:data:`MAX_ARCHIVE_ENTRIES` members and :data:`MAX_DIRECTORY_BYTES` bytes
+(``too_large``), whatever the end record states.
+
 Memory: the ZIP central directory and one sample member (compressed and
 decompressed, at most ``max_line_bytes``) at a time.
 """
@@ -76,7 +80,13 @@ from sealeval.captured.importers.native._skeleton import (
 )
 from sealeval.captured.run import Record
 
-__all__ = ["InspectEvalImporter", "sample_record"]
+__all__ = [
+    "MAX_ARCHIVE_ENTRIES",
+    "MAX_DIRECTORY_BYTES",
+    "InspectEvalImporter",
+    "check_directory",
+    "sample_record",
+]
 
 _ZSTD_METHOD: Final = 93
 _ZIPFILE_METHODS: Final = frozenset(
@@ -116,12 +126,88 @@ class InspectEvalImporter(NativeImporter):
     def records(self, path: Path, options: ImportOptions) -> RecordSource:
         """Yield one record per sample member, in archive order."""
         with open_regular(path) as handle:
+            check_directory(handle)
             try:
                 archive = zipfile.ZipFile(handle)
             except (zipfile.BadZipFile, OSError, ValueError, EOFError):
                 raise refuse("invalid_archive", "source") from None
             with archive:
                 yield from _records(archive, handle, options)
+
+
+#: Most members an archive may list (its central directory is read before any member).
+MAX_ARCHIVE_ENTRIES: Final = 250_000
+#: Largest central directory read (bytes); each entry takes at least 46.
+MAX_DIRECTORY_BYTES: Final = 64 << 20
+_END: Final = b"PK\x05\x06"
+_END_SIZE: Final = 22
+_ZIP64_LOCATOR: Final = b"PK\x06\x07"
+_ZIP64_END: Final = b"PK\x06\x06"
+_ENTRY: Final = b"PK\x01\x02"
+_ENTRY_SIZE: Final = 46
+
+
+def check_directory(
+    handle: IO[bytes],
+    *,
+    max_entries: int = MAX_ARCHIVE_ENTRIES,
+    max_bytes: int = MAX_DIRECTORY_BYTES,
+) -> None:
+    """Refuse an archive whose central directory is too large before ``zipfile`` reads it.
+
+    ``zipfile`` builds one object per listed member while it opens an
+    archive, so millions of empty entries cost gigabytes before any other
+    check. This reads the end record (and the ZIP64 one), refuses a stated
+    directory over ``max_bytes`` or over ``max_entries`` members
+    (``too_large``), then walks the directory's entry headers (at most
+    ``max_bytes`` read) and refuses one listing more than ``max_entries``,
+    whatever the end record states. Anything it cannot make sense of is left
+    to ``zipfile``, which refuses it (``invalid_archive``).
+    """
+    try:
+        size = handle.seek(0, io.SEEK_END)
+        tail_start = max(0, size - (_END_SIZE + 0xFFFF))
+        handle.seek(tail_start)
+        tail = handle.read(size - tail_start)
+    except OSError:
+        raise refuse("invalid_archive", "source") from None
+    end = tail.rfind(_END)
+    if end < 0 or len(tail) - end < _END_SIZE:
+        return
+    entries, directory_size, directory_offset = struct.unpack_from("<HII", tail, end + 10)
+    if (entries == 0xFFFF or directory_size == 0xFFFFFFFF or directory_offset == 0xFFFFFFFF) and (
+        end >= 20 and tail[end - 20 : end - 16] == _ZIP64_LOCATOR
+    ):
+        zip64 = _zip64_end(handle, struct.unpack_from("<Q", tail, end - 12)[0])
+        if zip64 is not None:
+            entries, directory_size, directory_offset = zip64
+    if entries > max_entries or directory_size > max_bytes:
+        raise refuse("too_large", "source")
+    try:
+        handle.seek(directory_offset)
+        directory = handle.read(directory_size)
+    except (OSError, OverflowError, ValueError):
+        return
+    count = 0
+    position = 0
+    while position + _ENTRY_SIZE <= len(directory) and directory.startswith(_ENTRY, position):
+        count += 1
+        if count > max_entries:
+            raise refuse("too_large", "source")
+        name, extra, comment = struct.unpack_from("<HHH", directory, position + 28)
+        position += _ENTRY_SIZE + name + extra + comment
+
+
+def _zip64_end(handle: IO[bytes], offset: int) -> tuple[int, int, int] | None:
+    try:
+        handle.seek(offset)
+        record = handle.read(56)
+    except (OSError, OverflowError, ValueError):
+        return None
+    if len(record) != 56 or not record.startswith(_ZIP64_END):
+        return None
+    entries, directory_size, directory_offset = struct.unpack_from("<QQQ", record, 32)
+    return entries, directory_size, directory_offset
 
 
 def _records(archive: zipfile.ZipFile, handle: IO[bytes], options: ImportOptions) -> RecordSource:
