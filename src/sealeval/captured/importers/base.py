@@ -112,6 +112,10 @@ class ImportRefusalError(CapturedError):
             "not_results",
             "parquet_unsupported",
             "unsupported_case_kind",
+            # auto-detection, completeness and parquet (docs/importers.md)
+            "incomplete_export",
+            "adapter_mismatch",
+            "extra_required",
         }
     )
 
@@ -128,11 +132,14 @@ class ImportOptions:
             from ``scores`` (``True``) or refused (``False``); each importer
             documents its default.
         max_line_bytes: the longest JSONL line accepted.
+        allow_partial: import a file holding fewer records than it states
+            (``incomplete_export`` otherwise); the counts go into the context.
     """
 
     source_name: str | None = None
     nan_as_missing_score: bool = True
     max_line_bytes: int = 134_217_728
+    allow_partial: bool = False
 
 
 @runtime_checkable

@@ -20,7 +20,7 @@ from typing import Any, Final
 from sealeval.captured.errors import fail
 from sealeval.captured.importers.base import ImportOptions
 from sealeval.captured.importers.jsonl import Binding, open_source, refuse
-from sealeval.captured.importers.registry import AUTO, get_importer, resolve
+from sealeval.captured.importers.registry import AUTO, check_fits, get_importer, resolve
 from sealeval.captured.likelihood import Source
 from sealeval.captured.run import InputProjection, Limits, RunHeader, ScoreProvenance
 from sealeval.captured.service_identity import ServiceIdentity
@@ -143,6 +143,8 @@ def build_request(
     else:
         overridden = False
     name, importer = resolve(adapter, path)
+    if adapter != AUTO:
+        check_fits(adapter, path)
     if name == "invarlock" and overridden:
         raise refuse("identity_override", "adapter")
     checked_source = None if source is None else Source.from_document(source)

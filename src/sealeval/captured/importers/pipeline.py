@@ -10,9 +10,10 @@ the arguments and refusals.
 
 from __future__ import annotations
 
+import dataclasses
 import os
-from collections.abc import Iterator, Mapping
-from typing import Any, Final
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, Final, TypeVar
 
 from sealeval.canonical import digest_bytes
 from sealeval.captured.errors import fail, rebased
@@ -36,6 +37,7 @@ from sealeval.captured.importers.jsonl import (
     read_source,
     refuse,
 )
+from sealeval.captured.importers.registry import AUTO, FALLBACKS, get_importer
 from sealeval.captured.likelihood import Source
 from sealeval.captured.run import (
     UNLIMITED,
@@ -51,7 +53,9 @@ from sealeval.captured.run import (
     write_run,
 )
 from sealeval.captured.service_identity import ServiceIdentity
-from sealeval.errors import CanonicalError, OutputError, SealevalError
+from sealeval.errors import CanonicalError, CapturedError, OutputError, SealevalError
+
+_T = TypeVar("_T")
 
 __all__ = ["import_run_streaming", "load_run"]
 
@@ -169,7 +173,7 @@ def load_run(
         options=options,
     )
     with paused_full_collections():
-        return _load(request, progress)
+        return _with_fallback(adapter, request, lambda chosen: _load(chosen, progress))
 
 
 def _load(request: ImportRequest, progress: Progress | None) -> Run:
@@ -244,7 +248,40 @@ def import_run_streaming(
         limits=limits,
         options=options,
     )
-    return _stream(request, destination, progress)
+    return _with_fallback(adapter, request, lambda chosen: _stream(chosen, destination, progress))
+
+
+#: Refusals about the file itself (not its format): no other reader can do better.
+_FILE_CODES: Final = frozenset(
+    {"not_found", "not_regular_file", "unreadable", "too_large", "source_changed"}
+)
+
+
+def _with_fallback(
+    adapter: str, request: ImportRequest, attempt: Callable[[ImportRequest], _T]
+) -> _T:
+    """Run ``attempt``; ``auto`` reads with the native fallback what a specified adapter refuses.
+
+    Detection claims files such as lm-eval >= 0.4.3 samples for the specified
+    adapter; when it refuses the file (several filters, a list target...),
+    ``auto`` reads it with the native importer of the same files
+    (:data:`~sealeval.captured.importers.registry.FALLBACKS`). When both
+    refuse, the specified adapter's refusal is reported. A named adapter never
+    falls back.
+    """
+    fallback = FALLBACKS.get(request.name) if adapter == AUTO else None
+    if fallback is None:
+        return attempt(request)
+    try:
+        return attempt(request)
+    except CapturedError as error:
+        if error.code in _FILE_CODES:
+            raise
+        refusal = error
+    try:
+        return attempt(dataclasses.replace(request, name=fallback, importer=get_importer(fallback)))
+    except CapturedError:
+        raise refusal from None
 
 
 def _stream(

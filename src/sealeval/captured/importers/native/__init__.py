@@ -4,8 +4,9 @@ Each importer turns one tool's recorded per-case results into canonical
 records (see ``docs/importers.md``, "Native formats", for every mapping,
 quirk and refusal). ``load_run`` finds them in :data:`NATIVE_IMPORTERS`.
 Auto-detection never claims a layout that a specified adapter reads
-(Inspect JSON logs, lm-eval ≥0.4.3 JSONL, promptfoo JSONL): those importers
-read such files only when named.
+(Inspect JSON logs, lm-eval ≥0.4.3 JSONL, promptfoo JSONL); ``auto`` reads
+such a file with the native importer when the specified adapter refuses it
+(:data:`~sealeval.captured.importers.registry.FALLBACKS`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from sealeval.captured.importers.native.deepeval_test_run import (
 )
 from sealeval.captured.importers.native.garak import GarakReportImporter
 from sealeval.captured.importers.native.inspect_eval import InspectEvalImporter
+from sealeval.captured.importers.native.inspect_log import InspectJsonLogImporter
 from sealeval.captured.importers.native.langfuse import (
     LangfuseExperimentItemsImporter,
     LangfuseExperimentResultImporter,
@@ -43,6 +45,7 @@ __all__ = ["NATIVE_IMPORTERS"]
 #: One instance per native format, in documentation order.
 NATIVE_IMPORTERS: Final[tuple[Importer, ...]] = (
     InspectEvalImporter(),
+    InspectJsonLogImporter(),
     LmEvalLogSamplesImporter(),
     PromptfooResultsImporter(),
     DeepEvalTestRunImporter(),

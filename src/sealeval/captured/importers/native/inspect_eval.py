@@ -84,7 +84,9 @@ __all__ = [
     "MAX_ARCHIVE_ENTRIES",
     "MAX_DIRECTORY_BYTES",
     "InspectEvalImporter",
+    "check_complete",
     "check_directory",
+    "log_header",
     "sample_record",
 ]
 
@@ -219,23 +221,9 @@ def _records(archive: zipfile.ZipFile, handle: IO[bytes], options: ImportOptions
     if header_info is None:
         raise refuse("incomplete_run", "header")
     header, _ = loads(_member(archive, handle, header_info, options, "header"), "header")
-    if type(header) is not dict:
-        raise refuse("invalid_document", "header")
-    version = header.get("version")
-    if type(version) is not int or version not in (1, 2):
-        raise refuse("unsupported_version", "header.version")
-    if header.get("status") != "success":
-        raise refuse("incomplete_run", "header.status")
-    spec = header.get("eval")
-    if type(spec) is not dict:
-        raise refuse("missing_field", "header.eval")
-    config = spec.get("config")
-    epochs = config.get("epochs", 1) if type(config) is dict else 1
-    if epochs is None:
-        epochs = 1
-    if type(epochs) is not int or epochs < 1:
-        raise refuse("invalid_field", "header.eval.config.epochs")
-    facts = {key: spec[key] for key in ("eval_id", "run_id", "task", "model") if key in spec}
+    epochs, facts, stated = log_header(header, "header")
+    present = sum(1 for info in infos if _SAMPLE_MEMBER.fullmatch(info.filename) is not None)
+    facts.update(check_complete(stated, present, options))
     ids = Ids()
     position = 0
     for info in infos:
@@ -249,6 +237,55 @@ def _records(archive: zipfile.ZipFile, handle: IO[bytes], options: ImportOptions
         yield record
     if position == 0:
         raise refuse("no_records", "samples")
+
+
+def log_header(header: Any, root: str) -> tuple[int, dict[str, Any], int | None]:
+    """Check an Inspect log's header members; return its epochs, run facts and stated samples.
+
+    ``root`` names the header in refusals (``header`` in a ``.eval``
+    archive; the empty root of a JSON log gives ``status``, ``eval``...).
+    The stated count is ``results.completed_samples`` (else
+    ``total_samples``) when the log states one.
+    """
+    prefix = f"{root}." if root else ""
+    if type(header) is not dict:
+        raise refuse("invalid_document", root or "source")
+    version = header.get("version")
+    if type(version) is not int or version not in (1, 2):
+        raise refuse("unsupported_version", f"{prefix}version")
+    if header.get("status") != "success":
+        raise refuse("incomplete_run", f"{prefix}status")
+    spec = header.get("eval")
+    if type(spec) is not dict:
+        raise refuse("missing_field", f"{prefix}eval")
+    config = spec.get("config")
+    epochs = config.get("epochs", 1) if type(config) is dict else 1
+    if epochs is None:
+        epochs = 1
+    if type(epochs) is not int or epochs < 1:
+        raise refuse("invalid_field", f"{prefix}eval.config.epochs")
+    facts = {key: spec[key] for key in ("eval_id", "run_id", "task", "model") if key in spec}
+    results = header.get("results")
+    stated = None
+    if type(results) is dict:
+        for key in ("completed_samples", "total_samples"):
+            if type(results.get(key)) is int and results[key] >= 0:
+                stated = results[key]
+                break
+    return epochs, facts, stated
+
+
+def check_complete(stated: int | None, present: int, options: ImportOptions) -> dict[str, int]:
+    """Refuse (``incomplete_export``) fewer records than a file states, unless allowed.
+
+    Returns the facts an allowed partial import records in each record's
+    context (``stated_samples``, ``present_samples``), else nothing.
+    """
+    if stated is None or present >= stated or present == 0:
+        return {}  # nothing present is ``no_records``
+    if not options.allow_partial:
+        raise refuse("incomplete_export", "source")
+    return {"stated_samples": stated, "present_samples": present}
 
 
 def _member(
