@@ -31,6 +31,7 @@ __all__ = [
     "ImportSummary",
     "Progress",
     "Sink",
+    "Tally",
     "build_request",
     "file_size",
     "guarded",
@@ -56,6 +57,28 @@ class ImportSummary:
     record_count: int
     canonical_size: int
     source_digest: str | None
+    #: Records whose ``error`` is set (the tool recorded a failure for them).
+    error_count: int = 0
+    #: The distinct ``metadata.task`` values, sorted (empty when records name none).
+    tasks: tuple[str, ...] = ()
+
+    def document(self) -> dict[str, Any]:
+        """Return the summary line's facts as a JSON-ready object (``sealeval import --json``)."""
+        return {
+            "adapter": self.adapter,
+            "records": self.record_count,
+            "errored_records": self.error_count,
+            "tasks": list(self.tasks),
+            "run_digest": self.run_digest,
+        }
+
+    def line(self) -> str:
+        """Return the one-line summary printed after an import (no file content)."""
+        tasks = f"{len(self.tasks)} task{'s' if len(self.tasks) != 1 else ''}"
+        return (
+            f"sealeval: imported {self.record_count} records ({self.error_count} errored, "
+            f"{tasks}) with {self.adapter}; run digest {self.run_digest}"
+        )
 
     def __repr__(self) -> str:
         """Show the adapter and the record count."""
@@ -250,6 +273,45 @@ class Sink:
     def digest(self) -> str:
         """``sha256:<hex>`` of the lines so far."""
         return "sha256:" + self.hash.hexdigest()
+
+
+class Tally:
+    """Counts errored records and collects the tasks named in records' metadata."""
+
+    __slots__ = ("errors", "tasks")
+
+    def __init__(self) -> None:
+        """Start with nothing counted."""
+        self.errors = 0
+        self.tasks: set[str] = set()
+
+    def note(self, item: Any) -> None:
+        """Count one record (a :class:`Record` or a record mapping)."""
+        if isinstance(item, Mapping):
+            error, metadata = item.get("error"), item.get("metadata")
+        else:
+            error, metadata = getattr(item, "error", None), getattr(item, "metadata", None)
+        self.mark(
+            error is not None, metadata.get("task") if isinstance(metadata, Mapping) else None
+        )
+
+    def mark(self, errored: bool, task: object) -> None:
+        """Count one record from its two facts."""
+        self.errors += errored
+        if type(task) is str:
+            self.tasks.add(task)
+
+    def summary(self, adapter: str, written: Any, source_digest: str | None) -> ImportSummary:
+        """Return the summary of a finished write (``written``: a ``RunSummary``)."""
+        return ImportSummary(
+            adapter=adapter,
+            run_digest=written.run_digest,
+            record_count=written.record_count,
+            canonical_size=written.canonical_size,
+            source_digest=source_digest,
+            error_count=self.errors,
+            tasks=tuple(sorted(self.tasks)),
+        )
 
 
 def guarded(source: Iterable[Any]) -> Iterator[Any]:

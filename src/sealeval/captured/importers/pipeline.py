@@ -24,6 +24,7 @@ from sealeval.captured.importers.inputs import (
     ImportSummary,
     Progress,
     Sink,
+    Tally,
     build_request,
     file_size,
     guarded,
@@ -290,12 +291,17 @@ def _stream(
     if request.name == "invarlock":
         run = _load_invarlock(request)
         digest = write_run(run, destination, limits=request.limits)
+        tally = Tally()
+        for record in run:
+            tally.note(record)
         return ImportSummary(
             adapter=request.name,
             run_digest=digest,
             record_count=len(run),
             canonical_size=run.canonical_size,
             source_digest=run.source_digest,
+            error_count=tally.errors,
+            tasks=tuple(sorted(tally.tasks)),
         )
     importer = request.importer
     if isinstance(importer, DocumentImporter):
@@ -334,23 +340,20 @@ def _write(
     header: RunHeader,
     source: RecordSource,
 ) -> ImportSummary:
+    tally = Tally()
     with RunWriter(destination, header, limits=request.limits) as writer:
         if request.projection is None:
             # The writer builds each record with make_run semantics and the same
             # ``records[<position>]`` error fields as _typed; plain dict records
             # take its fast path (RunEncoder.add).
             for item in guarded(source):
+                tally.note(item)
                 writer.add(item)
         else:
             for position, item in enumerate(guarded(source)):
+                tally.note(item)
                 writer.add(_typed(item, position, request))
         if writer.record_count == 0:
             raise refuse("no_records", "source")
         summary = writer.finish()
-    return ImportSummary(
-        adapter=request.name,
-        run_digest=summary.run_digest,
-        record_count=summary.record_count,
-        canonical_size=summary.canonical_size,
-        source_digest=header.source_digest,
-    )
+    return tally.summary(request.name, summary, header.source_digest)

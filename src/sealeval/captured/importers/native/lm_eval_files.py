@@ -36,7 +36,9 @@ layout and through either adapter where both read a file:
   score). Booleans and non-numeric metric values (corpus-level metrics such
   as BLEU store ``[references, prediction]``) are not scores; a bare ``NaN``
   is a missing score (default) or ``non_finite_number``.
-* ``metadata``: the string members of ``row.metadata`` (and ``filter``).
+* ``metadata``: the string members of ``row.metadata``, ``filter`` (with
+  several filters) and ``task`` (when the task is known), so that policies can
+  slice by task.
 * ``error``: the reference's ``task_error`` (lm-eval has no per-row error; a
   failing request aborts the run).
 * ``context``: ``arguments``, ``upstream_record`` (the row) and ``lm_eval``:
@@ -192,6 +194,8 @@ def _record(
     error = task_error(row.get("error"), f"{where}.error")
     clean = without_nan(row) if nan else row
     metadata = tags(clean.get("metadata"))
+    if type(facts.get("task")) is str:
+        metadata["task"] = facts["task"]
     record_id = doc_id
     if multi:
         name = clean.get("filter")
