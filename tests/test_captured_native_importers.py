@@ -90,6 +90,11 @@ def score_keys(records: list[Record]) -> dict[str, set[str]]:
     return {record.id: set(record.scores) for record in records}
 
 
+def _write_bytes(path: Path, data: bytes) -> Path:
+    path.write_bytes(data)
+    return path
+
+
 def write_json(path: Path, value: Any) -> Path:
     path.write_text(json.dumps(value), encoding="utf-8")
     return path
@@ -591,7 +596,19 @@ def test_lighteval_details() -> None:
     assert records[2].output == " Saturn"
     assert records[0].metadata == {"task_name": "custom|toy_qa|0"}
     parquet = next((SAMPLES / "lighteval").glob("*.parquet"))
-    assert refusal("lighteval-details", parquet).code == "parquet_unsupported"
+    from_parquet = load("lighteval-details", parquet)  # the sealeval[parquet] extra
+    assert [(r.id, r.input, r.expected, r.output, dict(r.scores)) for r in from_parquet] == [
+        (r.id, r.input, r.expected, r.output, dict(r.scores)) for r in records
+    ]
+
+
+def test_lighteval_parquet_without_the_extra_names_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys  # noqa: PLC0415
+
+    monkeypatch.setitem(sys.modules, "pyarrow", None)  # import pyarrow raises ImportError
+    parquet = next((SAMPLES / "lighteval").glob("*.parquet"))
+    refused = refusal("lighteval-details", parquet)
+    assert (refused.code, refused.field) == ("extra_required", "sealeval[parquet]")
 
 
 def test_phoenix_evals_frames() -> None:
@@ -1264,8 +1281,8 @@ REFUSALS = [
     (
         "lighteval_parquet",
         "lighteval-details",
-        lambda tmp: next((SAMPLES / "lighteval").glob("*.parquet")),
-        "parquet_unsupported",
+        lambda tmp: _write_bytes(tmp / "details_x.parquet", b"PAR1" + b"\0" * 64 + b"PAR1"),
+        "invalid_document",
     ),
     ("lighteval_gold", "lighteval-details", _case_lighteval_gold, "invalid_field"),
     ("lighteval_ids", "lighteval-details", _case_lighteval_ids, "missing_id"),
@@ -1304,7 +1321,6 @@ def test_every_added_code_has_a_refusal_case() -> None:
         "inconsistent_events",
         "score_name_collision",
         "not_results",
-        "parquet_unsupported",
         "unsupported_case_kind",
     }
     assert added <= ImportRefusalError.codes

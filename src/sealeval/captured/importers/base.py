@@ -110,7 +110,6 @@ class ImportRefusalError(CapturedError):
             "inconsistent_events",
             "score_name_collision",
             "not_results",
-            "parquet_unsupported",
             "unsupported_case_kind",
             # auto-detection, completeness and parquet (docs/importers.md)
             "incomplete_export",

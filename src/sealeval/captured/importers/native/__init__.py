@@ -28,6 +28,7 @@ from sealeval.captured.importers.native.langfuse import (
 )
 from sealeval.captured.importers.native.lighteval import LightevalDetailsImporter
 from sealeval.captured.importers.native.lm_eval_files import LmEvalLogSamplesImporter
+from sealeval.captured.importers.native.mlflow_eval_table import MlflowEvalTableImporter
 from sealeval.captured.importers.native.mlflow_tables import MlflowResultTableImporter
 from sealeval.captured.importers.native.openai_evals import OpenAIEvalsLogImporter
 from sealeval.captured.importers.native.opik import OpikEvaluationResultImporter
@@ -54,6 +55,7 @@ NATIVE_IMPORTERS: Final[tuple[Importer, ...]] = (
     OpenAIEvalsLogImporter(),
     GarakReportImporter(),
     MlflowResultTableImporter(),
+    MlflowEvalTableImporter(),
     LangfuseExperimentResultImporter(),
     UnsafeLangfuseExperimentResultImporter(),
     LangfuseExperimentItemsImporter(),
