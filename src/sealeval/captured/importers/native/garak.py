@@ -65,7 +65,9 @@ from sealeval.captured.run import Record
 __all__ = ["GarakReportImporter"]
 
 _RUN_ENTRIES: Final = frozenset({"start_run setup", "init"})
-_KNOWN_ENTRIES: Final = frozenset({"start_run setup", "init", "attempt", "eval", "completion"})
+_KNOWN_ENTRIES: Final = frozenset(
+    {"start_run setup", "init", "attempt", "eval", "completion", "digest"}
+)
 _HIT_KEYS: Final = frozenset({"attempt_id", "detector", "probe", "output"})
 _INCOMPLETE: Final = "Garak attempt incomplete"
 _NO_OUTPUT: Final = "Garak generation returned no output"
@@ -83,7 +85,9 @@ class GarakReportImporter(NativeImporter):
         if first is not None:
             return first.get("entry_type") in _KNOWN_ENTRIES or first.keys() >= _HIT_KEYS
         keys = scan(head).names()
-        return ("entry_type" in keys and "_config.version" in keys) or keys >= _HIT_KEYS
+        return ("entry_type" in keys and bool({"_config.version", "meta"} & keys)) or (
+            keys >= _HIT_KEYS
+        )
 
     def records(self, path: Path, options: ImportOptions) -> RecordSource:
         """Yield the records of every scored attempt, then of unfinished ones."""
@@ -97,11 +101,13 @@ class GarakReportImporter(NativeImporter):
         attempts = _Attempts()
         ids = Ids()
         count = 0
+        attempted = False
         with open_regular(path) as handle:
             for where, row, nan in iter_jsonl(handle, options):
                 entry_type = row.get("entry_type")
                 if type(entry_type) is not str:
                     raise refuse("missing_field", f"{where}.entry_type")
+                attempted = attempted or entry_type == "attempt"
                 if entry_type in _RUN_ENTRIES:
                     _run_facts(row, facts)
                 if entry_type != "attempt" or not attempts.scored(row, where, nan):
@@ -115,6 +121,8 @@ class GarakReportImporter(NativeImporter):
                 ids.add(record.id, f"{where}.uuid")
                 count += 1
                 yield record
+        if not attempted:  # a digest or run entries only: aggregates, no attempts
+            raise refuse("not_results", "source")
         if count == 0:
             raise refuse("no_records", "source")
 

@@ -75,7 +75,8 @@ class MlflowEvalTableImporter(NativeImporter):
             return False
         start = head.find(b'"columns"')
         window = head[start : start + 16384].decode("utf-8", "replace")
-        return re.search(r'"[^"]+/v[0-9]+(?:/[^"]*)?"', window) is not None
+        # pandas writes "/" as "\/" in names: ``"toxicity\/v1\/score"``
+        return re.search(r'"[^"]+\\?/v[0-9]+(?:\\?/[^"]*)?"', window) is not None
 
     def records(self, path: Path, options: ImportOptions) -> RecordSource:
         """Yield one record per row of ``data``, in order."""
