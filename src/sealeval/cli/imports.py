@@ -177,6 +177,18 @@ def _progress_bar(path: Path) -> Iterator[Any]:
     help="Import a file holding fewer records than it states (counts kept in the context).",
 )
 @click.option(
+    "--metadata-field",
+    "metadata_fields",
+    multiple=True,
+    metavar="PATH",
+    help="Keep a document field as slice metadata (dotted path, e.g. doc.subject; repeatable).",
+)
+@click.option(
+    "--timestamp",
+    metavar="STAMP",
+    help="lm-eval output folder: read this run timestamp (default: the latest per task).",
+)
+@click.option(
     "--json",
     "as_json",
     is_flag=True,
@@ -197,9 +209,11 @@ def import_command(
     compat_invarlock: bool,
     nan_as_error: bool,
     allow_partial: bool,
+    metadata_fields: tuple[str, ...],
+    timestamp: str | None,
     as_json: bool,
 ) -> None:
-    """Import recorded evaluation results (PATH) as a canonical evaluation run.
+    """Import recorded evaluation results (PATH: a file or an output folder) as a run.
 
     After the import one summary line goes to standard error: the adapter
     used, records, errored records, tasks and the run digest (``--json``:
@@ -220,7 +234,10 @@ def import_command(
         ),
         "limits": INVARLOCK_LIMITS if compat_invarlock else UNLIMITED,
         "options": ImportOptions(
-            nan_as_missing_score=not nan_as_error, allow_partial=allow_partial
+            nan_as_missing_score=not nan_as_error,
+            allow_partial=allow_partial,
+            metadata_fields=tuple(metadata_fields),
+            timestamp=timestamp,
         ),
     }
     summary: ImportSummary

@@ -38,6 +38,7 @@ from sealeval.captured.importers.jsonl import (
     read_source,
     refuse,
 )
+from sealeval.captured.importers.native.folders import FolderImporter
 from sealeval.captured.importers.registry import AUTO, FALLBACKS, get_importer
 from sealeval.captured.likelihood import Source
 from sealeval.captured.run import (
@@ -181,6 +182,13 @@ def _load(request: ImportRequest, progress: Progress | None) -> Run:
     if request.name == "invarlock":
         return _load_invarlock(request)
     importer = request.importer
+    if isinstance(importer, FolderImporter):
+        request.header(None)
+        plan = importer.plan(request.path, request.options)
+        header = request.header(plan.digest)
+        records = list(_records(request, importer.read(plan, request.options)))
+        plan.check_unchanged()
+        return _finish_run(request, header, records)
     if isinstance(importer, LinesImporter):
         request.header(None)  # identities first: nothing is read without them
         total = file_size(request.path)
@@ -304,6 +312,15 @@ def _stream(
             tasks=tuple(sorted(tally.tasks)),
         )
     importer = request.importer
+    if isinstance(importer, FolderImporter):
+        request.header(None)
+        plan = importer.plan(request.path, request.options)
+
+        def planned() -> Iterator[Any]:
+            yield from importer.read(plan, request.options)
+            plan.check_unchanged()
+
+        return _write(request, destination, request.header(plan.digest), planned())
     if isinstance(importer, DocumentImporter):
         prepared, source_digest = _document(request, progress)
         header = request.header(source_digest)

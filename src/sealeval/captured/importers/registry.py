@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import os
+import stat
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
@@ -36,8 +37,10 @@ __all__ = [
     "check_fits",
     "detect_adapter",
     "detect_candidates",
+    "detect_folder",
     "get_importer",
     "importers",
+    "is_folder",
     "resolve",
 ]
 
@@ -186,6 +189,10 @@ def check_fits(adapter: str, path: str | os.PathLike[str]) -> None:
     refusal names the defect.
     """
     importer = get_importer(adapter)
+    if is_folder(path):
+        if not callable(getattr(importer, "recognises", None)):
+            raise refuse("not_regular_file", "source")
+        return
     with open_source(path) as handle:
         try:
             head = handle.read(DETECT_BYTES)
@@ -204,7 +211,32 @@ def check_fits(adapter: str, path: str | os.PathLike[str]) -> None:
         raise refuse("adapter_mismatch", f"adapter[{others[0]}]")
 
 
+def is_folder(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` is a directory itself (a symlink to one is not)."""
+    try:
+        return stat.S_ISDIR(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def detect_folder(path: str | os.PathLike[str]) -> str:
+    """Recognise an output folder (lm-eval ``--output_path``, Inspect logs) for ``auto``."""
+    matches = [
+        name
+        for name, importer in importers().items()
+        if callable(getattr(importer, "recognises", None)) and importer.recognises(Path(path))
+    ]
+    if not matches:
+        raise refuse("unknown_format", "adapter")
+    if len(matches) > 1:
+        raise refuse("ambiguous_format", "adapter")
+    return matches[0]
+
+
 def resolve(adapter: str, path: str | os.PathLike[str]) -> tuple[str, Any]:
     """Return the adapter name and importer for ``adapter`` (``auto``: detected)."""
-    name = detect_adapter(path) if adapter == AUTO else adapter
+    if adapter == AUTO:
+        name = detect_folder(path) if is_folder(path) else detect_adapter(path)
+    else:
+        name = adapter
     return name, get_importer(name)

@@ -18,6 +18,10 @@ from sealeval.captured.importers.native.deepeval_test_run import (
     DeepEvalEvaluationResultImporter,
     DeepEvalTestRunImporter,
 )
+from sealeval.captured.importers.native.folders import (
+    InspectFolderImporter,
+    LmEvalFolderImporter,
+)
 from sealeval.captured.importers.native.garak import GarakReportImporter
 from sealeval.captured.importers.native.inspect_eval import InspectEvalImporter
 from sealeval.captured.importers.native.inspect_log import InspectJsonLogImporter
@@ -65,4 +69,6 @@ NATIVE_IMPORTERS: Final[tuple[Importer, ...]] = (
     OpikEvaluationResultImporter(),
     AutoevalsScoresImporter(),
     OpenevalsResultsImporter(),
+    LmEvalFolderImporter(),
+    InspectFolderImporter(),
 )

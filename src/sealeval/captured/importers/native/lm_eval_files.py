@@ -61,6 +61,7 @@ from typing import IO, Any, Final
 
 from sealeval.captured.importers.base import ImportOptions, RecordSource
 from sealeval.captured.importers.native._common import (
+    MAX_ERROR_LENGTH,
     Ids,
     Scores,
     Shape,
@@ -84,7 +85,7 @@ from sealeval.captured.importers.native._skeleton import (
 )
 from sealeval.captured.run import Record
 
-__all__ = ["LmEvalLogSamplesImporter"]
+__all__ = ["LmEvalLogSamplesImporter", "chosen_fields", "samples_name"]
 
 _ROW_KEYS: Final = frozenset({"doc_id", "doc", "target", "arguments", "filtered_resps"})
 _REQUIRED: Final = ("doc", "target", "arguments", "filtered_resps")
@@ -153,6 +154,22 @@ class LmEvalLogSamplesImporter(NativeImporter):
             raise refuse("no_records", "source")
 
 
+def chosen_fields(row: dict[str, Any], paths: tuple[str, ...]) -> dict[str, str]:
+    """Return the string values at dotted ``paths`` of a row (``doc.subject``), by path.
+
+    A path that is missing or not a short string gives nothing: slice tags are
+    chosen by the user, never guessed.
+    """
+    chosen: dict[str, str] = {}
+    for dotted in paths:
+        value: Any = row
+        for part in dotted.split("."):
+            value = value.get(part) if type(value) is dict else None
+        if type(value) is str and len(value) <= MAX_ERROR_LENGTH:
+            chosen[dotted] = value
+    return chosen
+
+
 def _is_results(shape: Shape) -> bool:
     """Whether the head is an lm-eval results file (aggregates, not samples)."""
     names = shape.names()
@@ -196,6 +213,7 @@ def _record(
     metadata = tags(clean.get("metadata"))
     if type(facts.get("task")) is str:
         metadata["task"] = facts["task"]
+    metadata.update(chosen_fields(clean, options.metadata_fields))
     record_id = doc_id
     if multi:
         name = clean.get("filter")
@@ -225,6 +243,12 @@ def _output(value: Any, error: str | None) -> Any:
     if type(unwrapped) is str or unwrapped is None:
         return unwrapped
     return value
+
+
+def samples_name(name: str) -> tuple[str, str] | None:
+    """Split ``samples_<task>_<timestamp>.jsonl`` into its task and timestamp (else ``None``)."""
+    match = _NEW_NAME.fullmatch(name)
+    return None if match is None else (match["task"], match["stamp"])
 
 
 def _facts(path: Path, *, layout: str) -> dict[str, Any]:
