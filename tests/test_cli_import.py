@@ -361,7 +361,7 @@ def test_auto_reads_lm_eval_filters_and_a_named_contract_adapter_hints(tmp_path:
     lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
     documents = {row["doc_id"] for row in lines}
     filters = {row["filter"] for row in lines}
-    argv = [*_IDENTITY, "--artifact-digest", ARTIFACT]
+    argv = ["--run-id", "native-run-1", "--artifact-digest", ARTIFACT]  # version: the file's
     auto = _invoke(path, *argv, "-o", tmp_path / "auto.json")
     assert auto.exit_code == 0, auto.stderr
     summary = _SUMMARY.fullmatch(auto.stderr)

@@ -12,8 +12,7 @@ import pytest
 from sealeval.captured.importers import ImportOptions, ImportRefusalError, load_run
 
 SAMPLES = Path(__file__).resolve().parents[1].parent / "shared" / "samples" / "evaluators"
-IDENTITY: dict[str, Any] = {
-    "source": {"name": "tool", "version": "1"},
+IDENTITY: dict[str, Any] = {  # the source (tool, version) is read from the results files
     "run_id": "folder-1",
     "artifact_digest": "sha256:" + "cd" * 32,
 }
@@ -55,6 +54,8 @@ def _expected_ids(folder: Path) -> list[str]:
 
 def test_lm_eval_folder_is_one_run_with_tasks_as_slices(lm_folder: Path) -> None:
     run = load_run(lm_folder, "auto", **IDENTITY)
+    results = json.loads(next(lm_folder.rglob("results_*.json")).read_text(encoding="utf-8"))
+    assert run.header.source.version == results["lm_eval_version"]  # stated by the file
     assert [record.id for record in run] == _expected_ids(lm_folder)
     assert {record.metadata["task"] for record in run} == {"toy_gen", "toy_mc"}
     assert all(record.id.startswith(record.metadata["task"] + "/") for record in run)
@@ -62,8 +63,11 @@ def test_lm_eval_folder_is_one_run_with_tasks_as_slices(lm_folder: Path) -> None
 
 
 def test_lm_eval_folder_named_timestamp_and_metadata_fields(lm_folder: Path) -> None:
-    options = ImportOptions(timestamp="2020-01-01T00-00-00.000001", metadata_fields=("doc.question",))
-    run = load_run(lm_folder, "lm-eval-folder", options=options, **IDENTITY)
+    options = ImportOptions(
+        timestamp="2020-01-01T00-00-00.000001", metadata_fields=("doc.question",)
+    )
+    named = {**IDENTITY, "source": {"name": "lm-eval", "version": "0.4.13"}}  # no results file
+    run = load_run(lm_folder, "lm-eval-folder", options=options, **named)
     older = _rows(next(lm_folder.rglob("samples_toy_gen_2020-*.jsonl")))
     assert len(run) == len(older) == 1
     assert run.records[0].id == f"toy_gen/{older[0]['doc_id']}"
@@ -101,18 +105,20 @@ def test_lm_eval_folder_ignores_symlinks_and_refuses_two_models(
 
 
 def test_empty_folder_and_file_adapter_on_a_folder(tmp_path: Path) -> None:
+    named = {**IDENTITY, "source": {"name": "lm-eval", "version": "1"}}
     with pytest.raises(ImportRefusalError) as refused:
-        load_run(tmp_path, "auto", **IDENTITY)
+        load_run(tmp_path, "auto", **named)
     assert refused.value.code == "unknown_format"
     with pytest.raises(ImportRefusalError) as refused:
-        load_run(tmp_path, "lm-eval-folder", **IDENTITY)
+        load_run(tmp_path, "lm-eval-folder", **named)
     assert refused.value.code == "no_records"
     with pytest.raises(ImportRefusalError) as refused:
-        load_run(tmp_path, "jsonl", **IDENTITY)
+        load_run(tmp_path, "jsonl", **named)
     assert refused.value.code == "not_regular_file"
 
 
 def test_inspect_folder_all_tasks_as_slices(tmp_path: Path) -> None:
+    identity = {**IDENTITY, "source": {"name": "inspect", "version": "any"}}
     logs = tmp_path / "logs"
     logs.mkdir()
     shutil.copy(next((SAMPLES / "inspect_ai/logs").glob("*.eval")), logs)
@@ -120,7 +126,7 @@ def test_inspect_folder_all_tasks_as_slices(tmp_path: Path) -> None:
     log = json.loads(source.read_text(encoding="utf-8"))
     log["eval"]["task"] = "other_task"
     (logs / "other.json").write_text(json.dumps(log), encoding="utf-8")
-    run = load_run(logs, "auto", **IDENTITY)
+    run = load_run(logs, "auto", **identity)
     samples = len(log["samples"])
     assert len(run) == 2 * samples
     tasks = {record.metadata["task"] for record in run}
@@ -130,5 +136,5 @@ def test_inspect_folder_all_tasks_as_slices(tmp_path: Path) -> None:
     # the same task twice is not one run
     shutil.copy(source, logs / "same.json")
     with pytest.raises(ImportRefusalError) as refused:
-        load_run(logs, "auto", **IDENTITY)
+        load_run(logs, "auto", **identity)
     assert refused.value.code == "ambiguous_format"

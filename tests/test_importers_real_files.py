@@ -133,21 +133,16 @@ REFUSED: list[tuple[Path, set[str]]] = [
 
 
 def _import(path: Path, tmp_path: Path) -> tuple[int, dict[str, object] | str]:
-    result = CliRunner().invoke(
-        import_command,
-        [
-            str(path),
-            "--source",
-            "tool@1",
-            "--run-id",
-            "real-1",
-            "--artifact-digest",
-            ARTIFACT,
-            "--json",
-            "-o",
-            str(tmp_path / "run.json"),
-        ],
-    )
+    """Import with the identities the file states; name a source and run id where it states none."""
+    base = [str(path), "--artifact-digest", ARTIFACT, "--json", "-o", str(tmp_path / "run.json")]
+    result = CliRunner().invoke(import_command, base)
+    for missing, extra in (
+        ("source: identities_required", ["--source", "tool@1"]),
+        ("run_id: identities_required", ["--run-id", "real-1"]),
+    ):
+        if result.exit_code == 2 and missing in result.stderr:
+            base += extra
+            result = CliRunner().invoke(import_command, base)
     if result.exit_code == 0:
         return 0, json.loads(result.stdout)
     return result.exit_code, result.stderr
@@ -176,3 +171,34 @@ def test_file_without_samples_is_refused(path: Path, codes: set[str], tmp_path: 
     assert stderr.startswith("sealeval: error: ")
     assert stderr.rstrip("\n").rsplit(": ", 1)[1] in codes
     assert not (tmp_path / "run.json").exists()
+
+
+def test_identities_stated_by_the_file_are_used_and_checked(tmp_path: Path) -> None:
+    """Inspect and promptfoo state their run id and version; contradictions are refused."""
+    log_path = next(SAMPLES.glob("inspect_ai/logs/*.json"))
+    log = json.loads(log_path.read_text(encoding="utf-8"))
+    stated_run, version = log["eval"]["run_id"], log["eval"]["packages"]["inspect_ai"]
+    base = [str(log_path), "--artifact-digest", ARTIFACT, "-o", str(tmp_path / "a.json")]
+    assert CliRunner().invoke(import_command, base).exit_code == 0
+    run = json.loads((tmp_path / "a.json").read_text(encoding="utf-8"))
+    assert run["run_id"] == stated_run
+    assert run["source"]["version"] == version
+    for extra, field in (
+        (["--run-id", stated_run + "-other"], "run_id"),
+        (["--source", "inspect_ai@0.0.0-not-it"], "source.version"),
+    ):
+        refused = CliRunner().invoke(import_command, [*base[:-1], str(tmp_path / "b.json"), *extra])
+        assert refused.exit_code == 2
+        assert refused.stderr == f"sealeval: error: {field}: identity_mismatch\n"
+        assert not (tmp_path / "b.json").exists()
+    agreeing = [*base[:-1], str(tmp_path / "c.json"), "--run-id", stated_run]
+    assert CliRunner().invoke(import_command, agreeing).exit_code == 0
+    document = json.loads((REAL / "promptfoo/french-greeting-test/output.json").read_text("utf-8"))
+    promptfoo = [str(REAL / "promptfoo/french-greeting-test/output.json"), "--artifact-digest"]
+    result = CliRunner().invoke(
+        import_command, [*promptfoo, ARTIFACT, "-o", str(tmp_path / "p.json")]
+    )
+    assert result.exit_code == 0, result.stderr
+    run = json.loads((tmp_path / "p.json").read_text(encoding="utf-8"))
+    assert run["run_id"] == document["evalId"]
+    assert run["source"]["version"] == document["metadata"]["promptfooVersion"]

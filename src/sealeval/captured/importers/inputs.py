@@ -20,7 +20,14 @@ from typing import Any, Final
 from sealeval.captured.errors import fail
 from sealeval.captured.importers.base import ImportOptions
 from sealeval.captured.importers.jsonl import Binding, open_source, refuse
-from sealeval.captured.importers.registry import AUTO, check_fits, get_importer, resolve
+from sealeval.captured.importers.registry import (
+    AUTO,
+    FALLBACKS,
+    SPECIFIED_ADAPTERS,
+    check_fits,
+    get_importer,
+    resolve,
+)
 from sealeval.captured.likelihood import Source
 from sealeval.captured.run import InputProjection, Limits, RunHeader, ScoreProvenance
 from sealeval.captured.service_identity import ServiceIdentity
@@ -173,6 +180,10 @@ def build_request(
     checked_source = None if source is None else Source.from_document(source)
     if run_id is not None and type(run_id) is not str:
         raise fail("invalid_type", "run_id")
+    if adapter == AUTO or name not in SPECIFIED_ADAPTERS:
+        checked_source, run_id = _with_stated(
+            _stater(adapter, name, importer), path, options, checked_source, run_id
+        )
     if checked_source is not None and options.source_name is None:
         options = dataclasses.replace(options, source_name=checked_source.name)
     projection = (
@@ -191,6 +202,45 @@ def build_request(
         limits=limits,
         options=options,
     )
+
+
+def _stater(adapter: str, name: str, importer: Any) -> Any:
+    """Return the importer whose ``stated`` identities apply (``auto``: a fallback)."""
+    if name in FALLBACKS and adapter == AUTO:
+        return get_importer(FALLBACKS[name])
+    return importer
+
+
+def _with_stated(
+    stater: Any,
+    path: str | os.PathLike[str],
+    options: ImportOptions,
+    source: Source | None,
+    run_id: str | None,
+) -> tuple[Source | None, str | None]:
+    """Fill identities the user left out from what the file states; refuse contradictions.
+
+    Only the version and the run id are compared (``identity_mismatch`` on
+    ``source.version`` / ``run_id``); the source name is the user's label and
+    the file's tool name is used only when no ``source`` is given. A file
+    that cannot be read here states nothing: the import itself names the
+    fault.
+    """
+    stated_of = getattr(stater, "stated", None)
+    if not callable(stated_of):
+        return source, run_id
+    try:
+        stated = stated_of(Path(path), options)
+    except SealevalError:
+        return source, run_id
+    version, stated_run = stated.source_version, stated.run_id
+    if source is not None and version is not None and source.version != version:
+        raise refuse("identity_mismatch", "source.version")
+    if run_id is not None and stated_run is not None and run_id != stated_run:
+        raise refuse("identity_mismatch", "run_id")
+    if source is None and version is not None and stated.source_name is not None:
+        source = Source(name=stated.source_name, version=version)
+    return source, run_id if run_id is not None else stated_run
 
 
 def stat_key(stat_result: os.stat_result) -> tuple[int, ...]:

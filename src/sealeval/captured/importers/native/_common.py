@@ -57,6 +57,7 @@ __all__ = [
     "open_regular",
     "read_bounded",
     "read_companion",
+    "record_row",
     "refuse",
     "scan",
     "sibling",
@@ -618,6 +619,37 @@ class Ids:
             raise refuse("duplicate_id", field)
         self._seen.add(record_id)
         return record_id
+
+
+def record_row(
+    *,
+    record_id: str,
+    input_value: Any,
+    expected: Any,
+    output: Any,
+    scores: Mapping[str, int | float] | None = None,
+    metadata: Mapping[str, str] | None = None,
+    error: str | None = None,
+    context: Any = None,
+) -> dict[str, Any]:
+    """Return one record as a plain mapping, validated where the run is built.
+
+    For high-volume formats: ``load_run`` and the run writer validate the
+    mapping once while encoding it (the fast path), instead of building a
+    frozen :class:`~sealeval.captured.run.Record` first; a value the run
+    rules refuse is a :class:`~sealeval.captured.CapturedRunError` naming
+    ``records[<position>]``.
+    """
+    return {
+        "id": record_id,
+        "input": input_value,
+        "expected": expected,
+        "output": output,
+        "scores": dict(scores) if scores is not None else {},
+        "metadata": dict(metadata) if metadata is not None else {},
+        "error": error,
+        "context": context if context is not None else {},
+    }
 
 
 def build_record(

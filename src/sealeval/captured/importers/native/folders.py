@@ -31,11 +31,11 @@ import stat
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 from sealeval.captured.importers.base import ImportOptions, RecordSource
 from sealeval.captured.importers.native._common import refuse, scan
-from sealeval.captured.importers.native._skeleton import NativeImporter, read_head
+from sealeval.captured.importers.native._skeleton import NativeImporter, Stated, read_head
 from sealeval.captured.importers.native.inspect_eval import InspectEvalImporter
 from sealeval.captured.importers.native.inspect_log import InspectJsonLogImporter
 from sealeval.captured.importers.native.lm_eval_files import (
@@ -166,10 +166,17 @@ class FolderImporter(NativeImporter):
         raise NotImplementedError  # pragma: no cover - every folder importer overrides it
 
 
-def _slice(record: Record, task: str) -> Record:
-    return dataclasses.replace(
-        record, id=f"{task}/{record.id}", metadata={**record.metadata, "task": task}
-    )
+def _slice(record: Any, task: str) -> Any:
+    """Prefix a record's id with its task and tag the task (a Record or a record mapping)."""
+    if isinstance(record, Record):
+        return dataclasses.replace(
+            record, id=f"{task}/{record.id}", metadata={**record.metadata, "task": task}
+        )
+    return {
+        **record,
+        "id": f"{task}/{record['id']}",
+        "metadata": {**record["metadata"], "task": task},
+    }
 
 
 class LmEvalFolderImporter(FolderImporter):
@@ -194,12 +201,20 @@ class LmEvalFolderImporter(FolderImporter):
             raise refuse("ambiguous_format", "source")
         return [(relative, path, task) for (_, task), (_, relative, path) in sorted(latest.items())]
 
+    def stated(self, path: Path, options: ImportOptions) -> Stated:
+        """Return the lm-eval version the folder's results files state (all must agree)."""
+        versions = {
+            LmEvalLogSamplesImporter().stated(file, options)
+            for _, file, _ in self._choose(path, options)
+        }
+        return versions.pop() if len(versions) == 1 else Stated()
+
     def read(self, plan: FolderPlan, options: ImportOptions) -> RecordSource:
         """Yield each task's records (``lm-eval-log-samples`` rules), ids ``<task>/...``."""
         reader = LmEvalLogSamplesImporter()
         for _, path, task in plan.files:
             for record in reader.records(path, options):
-                yield _slice(record, task) if isinstance(record, Record) else record
+                yield _slice(record, task)
 
 
 class InspectFolderImporter(FolderImporter):

@@ -75,9 +75,7 @@ from sealeval.captured.importers.native._common import (
     without_nan,
     zip_first_member,
 )
-from sealeval.captured.importers.native._skeleton import (
-    NativeImporter,
-)
+from sealeval.captured.importers.native._skeleton import NativeImporter, Stated
 from sealeval.captured.run import Record
 
 __all__ = [
@@ -88,6 +86,7 @@ __all__ = [
     "check_directory",
     "log_header",
     "sample_record",
+    "stated_by_header",
 ]
 
 _ZSTD_METHOD: Final = 93
@@ -124,6 +123,21 @@ class InspectEvalImporter(NativeImporter):
         return first is not None and (
             first in _FIRST_MEMBERS or _SAMPLE_MEMBER.fullmatch(first) is not None
         )
+
+    def stated(self, path: Path, options: ImportOptions) -> Stated:
+        """Return what ``header.json`` states (run id, Inspect version)."""
+        with open_regular(path) as handle:
+            check_directory(handle)
+            try:
+                archive = zipfile.ZipFile(handle)
+            except (zipfile.BadZipFile, OSError, ValueError, EOFError):
+                raise refuse("invalid_archive", "source") from None
+            with archive:
+                info = next((i for i in archive.infolist() if i.filename == "header.json"), None)
+                if info is None:
+                    return Stated()
+                header, _ = loads(_member(archive, handle, info, options, "header"), "header")
+        return stated_by_header(header)
 
     def records(self, path: Path, options: ImportOptions) -> RecordSource:
         """Yield one record per sample member, in archive order."""
@@ -273,6 +287,21 @@ def log_header(header: Any, root: str) -> tuple[int, dict[str, Any], int | None]
                 stated = results[key]
                 break
     return epochs, facts, stated
+
+
+def stated_by_header(header: Any) -> Stated:
+    """Return what an Inspect header states: ``eval.run_id``, ``eval.packages.inspect_ai``."""
+    spec = header.get("eval") if type(header) is dict else None
+    if type(spec) is not dict:
+        return Stated()
+    packages = spec.get("packages")
+    version = packages.get("inspect_ai") if type(packages) is dict else None
+    run_id = spec.get("run_id")
+    return Stated(
+        source_name="inspect_ai",
+        source_version=version if type(version) is str and version else None,
+        run_id=run_id if type(run_id) is str and run_id else None,
+    )
 
 
 def check_complete(stated: int | None, present: int, options: ImportOptions) -> dict[str, int]:

@@ -27,11 +27,12 @@ from pathlib import Path
 
 from sealeval.captured.importers.base import ImportOptions, RecordSource
 from sealeval.captured.importers.native._common import Ids, refuse
-from sealeval.captured.importers.native._skeleton import NativeImporter, read_document
+from sealeval.captured.importers.native._skeleton import NativeImporter, Stated, read_document
 from sealeval.captured.importers.native.inspect_eval import (
     check_complete,
     log_header,
     sample_record,
+    stated_by_header,
 )
 
 __all__ = ["InspectJsonLogImporter"]
@@ -46,6 +47,11 @@ class InspectJsonLogImporter(NativeImporter):
         """Claim nothing: ``inspect-json`` claims these logs and ``auto`` falls back here."""
         del head, path
         return False
+
+    def stated(self, path: Path, options: ImportOptions) -> Stated:
+        """Return ``eval.run_id`` and the ``inspect_ai`` package version of the log."""
+        log, _ = read_document(path, options)
+        return stated_by_header(log)
 
     def records(self, path: Path, options: ImportOptions) -> RecordSource:
         """Yield one record per sample (and epoch), in file order."""

@@ -65,12 +65,12 @@ from sealeval.captured.importers.native._common import (
     Ids,
     Scores,
     Shape,
-    build_record,
     identifier,
     iter_jsonl,
     number,
     open_regular,
     read_companion,
+    record_row,
     refuse,
     scan,
     sibling,
@@ -80,10 +80,10 @@ from sealeval.captured.importers.native._common import (
 )
 from sealeval.captured.importers.native._skeleton import (
     NativeImporter,
+    Stated,
     read_head,
     read_value,
 )
-from sealeval.captured.run import Record
 
 __all__ = ["LmEvalLogSamplesImporter", "chosen_fields", "samples_name"]
 
@@ -109,6 +109,16 @@ class LmEvalLogSamplesImporter(NativeImporter):
             return shape.names(0) >= _ROW_KEYS
         return _is_results(shape)
 
+    def stated(self, path: Path, options: ImportOptions) -> Stated:
+        """Return ``lm_eval_version`` of the results file beside the samples (no run id)."""
+        del options
+        layout = "array" if scan(read_head(path)).kind == "array" else "lines"
+        version = _facts(path, layout=layout).get("lm_eval_version")
+        return Stated(
+            source_name="lm-evaluation-harness",
+            source_version=version if type(version) is str and version else None,
+        )
+
     def records(self, path: Path, options: ImportOptions) -> RecordSource:
         """Yield one record per row, in file order."""
         shape = scan(read_head(path))
@@ -131,9 +141,9 @@ class LmEvalLogSamplesImporter(NativeImporter):
             if type(row) is not dict:
                 raise refuse("invalid_document", where)
             record = _record(row, where, multi=multi, options=options, nan=nan, facts=facts)
-            if "filter" not in row and record.id in ids:
+            if "filter" not in row and record["id"] in ids:
                 raise refuse("filter_unavailable", f"{where}.doc_id")
-            ids.add(record.id, f"{where}.doc_id")
+            ids.add(record["id"], f"{where}.doc_id")
             yield record
         if not rows:
             raise refuse("no_records", "source")
@@ -147,7 +157,7 @@ class LmEvalLogSamplesImporter(NativeImporter):
         with open_regular(path) as handle:
             for where, row, nan in iter_jsonl(handle, options):
                 record = _record(row, where, multi=multi, options=options, nan=nan, facts=facts)
-                ids.add(record.id, f"{where}.doc_id")
+                ids.add(record["id"], f"{where}.doc_id")
                 count += 1
                 yield record
         if count == 0:
@@ -199,7 +209,7 @@ def _record(
     options: ImportOptions,
     nan: bool,
     facts: dict[str, Any],
-) -> Record:
+) -> dict[str, Any]:
     for key in _REQUIRED:
         if key not in row:
             raise refuse("missing_field", f"{where}.{key}")
@@ -221,8 +231,7 @@ def _record(
             raise refuse("invalid_field", f"{where}.filter")
         record_id = f"{doc_id}/{name}"
         metadata["filter"] = name
-    return build_record(
-        where,
+    return record_row(
         record_id=record_id,
         input_value=clean["doc"],
         expected=clean["target"],
