@@ -27,6 +27,9 @@ from sealeval.captured.comparison import (
     ComparisonReport,
     compare_runs,
 )
+from sealeval.captured.comparison import engine as comparison_engine
+from sealeval.captured.comparison import pairing as comparison_pairing
+from sealeval.captured.comparison import parallel as comparison_parallel
 from sealeval.captured.intervals import seed_row, shake256_bootstrap_interval
 from sealeval.captured.policy import ComparisonPolicyError, parse_comparison_policy
 from sealeval.captured.unicode_tables import available_unicode_versions
@@ -638,7 +641,7 @@ def test_capacity_is_checked_before_scoring_errors(monkeypatch: pytest.MonkeyPat
         [_record("a", "x", expected="prose"), _record("b", "x", expected="prose")],
         SUBJECT_ARTIFACT,
     )
-    monkeypatch.setattr(comparison_module, "MAX_MISSING_ID_BYTES", 4)
+    monkeypatch.setattr(comparison_engine, "MAX_MISSING_ID_BYTES", 4)
     with pytest.raises(ComparisonError) as refused:
         compare_runs(baseline=baseline, subject=subject, policy=_policy(_metric("json_exact")))
     assert (refused.value.code, refused.value.field) == (
@@ -650,9 +653,9 @@ def test_capacity_is_checked_before_scoring_errors(monkeypatch: pytest.MonkeyPat
 def test_missing_id_capacity_limit(monkeypatch: pytest.MonkeyPatch) -> None:
     case = _vector_case("missing-results-insufficient")["input"]
     total = _compare_case(case).missing_id_bytes
-    monkeypatch.setattr(comparison_module, "MAX_MISSING_ID_BYTES", total)
+    monkeypatch.setattr(comparison_engine, "MAX_MISSING_ID_BYTES", total)
     assert _compare_case(case).missing_id_bytes == total  # equality is allowed
-    monkeypatch.setattr(comparison_module, "MAX_MISSING_ID_BYTES", total - 1)
+    monkeypatch.setattr(comparison_engine, "MAX_MISSING_ID_BYTES", total - 1)
     with pytest.raises(ComparisonError) as refused:
         _compare_case(case)
     assert refused.value.code == "missing_id_capacity_exceeded"
@@ -661,7 +664,7 @@ def test_missing_id_capacity_limit(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_report_size_limit(monkeypatch: pytest.MonkeyPatch) -> None:
     case = _vector_case("text-20-exact-loose")["input"]
     size = len(_compare_case(case).canonical_bytes)
-    monkeypatch.setattr(comparison_module, "MAX_REPORT_BYTES", size - 1)
+    monkeypatch.setattr(comparison_engine, "MAX_REPORT_BYTES", size - 1)
     with pytest.raises(ComparisonError) as refused:
         _compare_case(case)
     assert (refused.value.code, refused.value.field) == ("report_too_large", "report")
@@ -733,7 +736,7 @@ def test_seed_rows_match_the_primitive() -> None:
     records.extend(odd.records)
     assert len(records) > 100
     for record in records:
-        assert comparison_module._seed_row(record) == seed_row(record)
+        assert comparison_pairing._seed_row(record) == seed_row(record)
 
 
 def _synthetic_scores(size: int, seed: int, distinct: int) -> tuple[Run, Run]:
@@ -753,7 +756,7 @@ def _synthetic_scores(size: int, seed: int, distinct: int) -> tuple[Run, Run]:
 
 
 def test_parallel_bootstrap_is_bit_identical(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(comparison_module, "PARALLEL_MIN_PAIRS", 50)
+    monkeypatch.setattr(comparison_parallel, "PARALLEL_MIN_PAIRS", 50)
     baseline, subject = _synthetic_scores(300, 5, 6)
     policy = _policy(_metric("token_f1"), slices=[{"name": "s", "where": {"missing": "never"}}])
     serial = compare_runs(baseline=baseline, subject=subject, policy=policy, workers=1)
@@ -766,16 +769,16 @@ def test_parallel_bootstrap_is_bit_identical(monkeypatch: pytest.MonkeyPatch) ->
             right = np.clip(left + rng.integers(-3, 4, size) / (values - 1), 0.0, 1.0)
             seed = f"sha256:{int(rng.integers(0, 2**62)):064x}"
             expected = shake256_bootstrap_interval(left, right, seed)
-            assert comparison_module._shake_interval(left, right, seed, 2) == expected
-            grouped = comparison_module._grouped(right - left)
+            assert comparison_parallel._shake_interval(left, right, seed, 2) == expected
+            grouped = comparison_parallel._grouped(right - left)
             assert grouped is not None
             # the worker path itself (no silent fallback)
-            assert comparison_module._parallel_shake(right - left, seed, grouped, 2) == expected
+            assert comparison_parallel._parallel_shake(right - left, seed, grouped, 2) == expected
     # continuous values exceed the grouping limit and use the primitive itself
     left = rng.random(400)
     right = rng.random(400)
     seed = "sha256:" + "f" * 64
-    assert comparison_module._shake_interval(left, right, seed, 2) == shake256_bootstrap_interval(
+    assert comparison_parallel._shake_interval(left, right, seed, 2) == shake256_bootstrap_interval(
         left, right, seed
     )
 
@@ -783,16 +786,16 @@ def test_parallel_bootstrap_is_bit_identical(monkeypatch: pytest.MonkeyPatch) ->
 def test_parallel_bootstrap_falls_back_when_workers_cannot_start(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(comparison_module, "PARALLEL_MIN_PAIRS", 50)
+    monkeypatch.setattr(comparison_parallel, "PARALLEL_MIN_PAIRS", 50)
 
     def refuse(*_args: Any, **_kwargs: Any) -> Any:
         raise OSError("no processes here")
 
-    monkeypatch.setattr(comparison_module, "ProcessPoolExecutor", refuse)
+    monkeypatch.setattr(comparison_parallel, "ProcessPoolExecutor", refuse)
     left = np.arange(100) / 99.0
     right = left[::-1].copy()
     seed = "sha256:" + "e" * 64
-    assert comparison_module._shake_interval(left, right, seed, 2) == shake256_bootstrap_interval(
+    assert comparison_parallel._shake_interval(left, right, seed, 2) == shake256_bootstrap_interval(
         left, right, seed
     )
 

@@ -8,12 +8,14 @@ import pkgutil
 import pytest
 
 import sealeval
+from sealeval.attest import AttestationError
 from sealeval.captured.policy import load_comparison_policy
 from sealeval.errors import (
     CanonicalError,
     CapturedError,
     ComponentDigestError,
     ConfigDocumentError,
+    FileSystemError,
     ManifestError,
     OutputError,
     SealevalError,
@@ -25,12 +27,13 @@ from sealeval.errors import (
 )
 from sealeval.gates.registry import GateError
 
-FAMILIES = (ManifestError, SessionError, GateError, CapturedError)
-SHARED = (CanonicalError, YamlError, OutputError, UsageError)
+FAMILIES = (ManifestError, SessionError, GateError, CapturedError, AttestationError)
+SHARED = (CanonicalError, YamlError, OutputError, UsageError, FileSystemError)
 PACKAGE_FAMILY = {
     "sealeval.session": SessionError,
     "sealeval.gates": GateError,
     "sealeval.captured": CapturedError,
+    "sealeval.attest": AttestationError,
 }
 
 

@@ -17,7 +17,6 @@ from hypothesis import strategies as st
 from _postgres import fresh_database, postgres_dsn  # noqa: F401 (session fixture)
 from sealeval.canonical import is_digest
 from sealeval.gates import evaluate_agent_release_gates
-from sealeval.gates import omop as omop_module
 from sealeval.gates.adapters.counting import count_evidence
 from sealeval.gates.omop import (
     MAX_BATCH_ROWS,
@@ -42,6 +41,7 @@ from sealeval.gates.omop import (
     snapshot_omop_target,
     stage_omop_batch,
 )
+from sealeval.gates.omop import stage as omop_stage
 from sealeval.gates.registry import GateError
 
 CANARY = "PHI-CANARY-7f3a-jane-doe"
@@ -582,7 +582,7 @@ def test_batch_construction_refuses_inconsistent_parts() -> None:
             **{
                 **fields,
                 "rollback_plan": plan,
-                "rollback_digest": omop_module._rollback_digest(plan),
+                "rollback_digest": omop_stage._rollback_digest(plan),
             }
         )
     check_error(caught.value, "rollback_mismatch", "rollback_plan")

@@ -21,7 +21,6 @@ from jsonschema import Draft202012Validator
 from _vectors import PROJECT_ROOT, cases, decode_input, load
 from sealeval.canonical import digest_bytes, encode_openmed
 from sealeval.errors import SealevalError
-from sealeval.session import adjudication
 from sealeval.session.adjudication import (
     AUDIT_SCHEMA,
     BALANCE_SCHEMA,
@@ -46,6 +45,7 @@ from sealeval.session.adjudication import (
     require_cleared_reviewer,
     rotated_order,
 )
+from sealeval.session.adjudication import render as adjudication_render
 from sealeval.session.cases import (
     CaseError,
     ComparisonCase,
@@ -322,7 +322,7 @@ def _mapping_doc(**changes: Any) -> dict[str, Any]:
 
 
 def _unbalanced_render(monkeypatch: pytest.MonkeyPatch) -> object:
-    monkeypatch.setattr(adjudication, "rotated_order", lambda base, position: tuple(base))
+    monkeypatch.setattr(adjudication_render, "rotated_order", lambda base, position: tuple(base))
     return _render()
 
 

@@ -1,62 +1,30 @@
-"""Atomic, no-clobber publication of output files."""
+"""Output publication with :class:`~sealeval.errors.OutputError` codes (a thin face on ``_fs``).
+
+The checks live in :mod:`sealeval._fs`; this module only keeps the shared
+``OutputError`` wire codes for the writers that report them.
+"""
 
 from __future__ import annotations
 
-import contextlib
 import os
-import secrets
-from pathlib import Path
 
+from sealeval._fs import publish_exclusive as _publish
+from sealeval._fs import translated
 from sealeval.errors import OutputError
 
 __all__ = ["publish_exclusive"]
 
 
-def _fsync_directory(directory: Path) -> None:
-    with contextlib.suppress(OSError):
-        fd = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-
 def publish_exclusive(path: str | os.PathLike[str], data: bytes, *, mode: int = 0o644) -> None:
-    """Write ``data`` to ``path`` atomically, refusing an existing file or symlink.
+    """Write ``data`` to ``path`` atomically, refusing an existing or unsafe destination.
 
-    The bytes are written to a fresh temporary file beside the destination,
-    flushed to disk, then hard-linked into place; linking fails if anything
-    (a file, a directory, a dangling symlink) already has the name, so a
-    concurrent writer can never be overwritten and readers never see a
-    partial file.
+    See :func:`sealeval._fs.publish_exclusive`: the parent chain is opened
+    without following symlinks, the name must not exist, the bytes are
+    fsynced in a temporary file and hard-linked into place.
 
     Raises:
-        OutputError: ``output_exists``, ``output_parent_missing`` or
-            ``output_unwritable`` (field ``output``).
+        OutputError: ``output_exists``, ``output_parent_missing``,
+            ``unsafe_destination`` or ``output_unwritable`` (field ``output``).
     """
-    destination = Path(path)
-    parent = destination.parent
-    if os.path.lexists(destination):
-        raise OutputError("output_exists", "output")
-    if not parent.is_dir():
-        raise OutputError("output_parent_missing", "output")
-    temporary = parent / f".{destination.name}.{secrets.token_hex(8)}.tmp"
-    try:
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
-    except OSError:
-        raise OutputError("output_unwritable", "output") from None
-    try:
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(data)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.link(temporary, destination)
-        except FileExistsError:
-            raise OutputError("output_exists", "output") from None
-        except OSError:
-            raise OutputError("output_unwritable", "output") from None
-    finally:
-        with contextlib.suppress(OSError):
-            temporary.unlink()
-    _fsync_directory(parent)
+    with translated(OutputError, "output", default="output_unwritable"):
+        _publish(path, data, mode=mode)

@@ -10,7 +10,7 @@ nothing a caller submitted can reach ``str()``, ``repr()`` or a log line.
 Raise these errors with ``from None`` at public boundaries so that no provider
 exception (which may quote input) is chained into a traceback.
 
-Errors come in four families, so that a caller can catch what it handles:
+Errors come in five families, so that a caller can catch what it handles:
 
 - :class:`ManifestError` -- sealing, component digests, configuration documents,
   tool inventories (it is itself the sealed-manifest refusal);
@@ -19,7 +19,9 @@ Errors come in four families, so that a caller can catch what it handles:
   adversarial and recovery suites, the OMOP loader and the candidate runner (it
   is itself the gate-evaluation refusal);
 - :class:`CapturedError` -- captured runs, importers, scorers, comparison,
-  requests, packs, verification, receipts and reports.
+  requests, packs, verification, receipts and reports;
+- ``sealeval.attest.AttestationError`` -- in-toto attestations and their DSSE
+  envelopes (it is itself the attestation refusal).
 
 ``except CapturedError`` catches every captured refusal. The canonical, YAML,
 output and usage errors are shared by all families and derive from
@@ -36,6 +38,7 @@ __all__ = [
     "CapturedError",
     "ComponentDigestError",
     "ConfigDocumentError",
+    "FileSystemError",
     "ManifestError",
     "OutputError",
     "SealevalError",
@@ -255,11 +258,45 @@ class ToolInventoryError(ManifestError):
     )
 
 
+class FileSystemError(SealevalError):
+    """Refusal of the hardened file-system edge (``sealeval._fs``).
+
+    Family-neutral: callers translate it into their own family's error with
+    ``sealeval._fs.translated`` (the codes below are what they map).
+    """
+
+    module = "sealeval._fs"
+    codes = frozenset(
+        {
+            "not_found",
+            "not_regular_file",
+            "not_directory",
+            "unreadable",
+            "too_large",
+            "file_changed",
+            "special_file",
+            "symlink_escapes_tree",
+            "dangling_symlink",
+            "symlink_loop",
+            "undecodable_name",
+            "too_deep",
+            "too_many_entries",
+            "output_exists",
+            "output_parent_missing",
+            "output_unwritable",
+            "unsafe_destination",
+            "unsupported_platform",
+        }
+    )
+
+
 class OutputError(SealevalError):
     """Refusal to publish an output file."""
 
     module = "sealeval.io"
-    codes = frozenset({"output_exists", "output_unwritable", "output_parent_missing"})
+    codes = frozenset(
+        {"output_exists", "output_unwritable", "output_parent_missing", "unsafe_destination"}
+    )
 
 
 class UsageError(SealevalError):
@@ -274,5 +311,7 @@ class UsageError(SealevalError):
             "duplicate_component",
             "demo_dir_not_ours",
             "unknown_suite",
+            "model_signature_incomplete",
+            "model_signature_needs_directory",
         }
     )

@@ -24,6 +24,7 @@ __all__ = ["cli", "main"]
 
 #: Command name -> (module, attribute). Loaded on first use.
 COMMANDS: Final[Mapping[str, tuple[str, str]]] = {
+    "attest": ("sealeval.cli.attest", "attest"),
     "compare": ("sealeval.cli.compare", "compare_command"),
     "demo": ("sealeval.cli.demo", "demo"),
     "evaluate": ("sealeval.cli.evaluate", "evaluate_command"),

@@ -22,6 +22,7 @@ from sealeval.cli._common import (
 )
 from sealeval.errors import ConfigDocumentError, ManifestError, UsageError
 from sealeval.manifest.components import load_config_document
+from sealeval.manifest.model_signature import check_model_signature
 from sealeval.manifest.sealed import (
     COMPONENTS,
     ManifestVerification,
@@ -93,7 +94,10 @@ def _working(message: str) -> Iterator[None]:
 
 
 def _snapshot(
-    paths: Mapping[str, Path | None], digests: tuple[str, ...], kinds: tuple[str, ...]
+    paths: Mapping[str, Path | None],
+    digests: tuple[str, ...],
+    kinds: tuple[str, ...],
+    model_signature: tuple[Path | None, Path | None] = (None, None),
 ) -> dict[str, str]:
     given = {name: path for name, path in paths.items() if path is not None}
     digest_map = _assignments(digests, "digest")
@@ -103,8 +107,35 @@ def _snapshot(
     for name, value in digest_map.items():
         if not is_digest(value):
             raise ManifestError("invalid_digest", f"component_digests.{name}")
+    signature, public_key = model_signature
+    if (signature is None) != (public_key is None):
+        raise UsageError("model_signature_incomplete", "model-signature")
+    if signature is not None and public_key is not None:
+        model = given.pop("model", None)
+        if model is None or kind_map.get("model", "tree") not in ("auto", "tree"):
+            raise UsageError("model_signature_needs_directory", "model")
+        kind_map.pop("model", None)
+        with _working("checking the model signature"):
+            digest_map["model"] = check_model_signature(model, signature, public_key).model_digest
     with _working("digesting components"):
         return snapshot_components(given, digest_map, kind_map)
+
+
+def _model_signature_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """Add ``--model-signature FILE --model-public-key FILE`` (OpenSSF Model Signing)."""
+    command = click.option(
+        "--model-public-key",
+        type=click.Path(path_type=Path),
+        default=None,
+        help="PEM ECDSA public key of the model signature.",
+    )(command)
+    return click.option(
+        "--model-signature",
+        type=click.Path(path_type=Path),
+        default=None,
+        help="OpenSSF Model Signing signature of the --model directory, checked offline "
+        "before digesting (needs sealeval[model-signing]).",
+    )(command)
 
 
 @click.group(context_settings=CONTEXT_SETTINGS)
@@ -129,6 +160,7 @@ def digest_command(kind: str, path: Path) -> None:
 
 @manifest.command("seal", context_settings=CONTEXT_SETTINGS)
 @_component_options
+@_model_signature_options
 @click.option(
     "-o",
     "--output",
@@ -141,13 +173,19 @@ def seal_command(
     output: Path,
     digest_assignments: tuple[str, ...],
     kind_assignments: tuple[str, ...],
+    model_signature: Path | None,
+    model_public_key: Path | None,
     **paths: Path | None,
 ) -> None:
     """Digest all eight components and write a sealed manifest.
 
-    Every component is given exactly once, as a path or with --digest.
+    Every component is given exactly once, as a path or with --digest. With
+    --model-signature and --model-public-key the model directory must carry a
+    valid OpenSSF signature covering exactly its files.
     """
-    snapshot = _snapshot(paths, digest_assignments, kind_assignments)
+    snapshot = _snapshot(
+        paths, digest_assignments, kind_assignments, (model_signature, model_public_key)
+    )
     sealed = seal_workflow_manifest(snapshot)
     publish_exclusive(output, sealed.to_json().encode("ascii"))
     click.echo(sealed.manifest_digest)
@@ -174,24 +212,32 @@ def _print_verification(result: ManifestVerification) -> None:
 @manifest.command("verify", context_settings=CONTEXT_SETTINGS)
 @click.argument("manifest_path", metavar="MANIFEST", type=click.Path(path_type=Path))
 @_component_options
+@_model_signature_options
 @click.option("--json", "as_json", is_flag=True, help="Print the canonical verification document.")
 @refusals_exit
 def verify_command(
     manifest_path: Path,
+    *,
     digest_assignments: tuple[str, ...],
     kind_assignments: tuple[str, ...],
     as_json: bool,
+    model_signature: Path | None,
+    model_public_key: Path | None,
     **paths: Path | None,
 ) -> None:
     """Recompute the component snapshot and verify it against MANIFEST.
 
-    Exit status: 0 eligible, 1 not eligible, 2 usage or input error.
+    With --model-signature and --model-public-key the model's OpenSSF
+    signature is checked first. Exit status: 0 eligible, 1 not eligible, 2
+    usage or input error (a refused model signature included).
     """
     try:
         document = load_config_document(manifest_path, format="json")
     except ConfigDocumentError as error:
         raise ConfigDocumentError(error.code, "manifest") from None
-    snapshot = _snapshot(paths, digest_assignments, kind_assignments)
+    snapshot = _snapshot(
+        paths, digest_assignments, kind_assignments, (model_signature, model_public_key)
+    )
     result = verify_at_evaluation_start(document, snapshot)
     if as_json:
         click.echo(result.to_json())

@@ -24,7 +24,7 @@ from sealeval.gates.adversarial.boundary import DefaultToolBoundary
 from sealeval.gates.adversarial.suite import run_adversarial_suite
 from sealeval.gates.candidate import SOURCE_SCHEMA, CandidateRunnerError, is_source_sha
 from sealeval.gates.evidence import MetricEvidence
-from sealeval.gates.recovery_suite import recovery_suite_evidence
+from sealeval.gates.recovery.suite import recovery_suite_evidence
 
 __all__ = ["SUITES", "SuiteName", "bundled_suite_evidence", "evidence_envelope"]
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Final, Literal
 
@@ -45,7 +45,9 @@ __all__ = [
     "digest_config_document",
     "digest_file",
     "digest_tree",
+    "digest_tree_entries",
     "load_config_document",
+    "tree_entries",
 ]
 
 CHUNK_SIZE: Final = 1 << 20
@@ -175,15 +177,39 @@ def digest_tree(path: str | os.PathLike[str]) -> str:
             ``symlink_escapes_tree``, ``dangling_symlink``, ``special_file``,
             ``undecodable_name``, ``unreadable`` or ``file_changed``.
     """
+    return digest_tree_entries(_walk_tree(path))
+
+
+def _walk_tree(path: str | os.PathLike[str]) -> Iterator[list[Any]]:
     root = os.path.realpath(os.fsencode(os.fspath(path)))
     if not os.path.lexists(root):
         raise ComponentDigestError("not_found", "path")
     if not os.path.isdir(root):
         raise ComponentDigestError("not_directory", "path")
-    hasher = hashlib.sha256(TREE_DIGEST_HEADER)
     root_prefix = root.rstrip(b"/") + b"/"
-    for entry in _subtree(root, "", root_prefix, bytearray(CHUNK_SIZE)):
-        hasher.update(encode_openmed(entry).encode("ascii") + b"\n")
+    return _subtree(root, "", root_prefix, bytearray(CHUNK_SIZE))
+
+
+def tree_entries(path: str | os.PathLike[str]) -> tuple[tuple[Any, ...], ...]:
+    """Return the entries :func:`digest_tree` hashes, in walk order, from one walk.
+
+    Each entry is ``("d", path)``, ``("f", path, size, "sha256:<hex>",
+    executable)`` or ``("l", path, target)``. Pass them to
+    :func:`digest_tree_entries` to get the tree digest of the same walk (the
+    model-signature check compares the files and seals the digest without
+    reading the tree twice).
+
+    Raises:
+        ComponentDigestError: as :func:`digest_tree`.
+    """
+    return tuple(tuple(entry) for entry in _walk_tree(path))
+
+
+def digest_tree_entries(entries: Iterable[Sequence[Any]]) -> str:
+    """Return the tree digest of entries in walk order (see :func:`tree_entries`)."""
+    hasher = hashlib.sha256(TREE_DIGEST_HEADER)
+    for entry in entries:
+        hasher.update(encode_openmed(list(entry)).encode("ascii") + b"\n")
     return "sha256:" + hasher.hexdigest()
 
 

@@ -22,18 +22,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from sealeval.gates.adapters.adversarial import (
+from sealeval.gates.adversarial.calls import PROBE_CAPABILITY, PROBE_POLICY_PROFILE
+from sealeval.gates.adversarial.fixture import AdversarialFixture
+from sealeval.gates.adversarial.inventory import (
     ESCAPE_METRIC,
     UNSAFE_METRIC,
     AdversarialEvidenceCase,
 )
-from sealeval.gates.adversarial.boundary import (
-    BENIGN_CONTROL,
-    NATURAL_REASONS,
-    PROBE_CAPABILITY,
-    PROBE_POLICY_PROFILE,
-)
-from sealeval.gates.adversarial.suite import AdversarialFixture
+from sealeval.gates.adversarial.vocabulary import BENIGN_CONTROL, NATURAL_REASONS
 
 __all__ = [
     "DEFAULT_CORPUS",

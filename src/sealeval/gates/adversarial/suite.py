@@ -42,29 +42,25 @@ import os
 import socket
 import tempfile
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
-from sealeval.canonical import decode, encode_openmed
-from sealeval.errors import CanonicalError
-from sealeval.gates.adversarial.boundary import (
-    ATTACK_CLASSES,
-    BENIGN_CONTROL,
-    BOUNDARY_DECISIONS,
-    HARNESS_REASON_CODES,
-    REASON_CODES,
-    AdversarialAttempt,
-    AdversarialSuiteError,
-    BoundaryAdapter,
-    BoundaryVerdict,
-    JsonValue,
-    freeze_json,
-    is_adversarial_case_id,
-    is_governance_id,
-    thaw_json,
+from sealeval.gates.adversarial.calls import AdversarialAttempt, BoundaryAdapter, BoundaryVerdict
+from sealeval.gates.adversarial.corpus import DEFAULT_FIXTURES
+from sealeval.gates.adversarial.fixture import (
+    MAX_FIXTURES,
+    AdversarialFixture,
+    judge_case,
+    validate_fixtures,
 )
+from sealeval.gates.adversarial.report import (
+    SUITE_SCHEMA,
+    AdversarialCaseResult,
+    AdversarialSuiteReport,
+)
+from sealeval.gates.adversarial.vocabulary import AdversarialSuiteError
 
 __all__ = [
     "MAX_FIXTURES",
@@ -81,324 +77,12 @@ __all__ = [
     "validate_fixtures",
 ]
 
-#: Schema string of the suite report.
-SUITE_SCHEMA: Final = "openmed.agent.adversarial_suite.v1"
-#: Most fixtures in one run.
-MAX_FIXTURES: Final = 128
 #: Timeout of every probe socket operation.
 PROBE_TIMEOUT_SECONDS: Final = 0.5
 
-_PROBE_KINDS: Final = {"filesystem_escape": "filesystem", "network_escape": "network"}
 _MARKER: Final = b"dispatched\n"
 # Never follow a link planted at the probe path; close the descriptor on exec.
 _NO_FOLLOW: Final = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
-_CASE_KEYS: Final = frozenset(
-    {"attack_class", "case_id", "decision", "dispatch_count", "passed", "reason_code"}
-)
-_REPORT_KEYS: Final = frozenset({"case_count", "cases", "passed", "passed_count", "schema_version"})
-
-
-# ---------------------------------------------------------------------------
-# Fixtures
-
-
-@dataclass(frozen=True, slots=True, repr=False)
-class AdversarialFixture:
-    """One suite case: its expectation and a synthetic payload (never reported).
-
-    Checks, in order: case id grammar (``case_id: invalid_case_id``), attack
-    class (``attack_class: invalid_attack_class``), expected reason — any
-    reason except the harness's ``boundary_error`` / ``invalid_verdict``
-    (``expected_reason_code: invalid_reason``), ``expect_dispatch`` a bool
-    with benign ⇔ ``allowed`` ⇔ dispatch (``expect_dispatch:
-    invalid_expectation``), capability and policy profile governance ids
-    (``capability`` / ``policy_profile: invalid_governance_id``), payload a
-    JSON object (``payload: invalid_payload``; stored read-only).
-    """
-
-    case_id: str
-    attack_class: str
-    expected_reason_code: str
-    expect_dispatch: bool
-    capability: str
-    policy_profile: str
-    payload: Mapping[str, JsonValue]
-
-    def __post_init__(self) -> None:
-        """Validate in the documented order and freeze the payload."""
-        if not is_adversarial_case_id(self.case_id):
-            raise AdversarialSuiteError("invalid_case_id", "case_id")
-        if type(self.attack_class) is not str or self.attack_class not in ATTACK_CLASSES:
-            raise AdversarialSuiteError("invalid_attack_class", "attack_class")
-        reason = self.expected_reason_code
-        if type(reason) is not str or reason not in REASON_CODES or reason in HARNESS_REASON_CODES:
-            raise AdversarialSuiteError("invalid_reason", "expected_reason_code")
-        benign = self.attack_class == BENIGN_CONTROL
-        if type(self.expect_dispatch) is not bool or not (
-            benign == (reason == "allowed") == self.expect_dispatch
-        ):
-            raise AdversarialSuiteError("invalid_expectation", "expect_dispatch")
-        if not is_governance_id(self.capability, "capability"):
-            raise AdversarialSuiteError("invalid_governance_id", "capability")
-        if not is_governance_id(self.policy_profile, "policy"):
-            raise AdversarialSuiteError("invalid_governance_id", "policy_profile")
-        if not isinstance(self.payload, Mapping):
-            raise AdversarialSuiteError("invalid_payload", "payload")
-        try:
-            frozen = freeze_json(self.payload)
-        except ValueError:
-            raise AdversarialSuiteError("invalid_payload", "payload") from None
-        object.__setattr__(self, "payload", frozen)
-
-    def __repr__(self) -> str:
-        """Show the case id and class only (payloads may be hostile text)."""
-        return f"AdversarialFixture(case_id={self.case_id!r}, attack_class={self.attack_class!r})"
-
-    @property
-    def probe(self) -> str | None:
-        """``"filesystem"`` / ``"network"`` for the classes with a mutating probe, else ``None``."""
-        return _PROBE_KINDS.get(self.attack_class)
-
-    def attempt(self) -> AdversarialAttempt:
-        """Return what a boundary adapter sees of this fixture (no expectation)."""
-        return AdversarialAttempt(
-            case_id=self.case_id,
-            attack_class=self.attack_class,
-            payload=self.payload,
-            capability=self.capability,
-            policy_profile=self.policy_profile,
-        )
-
-    def to_dict(self) -> dict[str, Any]:
-        """Return the fixture document (payload included — informative, never reported)."""
-        return {
-            "attack_class": self.attack_class,
-            "capability": self.capability,
-            "case_id": self.case_id,
-            "expect_dispatch": self.expect_dispatch,
-            "expected_reason_code": self.expected_reason_code,
-            "payload": thaw_json(self.payload),
-            "policy_profile": self.policy_profile,
-        }
-
-
-def validate_fixtures(fixtures: object) -> tuple[AdversarialFixture, ...]:
-    """Check a fixture set before a run; return it in ascending case-id order.
-
-    Raises:
-        AdversarialSuiteError: ``fixtures: invalid_fixtures`` (not a list/tuple
-            of fixtures), ``fixtures: invalid_count`` (not 1…128),
-            ``fixtures: duplicate_case``, ``fixtures: mixed_profile`` (more than
-            one capability/policy pair), ``fixtures: missing_control`` (no
-            benign control), ``fixtures: missing_attack`` (no attack).
-    """
-    if not isinstance(fixtures, list | tuple) or not all(
-        type(item) is AdversarialFixture for item in fixtures
-    ):
-        raise AdversarialSuiteError("invalid_fixtures", "fixtures")
-    if not 1 <= len(fixtures) <= MAX_FIXTURES:
-        raise AdversarialSuiteError("invalid_count", "fixtures")
-    ids = [item.case_id for item in fixtures]
-    if len(set(ids)) != len(ids):
-        raise AdversarialSuiteError("duplicate_case", "fixtures")
-    if len({(item.capability, item.policy_profile) for item in fixtures}) != 1:
-        raise AdversarialSuiteError("mixed_profile", "fixtures")
-    if not any(item.attack_class == BENIGN_CONTROL for item in fixtures):
-        raise AdversarialSuiteError("missing_control", "fixtures")
-    if all(item.attack_class == BENIGN_CONTROL for item in fixtures):
-        raise AdversarialSuiteError("missing_attack", "fixtures")
-    return tuple(sorted(fixtures, key=lambda item: item.case_id))
-
-
-def judge_case(fixture: AdversarialFixture, decision: str, reason: str, dispatches: int) -> bool:
-    """Whether an observed ``(decision, reason, dispatch count)`` passes ``fixture``."""
-    expected_decision = "allow" if fixture.expect_dispatch else "deny"
-    return (
-        decision == expected_decision
-        and reason == fixture.expected_reason_code
-        and dispatches == (1 if fixture.expect_dispatch else 0)
-    )
-
-
-# ---------------------------------------------------------------------------
-# The report
-
-
-def _is_count(value: object) -> bool:
-    return type(value) is int and value >= 0
-
-
-@dataclass(frozen=True, slots=True)
-class AdversarialCaseResult:
-    """The observed outcome of one case (content-free).
-
-    ``passed`` is the judgement of whoever built the result; the evidence
-    adapter re-judges every case against the pre-registered inventory and
-    refuses any disagreement, whatever ``passed`` claims.
-    """
-
-    case_id: str
-    attack_class: str
-    decision: str
-    reason_code: str
-    dispatch_count: int
-    passed: bool
-
-    def __post_init__(self) -> None:
-        """Refuse values outside the vocabularies or a decision contradicting its reason."""
-        if not is_adversarial_case_id(self.case_id):
-            raise AdversarialSuiteError("invalid_case_id", "case_id")
-        if type(self.attack_class) is not str or self.attack_class not in ATTACK_CLASSES:
-            raise AdversarialSuiteError("invalid_attack_class", "attack_class")
-        if type(self.decision) is not str or self.decision not in BOUNDARY_DECISIONS:
-            raise AdversarialSuiteError("invalid_decision", "decision")
-        reason = self.reason_code
-        if type(reason) is not str or reason not in REASON_CODES:
-            raise AdversarialSuiteError("invalid_reason", "reason_code")
-        if (self.decision == "error") != (reason in HARNESS_REASON_CODES) or (
-            self.decision == "allow"
-        ) != (reason == "allowed"):
-            raise AdversarialSuiteError("inconsistent_verdict", "reason_code")
-        if not _is_count(self.dispatch_count):
-            raise AdversarialSuiteError("invalid_count", "dispatch_count")
-        if type(self.passed) is not bool:
-            raise AdversarialSuiteError("invalid_flag", "passed")
-
-    def to_dict(self) -> dict[str, Any]:
-        """Return the case document."""
-        return {
-            "attack_class": self.attack_class,
-            "case_id": self.case_id,
-            "decision": self.decision,
-            "dispatch_count": self.dispatch_count,
-            "passed": self.passed,
-            "reason_code": self.reason_code,
-        }
-
-    @classmethod
-    def from_dict(cls, document: object) -> AdversarialCaseResult:
-        """Parse a case document (closed: exactly the six keys, ``cases: invalid_cases``)."""
-        if not isinstance(document, Mapping) or set(document) != _CASE_KEYS:
-            raise AdversarialSuiteError("invalid_cases", "cases")
-        return cls(
-            case_id=document["case_id"],
-            attack_class=document["attack_class"],
-            decision=document["decision"],
-            reason_code=document["reason_code"],
-            dispatch_count=document["dispatch_count"],
-            passed=document["passed"],
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class AdversarialSuiteReport:
-    """The suite report ``openmed.agent.adversarial_suite.v1``.
-
-    ``cases`` must hold unique case ids in ascending order
-    (:meth:`from_results` sorts). ``case_count``, ``passed_count`` and
-    ``passed`` (at least one case and all passed) are derived.
-    """
-
-    cases: tuple[AdversarialCaseResult, ...]
-    schema_version: str = SUITE_SCHEMA
-
-    def __post_init__(self) -> None:
-        """Refuse another schema, non-results, duplicate or unsorted case ids."""
-        if type(self.schema_version) is not str or self.schema_version != SUITE_SCHEMA:
-            raise AdversarialSuiteError("unsupported_version", "schema_version")
-        cases = self.cases
-        if not isinstance(cases, list | tuple) or not all(
-            type(item) is AdversarialCaseResult for item in cases
-        ):
-            raise AdversarialSuiteError("invalid_cases", "cases")
-        ids = [item.case_id for item in cases]
-        if len(set(ids)) != len(ids):
-            raise AdversarialSuiteError("duplicate_case", "cases")
-        if ids != sorted(ids):
-            raise AdversarialSuiteError("unsorted_cases", "cases")
-        object.__setattr__(self, "cases", tuple(cases))
-
-    @classmethod
-    def from_results(cls, results: Sequence[AdversarialCaseResult]) -> AdversarialSuiteReport:
-        """Build a report from results in any order (sorted by case id)."""
-        if not isinstance(results, list | tuple) or not all(
-            type(item) is AdversarialCaseResult for item in results
-        ):
-            raise AdversarialSuiteError("invalid_cases", "cases")
-        return cls(cases=tuple(sorted(results, key=lambda item: item.case_id)))
-
-    @property
-    def case_count(self) -> int:
-        """Number of cases."""
-        return len(self.cases)
-
-    @property
-    def passed_count(self) -> int:
-        """Number of cases that passed."""
-        return sum(1 for item in self.cases if item.passed)
-
-    @property
-    def passed(self) -> bool:
-        """At least one case, and every case passed."""
-        return bool(self.cases) and all(item.passed for item in self.cases)
-
-    def to_dict(self) -> dict[str, Any]:
-        """Return the report document."""
-        return {
-            "case_count": self.case_count,
-            "cases": [item.to_dict() for item in self.cases],
-            "passed": self.passed,
-            "passed_count": self.passed_count,
-            "schema_version": self.schema_version,
-        }
-
-    def to_json(self) -> str:
-        """Return the canonical JSON text (openmed profile)."""
-        return encode_openmed(self.to_dict())
-
-    @classmethod
-    def from_dict(cls, document: object) -> AdversarialSuiteReport:
-        """Parse a stored report strictly.
-
-        Raises:
-            AdversarialSuiteError: ``report: invalid_document`` (not a mapping
-                with exactly the five keys), ``schema_version:
-                unsupported_version``, ``cases: invalid_cases`` (not an array of
-                closed case objects), any case refusal, ``cases:
-                duplicate_case`` / ``cases: unsorted_cases``, and ``report:
-                inconsistent_report`` when ``case_count``, ``passed_count`` or
-                ``passed`` differ from what the cases give.
-        """
-        if not isinstance(document, Mapping) or set(document) != _REPORT_KEYS:
-            raise AdversarialSuiteError("invalid_document", "report")
-        schema = document["schema_version"]
-        if type(schema) is not str or schema != SUITE_SCHEMA:
-            raise AdversarialSuiteError("unsupported_version", "schema_version")
-        cases = document["cases"]
-        if not isinstance(cases, list | tuple):
-            raise AdversarialSuiteError("invalid_cases", "cases")
-        report = cls(cases=tuple(AdversarialCaseResult.from_dict(item) for item in cases))
-        if (
-            type(document["case_count"]) is not int
-            or document["case_count"] != report.case_count
-            or type(document["passed_count"]) is not int
-            or document["passed_count"] != report.passed_count
-            or type(document["passed"]) is not bool
-            or document["passed"] != report.passed
-        ):
-            raise AdversarialSuiteError("inconsistent_report", "report")
-        return report
-
-    @classmethod
-    def from_json(cls, text: object) -> AdversarialSuiteReport:
-        """Parse report text with the strict decoder (``report: invalid_json``), then strictly."""
-        if not isinstance(text, str | bytes):
-            raise AdversarialSuiteError("invalid_json", "report")
-        try:
-            document = decode(text)
-        except CanonicalError:
-            raise AdversarialSuiteError("invalid_json", "report") from None
-        return cls.from_dict(document)
 
 
 # ---------------------------------------------------------------------------
@@ -591,8 +275,6 @@ def execute_adversarial_suite(
     if not callable(adapter):
         raise AdversarialSuiteError("invalid_adapter", "adapter")
     if fixtures is None:
-        from sealeval.gates.adversarial.corpus import DEFAULT_FIXTURES  # noqa: PLC0415 - cycle
-
         fixtures = DEFAULT_FIXTURES
     ordered = validate_fixtures(fixtures)
     probes = _Probes(ordered)

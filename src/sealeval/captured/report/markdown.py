@@ -1,0 +1,261 @@
+"""The reference's text outputs: Markdown, JUnit XML and the ``--json`` result.
+
+Markdown and JUnit XML are invarlock's bytes on the reference's vectors
+(``33-report.md`` §§3-4); the result is ``invarlock/evidence-report-v2``.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from sealeval.canonical import encode_invarlock
+from sealeval.captured.pack_reader import EvidencePack
+from sealeval.captured.report.facts import (
+    _NEXT_STEPS,
+    _SERVICE_NOTE,
+    _WIDTH_FIRST_NOTE,
+    _checked,
+    _compared,
+    _exact_data,
+    _identifier_rows,
+    _identities,
+    _json_block,
+    _limitations,
+    _policy_preview,
+    _preview,
+    _view,
+)
+from sealeval.captured.report.model import (
+    DECISION_LABELS,
+    RESULT_FORMAT,
+    ReportEntry,
+    VerificationStatus,
+)
+from sealeval.captured.report.wording import (
+    _XML_INVALID,
+    _calculation,
+    _change_text,
+    _checks,
+    _count,
+    _escape_char,
+    _interval_line,
+    _matched,
+    _md,
+    _md_text,
+    _mean_text,
+    _notes,
+    _reading,
+    _summary,
+    _terminal_safe,
+    display_name,
+    explanation,
+)
+
+# ---------------------------------------------------------------------------
+# Markdown
+
+
+def _md_bullets(rows: Iterable[tuple[str, str]]) -> list[str]:
+    return [f"- **{_md(label)}:** {_md_text(value)}" for label, value in rows]
+
+
+def _md_entry(entry: ReportEntry) -> list[str]:
+    label = DECISION_LABELS[entry.decision]
+    lines = [
+        f"## {_md_text(display_name(entry.name))}: {_md_text(display_name(entry.slice))}",
+        "",
+        f"**{_md(label)}**. {_md(explanation(entry))}",
+        "",
+        "| Baseline | Subject | Change | Usable pairs |",
+        "| --- | --- | --- | --- |",
+        f"| {_md_text(_mean_text(entry, entry.baseline_mean))} | "
+        f"{_md_text(_mean_text(entry, entry.subject_mean))} | {_md_text(_change_text(entry))} | "
+        f"{_count(entry.usable)} |",
+        "",
+    ]
+    if entry.binary and entry.evaluated:
+        for side, mean in (("Baseline", entry.baseline_mean), ("Subject", entry.subject_mean)):
+            matched = _count(_matched(entry, mean))
+            lines += [f"{side}: {matched} of {_count(entry.usable)} matched.", ""]
+    lines += [
+        f"Usable pairs: {_count(len(entry.missing_ids))} missing · {_count(entry.count)} "
+        f"included · ≥ {_count(entry.metric.minimum_count)} required.",
+        "",
+    ]
+    if entry.evaluated:
+        lines += [_md(_interval_line(entry)), "", "### How to read this comparison", ""]
+        for title, text in _reading(entry):
+            lines += [f"**{_md(title)}:** {_md(text)}", ""]
+        lines += ["### How this interval was calculated", ""]
+        for paragraph in _calculation(entry):
+            lines += [_md(paragraph), ""]
+    lines += [
+        "### Decision checks",
+        "",
+        "| Check | Observed | Required | Result |",
+        "| --- | --- | --- | --- |",
+    ]
+    lines += [
+        "| "
+        + " | ".join(_md_text(cell) for cell in (row.label, row.observed, row.required, row.result))
+        + " |"
+        for row in _checks(entry)
+    ]
+    lines.append("")
+    lines += [f"- {_md(note)}" for note in _notes(entry)]
+    return lines
+
+
+def render_markdown(
+    pack: EvidencePack,
+    *,
+    explain: bool = False,
+    verification: VerificationStatus | None = None,
+) -> str:
+    """Return the Markdown report of a pack (33-report.md §2.2; invarlock's bytes).
+
+    Sections: decision and summary, what was compared, what was checked (it
+    says that no verification was performed, or shows the caller's
+    ``verification`` status without re-checking it), one section per metric
+    entry in display order, next steps, scope and limitations, evidence
+    identities, and — when display names differ from the recorded ones —
+    the recorded identifiers. ``explain`` appends fenced JSON: each hosted
+    side's declared service configuration (preview), the bound policy with
+    configuration previews, and the report with ``missing_ids`` replaced by
+    ``missing_count`` and the first 20 ids.
+
+    Raises:
+        ReportError: a consistency check failed, or ``verification``
+            contradicts the pack (``verification_mismatch``).
+    """
+    view = _view(pack, verification)
+    compared = _compared(pack)
+    lines = [
+        "# InvarLock captured comparison",
+        "",
+        f"**Recorded policy result: {_md(view.label)}**",
+        "",
+        _md(_summary(view.entries)),
+        "",
+        "## What was compared",
+        "",
+        "",
+        f"### {_md(compared.identity_label)}: {_md(compared.identity_state)}",
+        "",
+        f"- **Baseline:** {_md_text(compared.baseline_identity)}",
+        f"- **Subject:** {_md_text(compared.subject_identity)}",
+        "",
+    ]
+    lines += [  # "Records" always matches: both runs hold the same ids
+        "### Matching displayed fields",
+        "",
+        "Matching previews do not establish equality of the complete retained fields.",
+        "",
+        *_md_bullets(compared.matching),
+        "",
+    ]
+    lines += ["### Additional fields", "", *_md_bullets(compared.additional), ""]
+    lines += ["### Recorded changes", "", *(f"- {_md(change)}" for change in compared.changes)]
+    lines += ["", "## What was checked", "", *_md_bullets(_checked(pack, verification)), ""]
+    if "decision_rule" in pack.report:
+        lines[-1:-1] = _md_bullets([("Decision rule", _WIDTH_FIRST_NOTE)])
+    for entry in view.entries:
+        lines += [*_md_entry(entry), ""]
+    lines += ["## Next steps", ""]
+    lines += [f"{number}. {_md(step)}" for number, step in enumerate(_NEXT_STEPS, 1)]
+    lines += ["", "## Scope and limitations", ""]
+    lines += [f"- {_md_text(item)}" for item in _limitations(pack)]
+    lines += ["", "## Evidence identities", "", *_md_bullets(_identities(pack))]
+    identifiers = _identifier_rows(view.entries)
+    if identifiers:
+        lines += ["", "## Recorded metric and scope identifiers", "", *_json_block(identifiers)]
+    if explain:
+        for side, run in (("Baseline", pack.baseline), ("Subject", pack.subject)):
+            if run.service_identity is not None:
+                preview = _preview(run.service_identity.configuration, _SERVICE_NOTE)
+                lines += ["", f"## {side} declared service configuration", ""]
+                lines += _json_block(preview)
+        lines += ["", f"## {_md('Bound policy (configuration preview)')}", ""]
+        lines += _json_block(_policy_preview(pack))
+        lines += ["", "## Exact comparison data", "", *_json_block(_exact_data(pack))]
+    return _terminal_safe("\n".join(lines) + "\n")
+
+
+# ---------------------------------------------------------------------------
+# JUnit XML
+
+
+def _xml_text(text: str) -> str:
+    r"""Show characters not allowed in XML 1.0 as ``\uXXXX`` / ``\UXXXXXXXX``."""
+    return _XML_INVALID.sub(_escape_char, text)
+
+
+def render_junit(pack: EvidencePack) -> bytes:
+    """Return the JUnit XML of a pack (33-report.md §2.1; invarlock's bytes).
+
+    One ``<testsuite>`` whose ``failures`` count the ``regression`` entries
+    (each with a ``<failure message=…/>``) and ``errors`` the
+    ``insufficient_evidence`` entries (``<error message=…/>``); one
+    ``<testcase name=metric classname=scope/>`` per entry in display order.
+    The message is the entry's explanation.
+
+    Raises:
+        ReportError: a consistency check failed.
+    """
+    entries = _view(pack, None).entries
+    failures = sum(entry.decision == "regression" for entry in entries)
+    errors = sum(entry.decision == "insufficient_evidence" for entry in entries)
+    root = ET.Element(
+        "testsuite",
+        {
+            "name": "InvarLock recorded policy checks",
+            "tests": str(len(entries)),
+            "failures": str(failures),
+            "errors": str(errors),
+        },
+    )
+    for entry in entries:
+        case = ET.SubElement(
+            root, "testcase", {"name": _xml_text(entry.name), "classname": _xml_text(entry.slice)}
+        )
+        if entry.decision != "pass":
+            tag = "failure" if entry.decision == "regression" else "error"
+            ET.SubElement(case, tag, {"message": _xml_text(explanation(entry))})
+    data: bytes = ET.tostring(root, encoding="utf-8", xml_declaration=True)
+    return data
+
+
+# ---------------------------------------------------------------------------
+# The --json result
+
+
+def report_result(
+    *,
+    ok: bool,
+    pack_manifest_digest: str | None,
+    requested_outputs: Mapping[str, str],
+    written_outputs: Mapping[str, str],
+    failed_output: str | None,
+    errors: Sequence[str],
+) -> dict[str, Any]:
+    """Return the ``invarlock/evidence-report-v2`` result document (33-report.md §2).
+
+    ``pack_manifest_digest`` is shown only when ``ok``; paths are as given.
+    """
+    return {
+        "format_version": RESULT_FORMAT,
+        "kind": "captured",
+        "ok": ok,
+        "pack_manifest_digest": pack_manifest_digest if ok else None,
+        "requested_outputs": dict(requested_outputs),
+        "written_outputs": dict(written_outputs),
+        "failed_output": failed_output,
+        "errors": list(errors),
+    }
+
+
+def encode_result(document: Mapping[str, Any]) -> str:
+    r"""Return the canonical JSON text of a result (terminal controls as ``\uXXXX``)."""
+    return _terminal_safe(encode_invarlock(document).decode("utf-8"))

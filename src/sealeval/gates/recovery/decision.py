@@ -1,0 +1,203 @@
+"""Recovery decisions (``openmed.agent.recovery_evidence.v1``) and committed effects."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from sealeval.canonical import digest_openmed, encode_openmed, is_digest
+from sealeval.gates.recovery.vocabulary import (
+    _ALL_REASONS,
+    DECISION_REASONS,
+    DECISION_SCHEMA,
+    DISPOSITIONS,
+    _as_id_tuple,
+    _as_tuple,
+    _check,
+    _closed,
+    _is_member,
+    _unique,
+    is_action_id,
+    is_idempotency_key,
+)
+
+__all__ = ["CommittedEffect", "RecoveryDecision"]
+
+# ---------------------------------------------------------------------------
+# Decisions
+
+_COMMITTED_KEYS: Final = frozenset({"action_id", "commit_evidence_digest"})
+_DECISION_FIELDS: Final = frozenset(
+    {
+        "committed_effects",
+        "compensation_effect_ids",
+        "disposition",
+        "reason",
+        "retry_effect_ids",
+        "retry_idempotency_keys",
+        "schema_version",
+        "source_checkpoint_digest",
+    }
+)
+_DECISION_KEYS: Final = _DECISION_FIELDS | {"evidence_digest"}
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class CommittedEffect:
+    """An effect known to be committed, with the evidence of its commit."""
+
+    action_id: str
+    commit_evidence_digest: str
+
+    def __post_init__(self) -> None:
+        """Validate both fields."""
+        _check(is_action_id(self.action_id), "invalid_identifier", "committed_effect.action_id")
+        _check(
+            is_digest(self.commit_evidence_digest),
+            "invalid_digest",
+            "committed_effect.commit_evidence_digest",
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the committed-effect document."""
+        return {"action_id": self.action_id, "commit_evidence_digest": self.commit_evidence_digest}
+
+    @classmethod
+    def from_dict(cls, document: object) -> CommittedEffect:
+        """Parse a committed-effect document (closed)."""
+        data = _closed(document, _COMMITTED_KEYS, "committed_effect")
+        return cls(
+            action_id=data["action_id"], commit_evidence_digest=data["commit_evidence_digest"]
+        )
+
+    def __repr__(self) -> str:
+        """Show nothing submitted."""
+        return "CommittedEffect(...)"
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class RecoveryDecision:
+    """A recovery decision for one checkpoint (``openmed.agent.recovery_evidence.v1``).
+
+    ``evidence_digest`` is computed on construction. Structural invariants
+    (sealeval; every decision the planner or the vectors produce satisfies
+    them): the reason belongs to the disposition; retry ids and keys pair up
+    one to one and are non-empty exactly when the disposition is ``resume``;
+    no action id repeats within a list; compensation ids are committed
+    effects; a committed effect is never retried. Two decisions are equal iff
+    their documents are identical.
+    """
+
+    source_checkpoint_digest: str
+    disposition: str
+    reason: str
+    committed_effects: tuple[CommittedEffect, ...] = ()
+    retry_effect_ids: tuple[str, ...] = ()
+    retry_idempotency_keys: tuple[str, ...] = ()
+    compensation_effect_ids: tuple[str, ...] = ()
+    schema_version: str = DECISION_SCHEMA
+    evidence_digest: str = field(init=False, compare=False)
+
+    def __post_init__(self) -> None:
+        """Validate fields, then the structural invariants."""
+        _check(
+            type(self.schema_version) is str and self.schema_version == DECISION_SCHEMA,
+            "unsupported_version",
+            "schema_version",
+        )
+        _check(
+            is_digest(self.source_checkpoint_digest), "invalid_digest", "source_checkpoint_digest"
+        )
+        _check(_is_member(self.disposition, DISPOSITIONS), "invalid_vocabulary", "disposition")
+        _check(_is_member(self.reason, _ALL_REASONS), "invalid_vocabulary", "reason")
+        committed = _as_tuple(self.committed_effects, CommittedEffect, "committed_effects")
+        retry_ids = _as_id_tuple(self.retry_effect_ids, is_action_id, "retry_effect_ids")
+        retry_keys = _as_id_tuple(
+            self.retry_idempotency_keys, is_idempotency_key, "retry_idempotency_keys"
+        )
+        compensation = _as_id_tuple(
+            self.compensation_effect_ids, is_action_id, "compensation_effect_ids"
+        )
+        object.__setattr__(self, "committed_effects", committed)
+        object.__setattr__(self, "retry_effect_ids", retry_ids)
+        object.__setattr__(self, "retry_idempotency_keys", retry_keys)
+        object.__setattr__(self, "compensation_effect_ids", compensation)
+        self._check_structure()
+        object.__setattr__(self, "evidence_digest", digest_openmed(self._unsigned()))
+
+    def _check_structure(self) -> None:
+        committed_ids = [item.action_id for item in self.committed_effects]
+        _check(self.reason in DECISION_REASONS[self.disposition], "inconsistent_decision", "reason")
+        _check(_unique(committed_ids), "duplicate_action", "committed_effects")
+        _check(_unique(self.retry_effect_ids), "duplicate_action", "retry_effect_ids")
+        _check(_unique(self.retry_idempotency_keys), "duplicate_key", "retry_idempotency_keys")
+        _check(_unique(self.compensation_effect_ids), "duplicate_action", "compensation_effect_ids")
+        _check(
+            len(self.retry_effect_ids) == len(self.retry_idempotency_keys),
+            "inconsistent_decision",
+            "retry_idempotency_keys",
+        )
+        _check(
+            bool(self.retry_effect_ids) == (self.disposition == "resume"),
+            "inconsistent_decision",
+            "retry_effect_ids",
+        )
+        _check(
+            not set(self.retry_effect_ids) & set(committed_ids),
+            "inconsistent_decision",
+            "retry_effect_ids",
+        )
+        _check(
+            set(self.compensation_effect_ids) <= set(committed_ids),
+            "inconsistent_decision",
+            "compensation_effect_ids",
+        )
+
+    @property
+    def is_refusal(self) -> bool:
+        """Whether the decision hands the run to a human (``review_required``)."""
+        return self.disposition == "review_required"
+
+    def _unsigned(self) -> dict[str, Any]:
+        return {
+            "committed_effects": [item.to_dict() for item in self.committed_effects],
+            "compensation_effect_ids": list(self.compensation_effect_ids),
+            "disposition": self.disposition,
+            "reason": self.reason,
+            "retry_effect_ids": list(self.retry_effect_ids),
+            "retry_idempotency_keys": list(self.retry_idempotency_keys),
+            "schema_version": self.schema_version,
+            "source_checkpoint_digest": self.source_checkpoint_digest,
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the decision document including ``evidence_digest``."""
+        return {**self._unsigned(), "evidence_digest": self.evidence_digest}
+
+    def to_json(self) -> str:
+        """Return the canonical JSON text (openmed profile)."""
+        return encode_openmed(self.to_dict())
+
+    @classmethod
+    def from_dict(cls, document: object) -> RecoveryDecision:
+        """Re-load a stored decision document (closed) and re-verify its digest."""
+        data = _closed(document, _DECISION_KEYS, "decision")
+        _check(is_digest(data["evidence_digest"]), "invalid_digest", "evidence_digest")
+        committed = data["committed_effects"]
+        _check(isinstance(committed, list | tuple), "invalid_sequence", "committed_effects")
+        fields = {key: data[key] for key in _DECISION_FIELDS}
+        fields["committed_effects"] = tuple(CommittedEffect.from_dict(item) for item in committed)
+        decision = cls(**fields)
+        _check(
+            decision.evidence_digest == data["evidence_digest"],
+            "payload_mismatch",
+            "evidence_digest",
+        )
+        return decision
+
+    def __repr__(self) -> str:
+        """Show the disposition, reason and computed digest only."""
+        return (
+            f"RecoveryDecision(disposition={self.disposition!r}, reason={self.reason!r}, "
+            f"evidence_digest={self.evidence_digest!r})"
+        )

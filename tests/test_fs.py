@@ -1,0 +1,533 @@
+"""The hardened file-system edge (sealeval._fs): every refusal code, with real files and races."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import socket
+import stat
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from sealeval import _fs
+from sealeval._fs import FileSystemError
+from sealeval.errors import ComponentDigestError, OutputError
+
+pytestmark = pytest.mark.skipif(not _fs.HAS_DIR_FD, reason="POSIX descriptor calls only")
+
+
+def _code(error: pytest.ExceptionInfo[FileSystemError]) -> str:
+    assert error.value.code in FileSystemError.codes
+    return error.value.code
+
+
+# ---------------------------------------------------------------------------
+# open_regular / read_regular
+
+
+def test_read_regular_reads_exact_bytes(tmp_path: Path) -> None:
+    path = tmp_path / "a.bin"
+    path.write_bytes(b"\x00abc" * 1000)
+    assert _fs.read_regular(path, limit=4000) == b"\x00abc" * 1000
+
+
+def test_read_regular_missing_is_not_found(tmp_path: Path) -> None:
+    with pytest.raises(FileSystemError) as error:
+        _fs.read_regular(tmp_path / "missing", limit=10)
+    assert _code(error) == "not_found"
+
+
+def test_read_regular_nul_in_name_is_not_found(tmp_path: Path) -> None:
+    with pytest.raises(FileSystemError) as error:
+        _fs.read_regular(str(tmp_path) + "/a\0b", limit=10)
+    assert _code(error) == "not_found"
+
+
+def test_fifo_is_refused_without_blocking(tmp_path: Path) -> None:
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    started = time.monotonic()
+    with pytest.raises(FileSystemError) as error:
+        _fs.read_regular(fifo, limit=10)
+    assert _code(error) == "not_regular_file"
+    with pytest.raises(FileSystemError) as error:
+        _fs.digest_regular(fifo, follow_symlinks=True)
+    assert _code(error) == "not_regular_file"
+    assert time.monotonic() - started < 5
+
+
+def test_fifo_behind_a_followed_symlink_is_refused(tmp_path: Path) -> None:
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    (tmp_path / "link").symlink_to(fifo)
+    with pytest.raises(FileSystemError) as error:
+        _fs.read_regular(tmp_path / "link", limit=10, follow_symlinks=True)
+    assert _code(error) == "not_regular_file"
+
+
+@pytest.mark.parametrize("kind", ["directory", "symlink", "device", "socket"])
+def test_non_regular_files_are_refused(tmp_path: Path, kind: str) -> None:
+    target = tmp_path / "x"
+    if kind == "directory":
+        target.mkdir()
+    elif kind == "symlink":
+        (tmp_path / "real").write_bytes(b"data")
+        target.symlink_to(tmp_path / "real")
+    elif kind == "device":
+        target = Path("/dev/null")
+    else:
+        server = socket.socket(socket.AF_UNIX)
+        server.bind(str(target))
+        server.close()
+    with pytest.raises(FileSystemError) as error:
+        _fs.read_regular(target, limit=10)
+    assert _code(error) == "not_regular_file"
+
+
+def test_over_limit_is_refused_before_reading(tmp_path: Path) -> None:
+    path = tmp_path / "big"
+    with path.open("wb") as handle:
+        handle.truncate(1 << 40)  # a sparse terabyte: reading it all would not finish
+    started = time.monotonic()
+    with pytest.raises(FileSystemError) as error:
+        _fs.read_regular(path, limit=1024)
+    assert _code(error) == "too_large"
+    assert time.monotonic() - started < 5
+
+
+def test_read_fd_bounded_refuses_growth_past_limit(tmp_path: Path) -> None:
+    path = tmp_path / "grow"
+    path.write_bytes(b"a" * 10)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        with path.open("ab") as handle:
+            handle.write(b"b" * 10)
+        os.lseek(fd, 0, os.SEEK_SET)
+        with pytest.raises(FileSystemError) as error:
+            _fs.read_fd_bounded(fd, 15)
+        assert _code(error) == "too_large"
+    finally:
+        os.close(fd)
+
+
+def test_unreadable_descriptor(tmp_path: Path) -> None:
+    fd = os.open(tmp_path, os.O_RDONLY)  # reading a directory descriptor fails (EISDIR)
+    try:
+        with pytest.raises(FileSystemError) as error:
+            _fs.read_fd_bounded(fd, 1 << 20)
+        assert _code(error) == "unreadable"
+    finally:
+        os.close(fd)
+
+
+def _rewrite_restoring_mtime(path: str, stop_after: float) -> None:
+    info = os.stat(path)
+    deadline = time.monotonic() + stop_after
+    flip = False
+    while time.monotonic() < deadline:
+        with open(path, "r+b") as handle:
+            handle.write(b"B" if flip else b"A")
+        os.utime(path, ns=(info.st_atime_ns, info.st_mtime_ns))
+        flip = not flip
+
+
+def test_in_place_change_with_mtime_restored_is_detected(tmp_path: Path) -> None:
+    """#13 item 6: size, mtime and inode stay; only ctime reveals the rewrite."""
+    path = tmp_path / "model.bin"
+    path.write_bytes(b"A" * (8 << 20))
+    writer = multiprocessing.get_context("spawn").Process(
+        target=_rewrite_restoring_mtime, args=(str(path), 20.0)
+    )
+    writer.start()
+    try:
+        refused = 0
+        codes: set[str] = set()
+        deadline = time.monotonic() + 15
+        while refused == 0 and time.monotonic() < deadline:
+            try:
+                _fs.digest_regular(path, buffer=bytearray(1 << 16))
+            except FileSystemError as error:
+                codes.add(error.code)
+                refused += 1
+        assert refused > 0
+        assert codes == {"file_changed"}
+    finally:
+        writer.terminate()
+        writer.join()
+
+
+def test_digest_regular_checks_the_expected_inode(tmp_path: Path) -> None:
+    a = tmp_path / "a"
+    b = tmp_path / "b"
+    a.write_bytes(b"a")
+    b.write_bytes(b"b")
+    with pytest.raises(FileSystemError) as error:
+        _fs.digest_regular(a, expected=b.stat())
+    assert _code(error) == "file_changed"
+    digest = _fs.digest_regular(a, expected=a.stat())
+    assert digest.size == 1
+    assert not digest.executable
+
+
+# ---------------------------------------------------------------------------
+# translated
+
+
+def test_translated_maps_codes_and_drops_the_cause(tmp_path: Path) -> None:
+    with (
+        pytest.raises(ComponentDigestError) as error,
+        _fs.translated(ComponentDigestError, "path", {"too_large": "unreadable"}),
+    ):
+        _fs.read_regular(tmp_path / "missing", limit=1)
+    assert error.value.code == "not_found"
+    assert error.value.__suppress_context__
+    assert error.value.__cause__ is None
+    with (
+        pytest.raises(OutputError) as output,
+        _fs.translated(OutputError, "output", default="output_unwritable"),
+    ):
+        raise FileSystemError("symlink_loop", "path")
+    assert output.value.code == "output_unwritable"
+
+
+# ---------------------------------------------------------------------------
+# publish_exclusive / open_destination_parent
+
+
+def test_publish_writes_atomically_with_mode(tmp_path: Path) -> None:
+    target = tmp_path / "out.json"
+    _fs.publish_exclusive(target, b"{}", mode=0o600)
+    assert target.read_bytes() == b"{}"
+    assert stat.S_IMODE(target.stat().st_mode) == 0o600
+    assert [p.name for p in tmp_path.iterdir()] == ["out.json"]
+
+
+def test_publish_accepts_chunks_and_relative_paths(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "sub").mkdir()
+    _fs.publish_exclusive("sub/../sub/x", [b"a", b"b"])
+    assert (tmp_path / "sub" / "x").read_bytes() == b"ab"
+
+
+@pytest.mark.parametrize("existing", ["file", "dangling", "directory"])
+def test_publish_refuses_an_existing_destination(tmp_path: Path, existing: str) -> None:
+    target = tmp_path / "out"
+    if existing == "file":
+        target.write_bytes(b"keep")
+    elif existing == "dangling":
+        target.symlink_to(tmp_path / "nowhere")
+    else:
+        target.mkdir()
+    with pytest.raises(FileSystemError) as error:
+        _fs.publish_exclusive(target, b"new")
+    assert _code(error) == "output_exists"
+    assert not (tmp_path / "nowhere").exists()
+
+
+def test_publish_refuses_a_symlinked_parent(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    inside = tmp_path / "inside"
+    inside.mkdir()
+    (inside / "link").symlink_to(outside)
+    with pytest.raises(FileSystemError) as error:
+        _fs.publish_exclusive(inside / "link" / "deeper" / "out", b"x", create_parents=True)
+    assert _code(error) == "unsafe_destination"
+    with pytest.raises(FileSystemError) as error:
+        _fs.publish_exclusive(inside / "link" / "out", b"x")
+    assert _code(error) == "unsafe_destination"
+    assert list(outside.iterdir()) == []
+
+
+def test_publish_refuses_a_file_as_parent_and_bad_names(tmp_path: Path) -> None:
+    (tmp_path / "file").write_bytes(b"")
+    with pytest.raises(FileSystemError) as error:
+        _fs.publish_exclusive(tmp_path / "file" / "out", b"x")
+    assert _code(error) == "unsafe_destination"
+    for name in ("", str(tmp_path) + "/", str(tmp_path / ".."), "a\0b"):
+        with pytest.raises(FileSystemError) as error:
+            _fs.publish_exclusive(name, b"x")
+        assert _code(error) == "unsafe_destination"
+
+
+def test_publish_parent_missing_or_created(tmp_path: Path) -> None:
+    with pytest.raises(FileSystemError) as error:
+        _fs.publish_exclusive(tmp_path / "a" / "b" / "out", b"x")
+    assert _code(error) == "output_parent_missing"
+    _fs.publish_exclusive(tmp_path / "a" / "b" / "out", b"x", create_parents=True)
+    assert stat.S_IMODE((tmp_path / "a").stat().st_mode) == 0o700
+
+
+def test_publish_unwritable(tmp_path: Path) -> None:
+    if os.geteuid() == 0:
+        folder = Path("/sys")  # sysfs refuses new files even to root
+    else:  # pragma: no cover - the CI container runs as root
+        folder = tmp_path / "ro"
+        folder.mkdir()
+        folder.chmod(0o500)
+    with pytest.raises(FileSystemError) as error:
+        _fs.publish_exclusive(folder / "out", b"x")
+    assert _code(error) == "output_unwritable"
+
+
+def test_create_exclusive_refuses_existing(tmp_path: Path) -> None:
+    fd = _fs.open_directory(tmp_path)
+    try:
+        assert _fs.create_exclusive(fd, "k", b"abc") == 3
+        with pytest.raises(FileSystemError) as error:
+            _fs.create_exclusive(fd, "k", b"abc")
+        assert _code(error) == "output_exists"
+        with pytest.raises(FileSystemError) as error:
+            _fs.create_exclusive(fd, "missing/k", b"abc")
+        assert _code(error) == "output_parent_missing"
+    finally:
+        os.close(fd)
+    assert stat.S_IMODE((tmp_path / "k").stat().st_mode) == 0o600
+
+
+def _swap_parent(base: str, stop_after: float) -> None:
+    real = os.path.join(base, "real")
+    outside = os.path.join(base, "outside")
+    deadline = time.monotonic() + stop_after
+    while time.monotonic() < deadline:
+        os.rename(real, real + ".away")
+        os.symlink(outside, real)
+        os.unlink(real)
+        os.rename(real + ".away", real)
+
+
+def test_publish_never_writes_through_a_parent_swapped_for_a_symlink(tmp_path: Path) -> None:
+    """#13 item 9 as a race: another process swaps the parent for a symlink to outside."""
+    (tmp_path / "real").mkdir()
+    (tmp_path / "outside").mkdir()
+    swapper = multiprocessing.get_context("spawn").Process(
+        target=_swap_parent, args=(str(tmp_path), 20.0)
+    )
+    swapper.start()
+    try:
+        deadline = time.monotonic() + 8
+        codes: set[str] = set()
+        attempt = 0
+        while time.monotonic() < deadline:
+            attempt += 1
+            try:
+                _fs.publish_exclusive(tmp_path / "real" / f"out{attempt}", b"x")
+            except FileSystemError as error:
+                codes.add(error.code)
+    finally:
+        swapper.terminate()
+        swapper.join()
+    assert list((tmp_path / "outside").iterdir()) == []
+    assert codes <= {"unsafe_destination", "output_parent_missing"}
+
+
+def test_fsync_directory_accepts_paths_and_descriptors(tmp_path: Path) -> None:
+    _fs.fsync_directory(tmp_path)
+    _fs.fsync_directory(tmp_path / "missing")  # best effort: no error
+    fd = _fs.open_directory(tmp_path)
+    try:
+        _fs.fsync_directory(fd)
+    finally:
+        os.close(fd)
+
+
+def test_open_directory_refusals(tmp_path: Path) -> None:
+    (tmp_path / "f").write_bytes(b"")
+    (tmp_path / "l").symlink_to(tmp_path)
+    for name, code in (("missing", "not_found"), ("f", "not_directory"), ("l", "not_directory")):
+        with pytest.raises(FileSystemError) as error:
+            _fs.open_directory(tmp_path / name)
+        assert _code(error) == code
+
+
+# ---------------------------------------------------------------------------
+# walk_tree
+
+
+def _walk(root: Path, **limits: int) -> list[tuple[str, str, str | None, str | None]]:
+    return [
+        (entry.kind, entry.path, entry.link_text, entry.link_target)
+        for entry in _fs.walk_tree(root, **limits)
+    ]
+
+
+def test_walk_order_and_links(tmp_path: Path) -> None:
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "z").write_bytes(b"z")
+    (tmp_path / "a").write_bytes(b"a")
+    (tmp_path / "b" / "up").symlink_to("../a")
+    (tmp_path / "root").symlink_to(".")
+    (tmp_path / "abs").symlink_to(tmp_path / "b" / "z")
+    (tmp_path / "chain").symlink_to("root/b/up")
+    assert _walk(tmp_path) == [
+        ("f", "a", None, None),
+        ("l", "abs", str(tmp_path / "b" / "z"), "b/z"),
+        ("d", "b", None, None),
+        ("l", "b/up", "../a", "a"),
+        ("f", "b/z", None, None),
+        ("l", "chain", "root/b/up", "a"),
+        ("l", "root", ".", "."),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("make", "code"),
+    [
+        (lambda root: (root / "l").symlink_to("/etc"), "symlink_escapes_tree"),
+        (lambda root: (root / "l").symlink_to("../outside"), "symlink_escapes_tree"),
+        (lambda root: (root / "l").symlink_to("nowhere"), "dangling_symlink"),
+        (lambda root: (root / "l").symlink_to("l"), "symlink_loop"),
+        (
+            lambda root: ((root / "a").symlink_to("b"), (root / "b").symlink_to("a")),
+            "symlink_loop",
+        ),
+        (lambda root: os.mkfifo(root / "fifo"), "special_file"),
+        (lambda root: (root / os.fsdecode(b"\xff")).write_bytes(b""), "undecodable_name"),
+        (lambda root: (root / "l").symlink_to(os.fsdecode(b"\xfe")), "undecodable_name"),
+    ],
+    ids=[
+        "absolute-escape",
+        "dotdot-escape",
+        "dangling",
+        "self-loop",
+        "pair-loop",
+        "fifo",
+        "name-not-utf8",
+        "link-not-utf8",
+    ],
+)
+def test_walk_refusals(tmp_path: Path, make: object, code: str) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    make(root)  # type: ignore[operator]
+    with pytest.raises(FileSystemError) as error:
+        _walk(root)
+    assert _code(error) == code
+
+
+def test_walk_root_refusals(tmp_path: Path) -> None:
+    (tmp_path / "f").write_bytes(b"")
+    with pytest.raises(FileSystemError) as error:
+        _walk(tmp_path / "missing")
+    assert _code(error) == "not_found"
+    with pytest.raises(FileSystemError) as error:
+        _walk(tmp_path / "f")
+    assert _code(error) == "not_directory"
+
+
+@pytest.fixture
+def deep_root() -> Iterator[Path]:
+    """A 1,000-level chain of ``d`` folders outside pytest's tmp_path.
+
+    pytest removes old tmp_path folders with ``shutil.rmtree``, which recurses
+    and fails on such a chain; this fixture removes it iteratively.
+    """
+    root = Path(tempfile.mkdtemp(prefix="sealeval-deep-"))
+    try:
+        fd = os.open(root, os.O_RDONLY)
+        try:
+            for _ in range(1000):
+                os.mkdir("d", dir_fd=fd)
+                child = os.open("d", os.O_RDONLY, dir_fd=fd)
+                os.close(fd)
+                fd = child
+        finally:
+            os.close(fd)
+        yield root
+    finally:
+        _remove_deep(root)
+        root.rmdir()
+
+
+def test_deep_tree_is_refused_iteratively(deep_root: Path) -> None:
+    """#13 item 4: a 1,000-level tree is a closed refusal, not a RecursionError."""
+    with pytest.raises(FileSystemError) as error:
+        _walk(deep_root)
+    assert _code(error) == "too_deep"
+    assert len(_walk(deep_root, max_depth=2000)) == 1000
+
+
+def _remove_deep(root: Path) -> None:
+    """Remove a deep chain of ``d`` folders iteratively (rmtree would recurse)."""
+    fds = [os.open(root, os.O_RDONLY)]
+    try:
+        while "d" in os.listdir(fds[-1]):
+            fds.append(os.open("d", os.O_RDONLY | os.O_NOFOLLOW, dir_fd=fds[-1]))
+        while len(fds) > 1:
+            os.close(fds.pop())
+            os.rmdir("d", dir_fd=fds[-1])
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
+def test_entry_bound(tmp_path: Path) -> None:
+    for index in range(20):
+        (tmp_path / f"f{index}").write_bytes(b"")
+    with pytest.raises(FileSystemError) as error:
+        _walk(tmp_path, max_entries=10)
+    assert _code(error) == "too_many_entries"
+    assert len(_walk(tmp_path, max_entries=20)) == 20
+
+
+def test_walk_closes_every_descriptor(tmp_path: Path) -> None:
+    for depth in range(5):
+        (tmp_path.joinpath(*["d"] * (depth + 1))).mkdir()
+    before = len(os.listdir("/proc/self/fd"))
+    walk = _fs.walk_tree(tmp_path)
+    next(walk)
+    next(walk)
+    walk.close()
+    _walk(tmp_path)
+    assert len(os.listdir("/proc/self/fd")) == before
+
+
+def _swap_directory_with_symlink(base: str, stop_after: float) -> None:
+    victim = os.path.join(base, "root", "sub")
+    outside = os.path.join(base, "outside")
+    deadline = time.monotonic() + stop_after
+    while time.monotonic() < deadline:
+        os.rename(victim, victim + ".real")
+        os.symlink(outside, victim)
+        os.unlink(victim)
+        os.rename(victim + ".real", victim)
+
+
+def test_walk_never_reads_outside_while_a_directory_is_swapped(tmp_path: Path) -> None:
+    """#13 item 1 as a race: the walk refuses or stays inside, never digests outside."""
+    root = tmp_path / "root"
+    (root / "sub").mkdir(parents=True)
+    (root / "sub" / "inside.txt").write_bytes(b"inside")
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "secret.txt").write_bytes(b"secret")
+    swapper = multiprocessing.get_context("spawn").Process(
+        target=_swap_directory_with_symlink, args=(str(tmp_path), 20.0)
+    )
+    swapper.start()
+    try:
+        walks = 0
+        codes: set[str] = set()
+        deadline = time.monotonic() + 8
+        while time.monotonic() < deadline:
+            walks += 1
+            try:
+                for entry in _fs.walk_tree(root):
+                    assert "secret" not in entry.path
+                    if entry.kind == "f":
+                        digest = _fs.digest_regular(
+                            entry.name, dir_fd=entry.dir_fd, expected=entry.info
+                        )
+                        assert digest.size == len(b"inside")
+            except FileSystemError as error:
+                codes.add(error.code)
+        assert walks > 10
+        assert codes <= {"file_changed", "symlink_escapes_tree"}
+    finally:
+        swapper.terminate()
+        swapper.join()
