@@ -22,6 +22,7 @@ from click.testing import CliRunner
 from sealeval.cli.imports import import_command
 
 REAL = Path(__file__).resolve().parent / "fixtures" / "real"
+HELDOUT = Path(__file__).resolve().parent / "fixtures" / "heldout"
 SAMPLES = Path(__file__).resolve().parents[1].parent / "shared" / "samples" / "evaluators"
 ARTIFACT = "sha256:" + "ab" * 32
 
@@ -114,6 +115,8 @@ IMPORTED: list[tuple[Path, Callable[[Path], Counts]]] = [
     (SAMPLES / "promptfoo/results.json", promptfoo_document),
     (SAMPLES / "lighteval/details_custom_toy_qa_0.preview.jsonl", lighteval_rows),
     (SAMPLES / "deepeval/results/test_run_20261129_230959.json", deepeval_test_run),
+    # held out: gathered after the detection rules were written, tested once, not tuned for
+    (HELDOUT / "inspect_ai/log_formats.json", inspect_json),
 ]
 
 # files holding no per-sample results: refused with a closed code
@@ -129,6 +132,8 @@ REFUSED: list[tuple[Path, set[str]]] = [
     (SAMPLES / "garak/garak.3f1b2c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d.hitlog.jsonl", {"not_results"}),
     (SAMPLES / "lm_eval/tasks/toy.jsonl", {"unknown_format"}),
     (SAMPLES / "ragas/evaluation_dataset.jsonl", {"unknown_format", "not_results"}),
+    # held out: a promptfoo Eval dump whose results were never loaded (``results: []``)
+    (HELDOUT / "promptfoo/config-node-package.output.json", {"unknown_format", "not_results"}),
 ]
 
 

@@ -28,19 +28,18 @@ This module holds the machinery of the specified adapters (spec
 
 from __future__ import annotations
 
-import errno
 import functools
 import json
 import math
 import os
 import re
-import stat
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, ClassVar, Final
 
+from sealeval._fs import open_regular, translated
 from sealeval.canonical import DecodeLimits, decode
 from sealeval.captured.importers.base import ImportOptions, ImportRefusalError, RecordSource
 from sealeval.captured.likelihood import Source
@@ -108,25 +107,14 @@ def refuse(code: str, field: str | None = None) -> ImportRefusalError:
 
 
 def open_source(path: str | os.PathLike[str], field: str = "source") -> IO[bytes]:
-    """Open a regular file for binary reading (symlinks, FIFOs, devices refused)."""
-    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
-    try:
-        fd = os.open(path, flags)
-    except FileNotFoundError:
-        raise refuse("not_found", field) from None
-    except OSError as error:
-        code = "not_regular_file" if error.errno in (errno.ELOOP, errno.EISDIR) else "unreadable"
-        raise refuse(code, field) from None
-    try:
-        regular = stat.S_ISREG(os.fstat(fd).st_mode)
-        if regular:
-            os.set_blocking(fd, True)
-    except OSError:  # pragma: no cover - fstat of an open descriptor
-        os.close(fd)
-        raise refuse("unreadable", field) from None
-    if not regular:
-        os.close(fd)
-        raise refuse("not_regular_file", field)
+    """Open a regular file for binary reading (symlinks, FIFOs, devices refused).
+
+    The open is :func:`sealeval._fs.open_regular` (no-follow, non-blocking,
+    regular files only); its codes keep their names (``not_found``,
+    ``not_regular_file``, ``unreadable``) under ``field``.
+    """
+    with translated(ImportRefusalError, field):
+        fd = open_regular(path)
     return os.fdopen(fd, "rb")
 
 

@@ -58,7 +58,7 @@ SPECIFIED_ADAPTERS: Final = (
     "evaluator-native-json",
 )
 #: How many leading bytes detectors see when the first ``DETECT_BYTES`` matched nothing.
-WIDE_DETECT_BYTES: Final = 4 << 20
+WIDE_DETECT_BYTES: Final = 1 << 20
 #: For ``adapter="auto"``: a specified adapter, and the native reader of the same
 #: files that reads what the specified one refuses (several filters, multiple-choice
 #: outputs, list targets, several epochs). Detection claims the specified adapter;

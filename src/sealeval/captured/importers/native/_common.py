@@ -21,6 +21,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import stat
@@ -448,11 +449,13 @@ class _Scanner:
         return True
 
 
+@functools.lru_cache(maxsize=4)
 def scan(head: bytes) -> Shape:
     """Scan the first JSON value of ``head`` (possibly cut off) for its member names.
 
     Never raises: text that is not JSON gives ``kind == "other"`` or stops the
-    scan where the grammar breaks.
+    scan where the grammar breaks. Detection asks every importer about the
+    same head, so the last few scans are remembered (the result is immutable).
     """
     text = _prefix_text(head)
     stripped = text.lstrip(_JSON_SPACE) if text is not None else ""

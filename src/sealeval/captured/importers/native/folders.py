@@ -27,14 +27,13 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import os
-import stat
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
 from sealeval.captured.importers.base import ImportOptions, RecordSource
-from sealeval.captured.importers.native._common import refuse, scan
+from sealeval.captured.importers.native._common import open_regular, refuse, scan
 from sealeval.captured.importers.native._skeleton import NativeImporter, Stated, read_head
 from sealeval.captured.importers.native.inspect_eval import InspectEvalImporter
 from sealeval.captured.importers.native.inspect_log import InspectJsonLogImporter
@@ -48,7 +47,6 @@ __all__ = ["FolderImporter", "FolderPlan", "InspectFolderImporter", "LmEvalFolde
 
 _CHUNK: Final = 1 << 20
 _MAX_FILES: Final = 10_000
-_OPEN_FLAGS: Final = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,16 +115,8 @@ def _regular_files(folder: Path) -> Iterator[tuple[str, Path]]:
 
 def _hash(path: Path) -> tuple[str, tuple[int, ...]]:
     digest = hashlib.sha256()
-    try:
-        fd = os.open(
-            path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
-        )
-    except OSError:
-        raise refuse("unreadable", "source") from None
-    with os.fdopen(fd, "rb") as handle:
+    with open_regular(path) as handle:
         status = os.fstat(handle.fileno())
-        if not stat.S_ISREG(status.st_mode):
-            raise refuse("not_regular_file", "source")
         while chunk := handle.read(_CHUNK):
             digest.update(chunk)
     return "sha256:" + digest.hexdigest(), _identity(status)
