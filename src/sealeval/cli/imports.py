@@ -213,12 +213,11 @@ def import_command(
     timestamp: str | None,
     as_json: bool,
 ) -> None:
-    """Import recorded evaluation results (PATH: a file or an output folder) as a run.
+    """Import recorded evaluation results (a file or an output folder) as a run.
 
     After the import one summary line goes to standard error: the adapter
-    used, records, errored records, tasks and the run digest (``--json``:
-    the same facts as one JSON object on standard output instead of the
-    digest).
+    used, records, errored records, tasks and the run digest (--json: the
+    same facts as one JSON object on standard output instead of the digest).
     """
     identity = _json_file(service_identity, "service_identity")
     arguments: dict[str, Any] = {
