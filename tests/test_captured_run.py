@@ -1899,7 +1899,9 @@ def _imported(
         else:
             result = ("ok", destination.read_bytes(), summary)
             destination.unlink()
-    assert calls == ([True] if parallel and "input_projection" not in kwargs else [])
+    # a file whose first line another adapter reads is refused before streaming
+    streamed = result[1:2] != ("adapter_mismatch",)
+    assert calls == ([True] if parallel and "input_projection" not in kwargs and streamed else [])
     return result
 
 
