@@ -13,18 +13,20 @@ from click.testing import CliRunner
 from _vectors import cases, load, vectors_dir
 from sealeval.cli._common import CONTEXT_SETTINGS
 from sealeval.cli.compare import EXIT_POLICY_NOT_PASSED, compare_command
-from test_captured_comparison import CANARY, REFERENCE_ERRORS, _runtime_deviation
+from test_captured_comparison import CANARY, _runtime_deviation, map_reference_error
 
 VECTORS = "invarlock/comparisons.json"
 ERROR_LINE = re.compile(r"sealeval: error: ([A-Za-z0-9_.\[\]-]+): ([a-z0-9_]+)\n")
-# The CLI roots library fields at the file they concern (the runs are read by the CLI).
-CLI_FIELDS = {
-    "duplicate-record-id": "subject.records[20].id",
-    "input-projection-binding-tampered": (
-        "subject.records[0].context.input_projection.configuration_digest"
-    ),
-    "unicode-version-mismatch": "policy.metrics[0].configuration.unicode_version",
-}
+
+
+# The CLI roots library fields at the file they concern (the runs and the policy are read by
+# the CLI): a read-time run refusal under the run's side, a policy refusal under ``policy``.
+def cli_field(cls: str, field: str, side: str | None) -> str:
+    if side is not None:
+        return f"{side}.{field}"
+    if cls == "ComparisonPolicyError":
+        return f"policy.{field}"
+    return field
 
 
 def _invoke(*args: str | Path) -> Any:
@@ -67,18 +69,17 @@ def test_comparison_vector_through_cli(case: dict[str, Any], tmp_path: Path) -> 
         assert result.stderr == ""
         assert result.exit_code == (0 if expected["decision"] == "pass" else 7)
     elif set(expected) == {"error"}:
-        message = expected["error"]["message"]
-        if message not in REFERENCE_ERRORS:
+        mapped = map_reference_error(case["input"], expected["error"]["message"])
+        if mapped is None:
             pytest.fail("unmapped reference message")
         if _runtime_deviation(case["name"]) is not None:
             assert result.exit_code in (0, 7)
             return
-        _, code, field = REFERENCE_ERRORS[message]
+        cls, code, field, side = mapped
         assert result.exit_code == 2
         assert result.stdout == ""
         assert ERROR_LINE.fullmatch(result.stderr) is not None
-        cli_field = CLI_FIELDS.get(case["name"], field)
-        assert result.stderr == f"sealeval: error: {cli_field}: {code}\n"
+        assert result.stderr == f"sealeval: error: {cli_field(cls, field, side)}: {code}\n"
     else:
         pytest.fail("vector case shape not understood")
 
