@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 RUN_STAMP := $(VENV)/.sealeval-run
 DEV_STAMP := $(VENV)/.sealeval-dev
 
-.PHONY: demo test lint types unit bench clean contracts interop unicode15
+.PHONY: demo test lint types unit bench clean contracts interop unicode15 vectors-alt
 
 $(BIN)/python:
 	$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
@@ -55,6 +55,19 @@ $(INTEROP_INVARLOCK)/bin/python:
 interop: $(RUN_STAMP) $(INTEROP_OPENMED)/bin/python $(INTEROP_INVARLOCK)/bin/python
 	$(BIN)/python scripts/interop/openmed_interop.py --reference-python $(INTEROP_OPENMED)/bin/python
 	$(BIN)/python scripts/interop/invarlock_interop.py --reference-python $(INTEROP_INVARLOCK)/bin/python
+
+## make vectors-alt: regenerate vectors with the reference (other seeds, ids and sizes) into a
+## temporary tree and run the vector tests on it (a vector test asserts facts, never literals)
+VECTORS_ALT_SEED ?= 7
+VECTORS_SOURCE ?= ../shared/vectors
+VECTORS_ALT_TESTS := tests/test_captured_comparison.py tests/test_cli_compare.py \
+  tests/test_captured_intervals.py tests/test_captured_run.py tests/test_captured_statistics.py
+vectors-alt: $(DEV_STAMP) $(INTEROP_INVARLOCK)/bin/python
+	@alt=$$(mktemp -d) && trap 'rm -rf "$$alt"' EXIT && \
+	  $(INTEROP_INVARLOCK)/bin/python scripts/vectors/regenerate.py --vectors $(VECTORS_SOURCE) \
+	    --output "$$alt/vectors" --seed $(VECTORS_ALT_SEED) && \
+	  SEALEVAL_VECTORS="$$alt/vectors" $(BIN)/python -m pytest -q -p no:cacheprovider --no-cov \
+	    $(VECTORS_ALT_TESTS)
 
 ## make unicode15: the overlap-forensics tests (every openmed vector) under CPython 3.12,
 ## whose Unicode tables are 15.0.0: the contract's 14.0.0 normalization must not change

@@ -434,8 +434,10 @@ def test_report_object_and_summaries() -> None:
 
 def test_the_reference_budget_is_the_default() -> None:
     assert comparison_module.DEFAULT_MAX_BOOTSTRAP_DRAWS == DEFAULT_DRAWS
-    report = _compare_case(_vector_case("text-20-token-f1")["input"])
-    assert report.required_bootstrap_draws == 20 * 2048
+    case_input = _vector_case("text-20-token-f1")["input"]
+    report = _compare_case(case_input)
+    # One metric, no slice: one scope of every record, 2048 replicates.
+    assert report.required_bootstrap_draws == len(vector_run(case_input["baseline"])) * 2048
 
 
 # ---------------------------------------------------------------------------
