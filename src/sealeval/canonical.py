@@ -18,7 +18,8 @@ type outside JSON (``dict``/read-only mapping, ``list``/``tuple``, ``str``,
 :func:`decode` is the one strict decoder for every JSON input: UTF-8 only, no
 byte-order mark, RFC 8259 grammar, duplicate keys, ``NaN``/``Infinity``,
 overflowing numbers, over-long integers, unpaired surrogate escapes, and the
-configured size, depth and string-length limits are refused with a closed
+configured size, depth, string-length, container and item limits (the last
+two checked on the bytes before decoding) are refused with a closed
 :class:`~sealeval.errors.CanonicalError` code. The decoded value uses ``dict``,
 ``list``, ``str``, ``int``, ``float``, ``bool`` and ``None``; integers and
 floats keep their distinction (``1`` vs ``1.0``).
@@ -30,11 +31,12 @@ import hashlib
 import json
 import math
 import re
+import types
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from sealeval.errors import CanonicalError
+from sealeval.errors import CanonicalError, SealevalError
 
 __all__ = [
     "DEFAULT_LIMITS",
@@ -46,7 +48,11 @@ __all__ = [
     "digest_openmed",
     "encode_invarlock",
     "encode_openmed",
+    "frozen_canonical",
+    "frozen_digest",
     "is_digest",
+    "plain_canonical",
+    "plain_mapping",
 ]
 
 DIGEST_PATTERN: Final = re.compile(r"sha256:[0-9a-f]{64}")
@@ -55,6 +61,8 @@ _BOM: Final = b"\xef\xbb\xbf"
 # A lone surrogate can only enter a decoded value through a \uD800-\uDFFF escape
 # (raw surrogates are not valid UTF-8), so the walk is needed only when one occurs.
 _SURROGATE_ESCAPE: Final = re.compile(rb"\\u[dD][89a-fA-F]")
+# One JSON string (escapes included), unrolled so that matching stays linear.
+_STRING: Final = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
 
 
 def is_digest(value: object) -> bool:
@@ -176,15 +184,22 @@ class DecodeLimits:
         max_depth: deepest accepted nesting of arrays and objects (a scalar
             document has depth 0, ``[0]`` has depth 1).
         max_string_length: longest accepted string or key, in code points.
+        max_containers: most arrays and objects in one document (checked on
+            the bytes *before* decoding: ``[[],[],...]`` cannot amplify 3 bytes
+            into a 56-byte list per element).
+        max_items: most array elements and object members in one document
+            (checked before decoding, like ``max_containers``).
     """
 
     max_bytes: int = 134_217_728
     max_depth: int = 128
     max_string_length: int = 16_777_216
+    max_containers: int = 4_194_304
+    max_items: int = 16_777_216
 
     def __post_init__(self) -> None:
         """Refuse limits that are not positive integers."""
-        for name in ("max_bytes", "max_depth", "max_string_length"):
+        for name in ("max_bytes", "max_depth", "max_string_length", "max_containers", "max_items"):
             value = getattr(self, name)
             if type(value) is not int or value < 1:
                 raise ValueError("DecodeLimits: every limit must be a positive int")
@@ -272,6 +287,25 @@ def _walk_decoded(
                 stack.append((child, depth + 1))
 
 
+def _check_counts(raw: bytes, limits: DecodeLimits) -> None:
+    """Refuse too many containers or items before anything is decoded.
+
+    Counting brackets and commas in the raw bytes gives upper bounds at C
+    speed; only when a bound is over its limit are strings blanked out (a
+    bracket inside a string is not a container) and the exact counts taken.
+    """
+    containers = raw.count(b"[") + raw.count(b"{")
+    items = raw.count(b",") + containers
+    if containers <= limits.max_containers and items <= limits.max_items:
+        return
+    structure = _STRING.sub(b'""', raw)
+    containers = structure.count(b"[") + structure.count(b"{")
+    if containers > limits.max_containers:
+        raise CanonicalError("too_many_containers")
+    if structure.count(b",") + containers > limits.max_items:
+        raise CanonicalError("too_many_items")
+
+
 def decode(
     data: bytes | bytearray | memoryview | str, *, limits: DecodeLimits = DEFAULT_LIMITS
 ) -> Any:
@@ -299,6 +333,7 @@ def decode(
         raise CanonicalError("too_large")
     if raw.startswith(_BOM):
         raise CanonicalError("byte_order_mark")
+    _check_counts(raw, limits)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
@@ -320,3 +355,107 @@ def decode(
     if check_depth or check_strings:
         _walk_decoded(value, limits, check_depth, check_strings)
     return value
+
+
+# ---------------------------------------------------------------------------
+# Fast invarlock encoders for values already checked elsewhere
+#
+# plain_canonical and frozen_canonical skip encode_invarlock's pre-encoding walk
+# and call CPython's C encoder directly (no JSONEncoder.encode wrapper, no
+# ``default`` fallback per read-only mapping). Tests pin both to encode_invarlock.
+
+
+def _refuse_default(value: object) -> Any:
+    raise TypeError("not JSON")
+
+
+def plain_mapping(value: object) -> dict[str, Any]:
+    """``default`` hook of JSON encoders: serialize read-only mappings like dicts."""
+    if type(value) is types.MappingProxyType:
+        return value.copy()
+    if isinstance(value, Mapping):
+        return dict(value)
+    raise CanonicalError("unsupported_type")
+
+
+_C_MAKE_ENCODER: Final[Any] = json.encoder.c_make_encoder  # type: ignore[attr-defined]
+# The profile for plain values (dict, list, tuple and JSON scalars).
+_C_PLAIN: Final[Any] = (
+    None
+    if _C_MAKE_ENCODER is None
+    else _C_MAKE_ENCODER(
+        None,  # markers: no circular check (as check_circular=False)
+        _refuse_default,
+        json.encoder.encode_basestring,  # raw UTF-8 text (ensure_ascii=False)
+        None,  # indent
+        ":",
+        ",",
+        True,  # sort_keys
+        False,  # skipkeys
+        False,  # allow_nan
+    )
+)
+_PY_PLAIN: Final = json.JSONEncoder(
+    ensure_ascii=False,
+    allow_nan=False,
+    sort_keys=True,
+    separators=(",", ":"),
+    check_circular=False,
+)
+
+
+def plain_canonical(value: object) -> bytes | None:
+    """Return the canonical bytes *without* the final LF of a plain JSON value.
+
+    For trees of exact ``dict``/``list``/``tuple`` and JSON scalars (see
+    :func:`sealeval._validate.plain_json`). ``None`` when the value cannot be
+    encoded canonically (NaN or infinity, an integer over the interpreter's
+    digit limit, an unpaired surrogate in any string or key, another type);
+    the caller then takes the checked path, which names the refusal. The
+    bytes equal ``encode_invarlock(value)[:-1]``.
+    """
+    try:
+        if _C_PLAIN is None:  # pragma: no cover - interpreters without the C accelerator
+            return _PY_PLAIN.encode(value).encode("utf-8")
+        return "".join(_C_PLAIN(value, 0)).encode("utf-8")
+    except (ValueError, TypeError, RecursionError):  # UnicodeEncodeError is a ValueError
+        return None
+
+
+# The profile for values assembled only from frozen, already checked parts
+# (sealeval._validate.freeze_json output and validated objects).
+_PY_FROZEN: Final = json.JSONEncoder(
+    ensure_ascii=False,
+    allow_nan=False,
+    sort_keys=True,
+    separators=(",", ":"),
+    check_circular=False,
+    default=plain_mapping,
+)
+_C_FROZEN: Final[Any] = (
+    None
+    if _C_MAKE_ENCODER is None
+    else _C_MAKE_ENCODER(
+        None, plain_mapping, json.encoder.encode_basestring, None, ":", ",", True, False, False
+    )
+)
+
+
+def frozen_canonical(value: object, *, error: type[SealevalError]) -> bytes:
+    """Return the invarlock canonical bytes of a value built from frozen, checked parts.
+
+    Raises:
+        error: ``invalid_json_value`` (no field) when the value is not encodable
+            after all (the caller's error class).
+    """
+    try:
+        if _C_FROZEN is None:  # pragma: no cover - interpreters without the C accelerator
+            return (_PY_FROZEN.encode(value) + "\n").encode("utf-8")
+        return ("".join(_C_FROZEN(value, 0)) + "\n").encode("utf-8")
+    except (ValueError, TypeError, RecursionError):
+        raise error("invalid_json_value") from None
+
+
+def frozen_digest(value: object, *, error: type[SealevalError]) -> str:
+    """Return ``digest_invarlock(value)`` for a value built from frozen, checked parts only."""
+    return digest_bytes(frozen_canonical(value, error=error))

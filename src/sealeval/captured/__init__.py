@@ -14,6 +14,7 @@ Importer authors typically call :func:`capture_evaluator_run` (or
 
 from __future__ import annotations
 
+from sealeval._validate import JsonValue
 from sealeval.captured.case_set import (
     CASE_SET_FORMAT,
     Case,
@@ -26,7 +27,7 @@ from sealeval.captured.case_set import (
     validate_run_case_set,
     write_case_set,
 )
-from sealeval.captured.errors import CapturedRunError, JsonValue
+from sealeval.captured.errors import CapturedRunError
 from sealeval.captured.export import (
     BATCH_PROFILES,
     DELEGATING_PROFILES,

@@ -39,21 +39,27 @@ Refusals are :class:`EvidencePackBuildError` (message ``<field>: <code>``).
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
-import errno
 import hashlib
 import os
-import secrets
 import stat
-import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from sealeval._fs import (
+    DIR_FLAGS,
+    FileSystemError,
+    create_exclusive,
+    fsync_directory,
+    open_destination_parent,
+    rename_noreplace,
+    translated,
+)
+from sealeval._validate import freeze_json
 from sealeval.canonical import decode, digest_bytes, encode_invarlock
-from sealeval.captured.errors import freeze_json
+from sealeval.captured.errors import CapturedRunError
+from sealeval.captured.pack_layout import ManifestFacts
 from sealeval.captured.pack_reader import (
     CHECKSUMS_NAME,
     DECISION_ORDERS,
@@ -85,6 +91,12 @@ from sealeval.captured.request import (
 )
 from sealeval.captured.run import Run
 from sealeval.captured.signing import SigningKey, signature_envelope
+from sealeval.captured.staging import (
+    STAGING_PREFIX,
+    remove_stale_staging,
+    remove_tree,
+    staging_lock,
+)
 from sealeval.errors import CanonicalError, CapturedError, SealevalError
 
 __all__ = [
@@ -97,13 +109,10 @@ __all__ = [
     "publish_pack",
 ]
 
-#: Name prefix of the private staging directory created beside the destination.
-STAGING_PREFIX: Final = ".captured-evidence-"
 _FILE_MODE: Final = 0o444
 _DIR_MODE: Final = 0o700
 _CHUNK: Final = 1_048_576
-_O_CLOEXEC: Final = getattr(os, "O_CLOEXEC", 0)
-_DIR_FLAGS: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | _O_CLOEXEC
+_DIR_FLAGS: Final = DIR_FLAGS
 
 
 class EvidencePackBuildError(CapturedError):
@@ -139,7 +148,7 @@ def _fail(code: str, where: str | None = None) -> EvidencePackBuildError:
 
 
 @dataclass(frozen=True, slots=True, repr=False, eq=False)
-class StagedPack:
+class StagedPack(ManifestFacts):
     """A checked, complete pack held in memory, ready for :func:`publish_pack`.
 
     The runs are kept as :class:`~sealeval.captured.run.Run` objects and
@@ -174,30 +183,6 @@ class StagedPack:
             f"StagedPack(pack_manifest_digest={self.pack_manifest_digest!r}, "
             f"authentication={self.authentication!r})"
         )
-
-    @property
-    def pack_manifest_digest(self) -> str:
-        """``sha256:`` of the ``manifest.json`` bytes."""
-        return self.manifest.digest
-
-    @property
-    def authentication(self) -> str:
-        """``"signed"`` or ``"unsigned_local"``."""
-        return self.manifest.authentication
-
-    @property
-    def signing_key_fingerprint(self) -> str | None:
-        """The signer's fingerprint, or ``None`` when unsigned."""
-        return self.manifest.signing_key_fingerprint
-
-    @property
-    def comparison_id(self) -> str:
-        """The comparison id."""
-        return self.manifest.comparison_id
-
-    def digest(self, role: str) -> str:
-        """Return the ``sha256:`` digest of a payload file by role."""
-        return self.manifest.files[role].digest
 
     def files(self) -> tuple[tuple[str, Callable[[], Iterable[bytes]], int], ...]:
         """Every file as ``(pack-relative path, chunk source, size)``, payloads first."""
@@ -241,7 +226,7 @@ def _check_report(
     try:
         check_report_document(document, decision_order=decision_order)
         if validate_report is not None:
-            validate_report(freeze_json(document, "report"))  # type: ignore[arg-type]
+            validate_report(freeze_json(document, "report", error=CapturedRunError))  # type: ignore[arg-type]
     except SealevalError:
         raise _fail("invalid_report", "report") from None
     bindings = document["bindings"]
@@ -466,73 +451,8 @@ class PublishedPack:
         return f"PublishedPack(pack_manifest_digest={self.pack_manifest_digest!r})"
 
 
-def _load_noreplace() -> tuple[Any, int] | None:
-    """Return the platform's no-replace rename ``(function, flag)``, if the C library has one."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-    except OSError:  # pragma: no cover - every supported platform has a C library
-        return None
-    if sys.platform == "darwin":  # pragma: no cover - exercised on macOS only
-        name, flag = "renameatx_np", 0x4  # RENAME_EXCL
-    else:
-        name, flag = "renameat2", 0x1  # RENAME_NOREPLACE
-    function = getattr(libc, name, None)
-    if function is None:  # pragma: no cover - glibc < 2.28, musl
-        return None
-    function.argtypes = [
-        ctypes.c_int,
-        ctypes.c_char_p,
-        ctypes.c_int,
-        ctypes.c_char_p,
-        ctypes.c_uint,
-    ]
-    function.restype = ctypes.c_int
-    return function, flag
-
-
-#: The no-replace rename in use (``None``: the claimed-directory fallback).
-_NOREPLACE: tuple[Any, int] | None = _load_noreplace()
-_UNSUPPORTED: Final = frozenset(
-    {errno.ENOSYS, errno.EINVAL, getattr(errno, "ENOTSUP", -1), getattr(errno, "EOPNOTSUPP", -1)}
-)
-
-
-def _rename_claimed(dir_fd: int, old: str, new: str) -> None:
-    """Claim ``new`` with an exclusive mkdir, then rename ``old`` onto the empty claim."""
-    try:
-        os.mkdir(new, _DIR_MODE, dir_fd=dir_fd)
-    except FileExistsError:
-        raise _fail("output_exists", "output") from None
-    except OSError:
-        raise _fail("output_unwritable", "output") from None
-    try:
-        os.rename(old, new, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
-    except OSError as error:
-        with contextlib.suppress(OSError):
-            os.rmdir(new, dir_fd=dir_fd)  # only succeeds while the claim is still empty
-        exists = error.errno in (errno.EEXIST, errno.ENOTEMPTY)
-        raise _fail("output_exists" if exists else "output_unwritable", "output") from None
-
-
-def _rename_noreplace(dir_fd: int, old: str, new: str) -> None:
-    """Atomically rename ``old`` to ``new`` in one directory, never replacing ``new``."""
-    noreplace = _NOREPLACE
-    if noreplace is not None:
-        function, flag = noreplace
-        result = function(dir_fd, os.fsencode(old), dir_fd, os.fsencode(new), flag)
-        if result == 0:
-            return
-        code = ctypes.get_errno()
-        if code in (errno.EEXIST, errno.ENOTEMPTY):
-            raise _fail("output_exists", "output")
-        if code not in _UNSUPPORTED:
-            raise _fail("output_unwritable", "output")
-    _rename_claimed(dir_fd, old, new)
-
-
 def _fsync(fd: int) -> None:
-    with contextlib.suppress(OSError):
-        os.fsync(fd)
+    fsync_directory(fd)
 
 
 def _relative_destination(destination: Path, anchor: Path | None) -> tuple[Path, tuple[str, ...]]:
@@ -553,48 +473,17 @@ def _relative_destination(destination: Path, anchor: Path | None) -> tuple[Path,
     return anchor, parts
 
 
-def _child_directory(fd: int, name: str) -> int:
-    """Open (creating with mode 0700 when missing) a real child directory, no symlink."""
-    try:
-        return os.open(name, _DIR_FLAGS, dir_fd=fd)
-    except FileNotFoundError:
-        pass
-    except OSError as error:
-        if error.errno in (errno.ELOOP, errno.ENOTDIR):
-            raise _fail("unsafe_destination", "output") from None
-        raise _fail("output_unwritable", "output") from None  # pragma: no cover - EACCES
-    try:
-        os.mkdir(name, _DIR_MODE, dir_fd=fd)
-    except FileExistsError:  # pragma: no cover - created concurrently; opened (no-follow) below
-        pass
-    except OSError:  # pragma: no cover - EACCES, read-only file system
-        raise _fail("output_unwritable", "output") from None
-    _fsync(fd)
-    try:
-        return os.open(name, _DIR_FLAGS, dir_fd=fd)
-    except OSError:  # pragma: no cover - replaced by a symlink concurrently
-        raise _fail("unsafe_destination", "output") from None
-
-
 def _open_parent(destination: Path, anchor: Path | None) -> tuple[int, str]:
     """Open the destination's parent below ``anchor`` without following symlinks.
 
     Missing ancestors are created with mode 0700. Returns ``(fd, final name)``.
+    The walk is ``sealeval._fs.open_destination_parent`` below the anchor.
     """
     base, parts = _relative_destination(destination, anchor)
-    try:
-        fd = os.open(base, os.O_RDONLY | os.O_DIRECTORY | _O_CLOEXEC)
-    except OSError:
-        raise _fail("output_unwritable", "output") from None
-    try:
-        for part in parts[:-1]:
-            child = _child_directory(fd, part)
-            os.close(fd)
-            fd = child
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd, parts[-1]
+    with translated(EvidencePackBuildError, "output", default="output_unwritable"):
+        return open_destination_parent(
+            Path(*parts), anchor=base, create_parents=True, directory_mode=_DIR_MODE
+        )
 
 
 def _names(dir_fd: int) -> list[str]:
@@ -604,44 +493,15 @@ def _names(dir_fd: int) -> list[str]:
 
 def _write_file(dir_fd: int, name: str, chunks: Iterable[bytes]) -> tuple[str, int]:
     """Create ``name`` exclusively (mode 0600), write, chmod 0444, fsync; return (digest, size)."""
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | _O_CLOEXEC
-    fd = os.open(name, flags, 0o600, dir_fd=dir_fd)
     hasher = hashlib.sha256()
-    size = 0
-    try:
-        with os.fdopen(os.dup(fd), "wb", buffering=_CHUNK) as handle:
-            for chunk in chunks:
-                hasher.update(chunk)
-                size += len(chunk)
-                handle.write(chunk)
-        os.fchmod(fd, _FILE_MODE)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+
+    def hashed() -> Iterable[bytes]:
+        for chunk in chunks:
+            hasher.update(chunk)
+            yield chunk
+
+    size = create_exclusive(dir_fd, name, hashed(), mode=_FILE_MODE)
     return "sha256:" + hasher.hexdigest(), size
-
-
-def _remove_tree(parent_fd: int, name: str) -> None:
-    """Remove a staging directory we created (files first, then directories)."""
-    try:
-        fd = os.open(name, _DIR_FLAGS, dir_fd=parent_fd)
-    except OSError:  # pragma: no cover - never created, or already gone
-        return
-    try:
-        for entry in _names(fd):
-            try:
-                info = os.stat(entry, dir_fd=fd, follow_symlinks=False)
-            except OSError:  # pragma: no cover - removed concurrently
-                continue
-            if stat.S_ISDIR(info.st_mode):
-                _remove_tree(fd, entry)
-            else:
-                with contextlib.suppress(OSError):
-                    os.unlink(entry, dir_fd=fd)
-    finally:
-        os.close(fd)
-    with contextlib.suppress(OSError):
-        os.rmdir(name, dir_fd=parent_fd)
 
 
 def _stage(parent_fd: int, staging: str, staged: StagedPack) -> None:
@@ -728,7 +588,7 @@ def publish_pack(
         raise _fail("invalid_type", "pack")
     target = Path(destination)
     base = None if anchor is None else Path(anchor)
-    parent_fd, name = _open_parent(target, base)
+    parent_fd, name = _open_parent(target, base)  # the name must not exist
     try:
         try:
             os.stat(name, dir_fd=parent_fd, follow_symlinks=False)
@@ -738,16 +598,18 @@ def publish_pack(
             raise _fail("output_unwritable", "output") from None
         else:
             raise _fail("output_exists", "output")
-        staging = STAGING_PREFIX + secrets.token_hex(16)
+        remove_stale_staging(parent_fd)  # folders of killed publishers (no live owner)
         try:
-            _stage(parent_fd, staging, staged)
-            _rename_noreplace(parent_fd, staging, name)
-        except OSError:
-            _remove_tree(parent_fd, staging)
+            with staging_lock(parent_fd) as staging:
+                try:
+                    _stage(parent_fd, staging, staged)
+                    with translated(EvidencePackBuildError, "output", default="output_unwritable"):
+                        rename_noreplace(parent_fd, staging, name)
+                except BaseException:
+                    remove_tree(parent_fd, staging)
+                    raise
+        except (OSError, FileSystemError):
             raise _fail("output_unwritable", "output") from None
-        except BaseException:
-            _remove_tree(parent_fd, staging)
-            raise
         _fsync(parent_fd)
     finally:
         os.close(parent_fd)

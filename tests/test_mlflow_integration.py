@@ -1,0 +1,111 @@
+"""log_pack_to_mlflow against a real MLflow client and a local file store (``file:`` URI).
+
+MLflow 3 keeps its file store in maintenance mode behind
+``MLFLOW_ALLOW_FILE_STORE=true``; the test opts in for its own store only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+from mlflow.tracking import MlflowClient
+
+from _view_workspace import Workspace, build_workspace
+from sealeval.captured.pack_reader import EvidencePackError, read_evidence_pack
+from sealeval.integrations.mlflow import (
+    EVIDENCE_PATH,
+    REPORTS_PATH,
+    MlflowLogError,
+    log_pack_to_mlflow,
+)
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory: pytest.TempPathFactory) -> Workspace:
+    return build_workspace(tmp_path_factory.mktemp("mlflow"))
+
+
+@pytest.fixture
+def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
+    return (tmp_path / "mlruns").as_uri()
+
+
+def _files(client: MlflowClient, run_id: str, path: str) -> set[str]:
+    found: set[str] = set()
+    for info in client.list_artifacts(run_id, path):
+        if info.is_dir:
+            found |= _files(client, run_id, info.path)
+        else:
+            found.add(info.path)
+    return found
+
+
+@pytest.mark.parametrize("pack_name", ["pack", "vector_pack"])
+def test_pack_decision_and_reports_are_logged(
+    workspace: Workspace, store: str, tmp_path: Path, pack_name: str
+) -> None:
+    pack_dir = workspace.root / getattr(workspace, pack_name)
+    pack = read_evidence_pack(pack_dir)
+    logged = log_pack_to_mlflow(pack_dir, tracking_uri=store, run_name="gate")
+    client = MlflowClient(tracking_uri=store)
+    run = client.get_run(logged.run_id)
+    assert run.info.status == "FINISHED"
+    tags = run.data.tags
+    assert tags["sealeval.decision"] == pack.decision == logged.decision
+    assert tags["sealeval.pack_manifest_digest"] == pack.manifest_digest
+    assert tags["sealeval.authentication"] == pack.authentication
+    assert tags["sealeval.baseline_run_digest"] == pack.baseline.digest
+    assert tags["sealeval.subject_run_digest"] == pack.subject.digest
+    assert tags["sealeval.comparison_id"] == pack.comparison_id
+    with_delta = [entry for entry in pack.report["metrics"] if entry["delta"] is not None]
+    for entry in with_delta:
+        name = f"sealeval.{entry['name']}.{entry['slice']}.delta"
+        assert run.data.metrics[name] == pytest.approx(entry["delta"])
+    evidence = {str(path.relative_to(pack_dir)) for path in pack_dir.rglob("*") if path.is_file()}
+    logged_evidence = {
+        path.removeprefix(EVIDENCE_PATH + "/")
+        for path in _files(client, logged.run_id, EVIDENCE_PATH)
+    }
+    assert logged_evidence == evidence
+    downloaded = Path(client.download_artifacts(logged.run_id, EVIDENCE_PATH, str(tmp_path)))
+    for relative in evidence:
+        original = hashlib.sha256((pack_dir / relative).read_bytes()).hexdigest()
+        assert hashlib.sha256((downloaded / relative).read_bytes()).hexdigest() == original
+    assert read_evidence_pack(downloaded).manifest_digest == pack.manifest_digest
+    reports = {path.rsplit("/", 1)[1] for path in _files(client, logged.run_id, REPORTS_PATH)}
+    assert reports == {"report.md", "report.html", "junit.xml"}
+
+
+def test_logging_into_an_existing_run_leaves_it_running(workspace: Workspace, store: str) -> None:
+    client = MlflowClient(tracking_uri=store)
+    experiment = client.create_experiment("mine")
+    run = client.create_run(experiment)
+    logged = log_pack_to_mlflow(workspace.root / workspace.pack, run.info.run_id, client=client)
+    assert logged.run_id == run.info.run_id
+    refreshed = client.get_run(run.info.run_id)
+    assert refreshed.info.status == "RUNNING"
+    assert refreshed.data.tags["sealeval.decision"] == "regression"
+
+
+def test_refusals(workspace: Workspace, store: str, tmp_path: Path) -> None:
+    with pytest.raises(MlflowLogError) as caught:
+        log_pack_to_mlflow(workspace.root / workspace.pack, "", tracking_uri=store)
+    assert (caught.value.code, caught.value.field) == ("invalid_run_id", "run_id")
+    with pytest.raises(MlflowLogError) as failed:
+        log_pack_to_mlflow(
+            workspace.root / workspace.pack, "0" * 32, tracking_uri=store
+        )  # no such run
+    assert failed.value.code == "mlflow_failed"
+    assert store not in str(failed.value)
+    not_a_pack = tmp_path / "not-a-pack"
+    not_a_pack.mkdir()
+    with pytest.raises(EvidencePackError):
+        log_pack_to_mlflow(not_a_pack, tracking_uri=store)
+    client = MlflowClient(tracking_uri=store)
+    assert client.search_experiments() == [] or all(
+        not client.search_runs([experiment.experiment_id])
+        for experiment in client.search_experiments()
+    )
