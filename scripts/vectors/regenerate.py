@@ -64,7 +64,11 @@ class Rewriter:
     def record_id(self, old: str) -> str:
         """Return the new id of record ``old`` (the same for every run and case)."""
         if old not in self.ids:
-            self.ids[old] = f"item-{self.seed}-{self.random.randrange(16**6):06x}"
+            taken = set(self.ids.values())
+            new = old
+            while new == old or new in taken:  # distinct ids stay distinct
+                new = f"item-{self.seed}-{self.random.randrange(16**6):06x}"
+            self.ids[old] = new
         return self.ids[old]
 
     def run_id(self, old: str) -> str:
