@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 RUN_STAMP := $(VENV)/.sealeval-run
 DEV_STAMP := $(VENV)/.sealeval-dev
 
-.PHONY: demo test lint types unit bench clean contracts interop matrix sysdeps ucd tables
+.PHONY: demo test lint types unit bench clean contracts interop matrix sysdeps ucd tables vectors-alt
 
 $(BIN)/python:
 	$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
@@ -105,6 +105,19 @@ tables: $(UCD_STAMPS)
 	  $(PYTHON) scripts/unicode/generate_tables.py $(UCD_DIR)/$$version/package $$version \
 	    > src/sealeval/_data/unicode/$$version.json || exit 1; \
 	done
+
+## make vectors-alt: regenerate vectors with the reference (other seeds, ids and sizes) into a
+## temporary tree and run the vector tests on it (a vector test asserts facts, never literals)
+VECTORS_ALT_SEED ?= 7
+VECTORS_SOURCE ?= ../shared/vectors
+VECTORS_ALT_TESTS := tests/test_captured_comparison.py tests/test_cli_compare.py \
+  tests/test_captured_intervals.py tests/test_captured_run.py tests/test_captured_statistics.py
+vectors-alt: $(DEV_STAMP) $(INTEROP_INVARLOCK)/bin/python
+	@alt=$$(mktemp -d) && trap 'rm -rf "$$alt"' EXIT && \
+	  $(INTEROP_INVARLOCK)/bin/python scripts/vectors/regenerate.py --vectors $(VECTORS_SOURCE) \
+	    --output "$$alt/vectors" --seed $(VECTORS_ALT_SEED) && \
+	  SEALEVAL_VECTORS="$$alt/vectors" $(BIN)/python -m pytest -q -p no:cacheprovider --no-cov \
+	    $(VECTORS_ALT_TESTS)
 
 ## make matrix: the interpreter matrix. The vector, Unicode, forensics, scorer, demo and CLI
 ## tests (those whose results could depend on the interpreter) on CPython 3.12 and 3.13 (pyenv), and on 3.14 when an interpreter is at hand

@@ -14,7 +14,7 @@ import pytest
 from jsonschema import Draft202012Validator
 
 import sealeval.captured.verify as verify_module
-from _vectors import PROJECT_ROOT, vectors_dir
+from _vectors import PROJECT_ROOT, refuse_empty, vectors_dir
 from sealeval.canonical import digest_bytes, digest_invarlock, encode_invarlock
 from sealeval.captured.comparison import DEFAULT_MAX_BOOTSTRAP_DRAWS
 from sealeval.captured.pack_reader import EvidencePackError, checksum_ledger, read_evidence_pack
@@ -154,6 +154,7 @@ VERIFY_MESSAGES: dict[str, tuple[type[Exception], str, str]] = {
 def private_load(relative: str) -> dict[str, Any]:
     """Read a vector file afresh: other tests must not be able to change what ours see."""
     document: dict[str, Any] = json.loads((vectors_dir() / relative).read_bytes())
+    refuse_empty(relative, document)
     return document
 
 
