@@ -26,6 +26,15 @@ The reference virtualenv is created when missing under
 ``pip install invarlock==0.17.1``. If that fails the script says so and exits
 with status 2.
 
+The paths added for ``--adapter auto`` are measured too, each against the
+reference's named import of a file of the same size: ``auto`` on the lm-eval
+file (recognition by content, then the specified adapter: same digest as the
+reference), and ``auto`` on an lm-eval file with two filters per document
+(the specified adapter refuses it at the first repeated document, then the
+native ``lm-eval-log-samples`` reader reads it; the reference cannot read that
+file at all, so its time on the one-filter file of the same record count is
+the yardstick).
+
 ``--scale`` imports a 1,000,000-record lm-eval samples file with sealeval
 alone (``import_run_streaming``) and prints its time and peak RSS (target:
 under 1 GiB).
@@ -142,6 +151,13 @@ def lm_eval_rows(count: int, seed: int) -> Any:
             row["error"] = "rate limited"
             row["filtered_resps"] = []
         yield row
+
+
+def lm_eval_filter_rows(count: int, seed: int) -> Any:
+    """Yield harness rows with two filters per document (``count`` rows, ``count // 2`` docs)."""
+    for row in lm_eval_rows(count // 2, seed):
+        for name in ("strict-match", "flexible-extract"):
+            yield {**row, "filter": name}
 
 
 def jsonl_rows(count: int, seed: int) -> Any:
@@ -261,24 +277,42 @@ def best(results: list[dict[str, Any]]) -> dict[str, Any]:
     return min(results, key=lambda result: result["seconds"])
 
 
-def compare(name: str, path: Path, adapter: str, reference: Path, repeat: int) -> float:
+def compare(
+    name: str,
+    path: Path,
+    adapter: str,
+    reference: Path,
+    repeat: int,
+    *,
+    ours: str | None = None,
+    yardstick: Path | None = None,
+) -> float:
+    """Time sealeval (adapter ``ours``, default ``adapter``) against the reference.
+
+    With ``yardstick``, the reference imports that file instead (same record
+    count) and digests are not compared.
+    """
     output = WORK / f"{name}.run.json"
+    mine = ours or adapter
     streams, loads, refs = [], [], []
     for _ in range(repeat):
         output.unlink(missing_ok=True)
         streams.append(
-            measure(sys.executable, SEALEVAL_RUNNER, arguments(path, adapter, "stream", output))
+            measure(sys.executable, SEALEVAL_RUNNER, arguments(path, mine, "stream", output))
         )
-        loads.append(measure(sys.executable, SEALEVAL_RUNNER, arguments(path, adapter, "load")))
-        refs.append(measure(reference, REFERENCE_RUNNER, arguments(path, adapter)))
+        loads.append(measure(sys.executable, SEALEVAL_RUNNER, arguments(path, mine, "load")))
+        refs.append(measure(reference, REFERENCE_RUNNER, arguments(yardstick or path, adapter)))
     stream, load, ref = best(streams), best(loads), best(refs)
-    digests = {stream["digest"], load["digest"], ref["digest"]}
+    digests = {stream["digest"], load["digest"]} | (set() if yardstick else {ref["digest"]})
     assert len(digests) == 1, f"{name}: run digests differ"
     assert file_digest(output) == stream["digest"]
     output.unlink()
     ratio = ref["seconds"] / stream["seconds"]
     print(f"\n{name}: {stream['records']:,} records, {path.stat().st_size / 1e6:.1f} MB")
-    print(f"  run digest (all three identical): {stream['digest']}")
+    same = "sealeval's two" if yardstick else "all three"
+    print(f"  run digest ({same} identical): {stream['digest']}")
+    if yardstick is not None:
+        print(f"  (reference timed on the one-filter file of {ref['records']:,} records)")
     header = f"  {'':34}{'import s':>10}{'wall s':>10}{'peak RSS MiB':>14}"
     print(header)
     for label, result in (
@@ -339,7 +373,10 @@ def main() -> None:
     options = parser.parse_args()
     if options.generate:
         kind, path, count, seed = options.generate
-        rows = lm_eval_rows if kind == "lm-eval-samples" else jsonl_rows
+        rows = {
+            "lm-eval-samples": lm_eval_rows,
+            "lm-eval-filters": lm_eval_filter_rows,
+        }.get(kind, jsonl_rows)
         print(write_jsonl(Path(path), rows(int(count), int(seed))))
         return
     if options.scale:
@@ -349,16 +386,36 @@ def main() -> None:
     reference = ensure_reference()
     WORK.mkdir(parents=True, exist_ok=True)
     lm_eval = WORK / "bench-lm-eval-samples.jsonl"
+    filters = WORK / "bench-lm-eval-filters.jsonl"
     plain = WORK / "bench-records.jsonl"
     generate("lm-eval-samples", lm_eval, records, options.seed)
+    generate("lm-eval-filters", filters, records, options.seed)
     generate("jsonl", plain, records, options.seed)
     try:
         ratios = [
             compare("lm-eval-samples", lm_eval, "lm-eval-samples", reference, options.repeat),
             compare("jsonl", plain, "jsonl", reference, options.repeat),
+            compare(
+                "lm-eval-samples, --adapter auto",
+                lm_eval,
+                "lm-eval-samples",
+                reference,
+                options.repeat,
+                ours="auto",
+            ),
+            compare(
+                "lm-eval two filters, --adapter auto (native fallback)",
+                filters,
+                "lm-eval-samples",
+                reference,
+                options.repeat,
+                ours="auto",
+                yardstick=lm_eval,
+            ),
         ]
     finally:
         lm_eval.unlink(missing_ok=True)
+        filters.unlink(missing_ok=True)
         plain.unlink(missing_ok=True)
     worst = min(ratios)
     print(f"\nworst speed-up: {worst:.1f}x (target {TARGET:.0f}x)")

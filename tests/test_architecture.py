@@ -29,7 +29,12 @@ MAX_LINES = 1_000
 #: Modules still over the limit while their split is under way, each with the
 #: reason. An entry must name a module that exists and is STILL over the limit
 #: (checked below), so the list cannot outlive the split it waits for.
-OVER_LIMIT_UNTIL_SPLIT: dict[str, str] = {}
+OVER_LIMIT_UNTIL_SPLIT: dict[str, str] = {
+    "session/forensics.py": (
+        "issue #19: overlap forensics (index, normalization, report) awaits its split into"
+        " session/forensics/; owned by the session helpers, not split when the layout landed"
+    ),
+}
 
 
 def _is_code(path: Path) -> bool:

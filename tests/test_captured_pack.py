@@ -879,14 +879,29 @@ def test_uncapped_streamed_reader_refuses_alike(
     monkeypatch.setattr(reader_module, "STREAM_MIN_BYTES", 0)
     pack = _writable_copy(signed_pack, tmp_path / "pack")
     mutate(pack)
-    outcome: tuple[str, int, bool] | None = None
+    if code not in _CAP_CODES:
+        with pytest.raises(EvidencePackError) as caught:
+            read_evidence_pack(pack, limits=UNCAPPED_PACK_LIMITS)
+        assert (caught.value.code, caught.value.status, caught.value.identified) == (
+            code,
+            status,
+            identified,
+        )
+        return
+    # A cap the uncapped limits keep refuses alike; a lifted cap either reads the pack (it
+    # is then the examined pack) or a later rule refuses the forged content with a closed code.
+    outcome: EvidencePackError | None = None
     try:
-        read_evidence_pack(pack, limits=UNCAPPED_PACK_LIMITS)
+        read = read_evidence_pack(pack, limits=UNCAPPED_PACK_LIMITS)
     except EvidencePackError as error:
-        outcome = (error.code, error.status, error.identified)
-    if code in _CAP_CODES and (outcome is None or outcome[0] != code):
-        return  # the cap is lifted: accepted, or a later rule refused the forged content
-    assert outcome == (code, status, identified)
+        outcome = error
+    if outcome is None:
+        assert read.manifest_digest == digest_bytes((pack / "manifest.json").read_bytes())
+    elif outcome.code == code:
+        assert (outcome.status, outcome.identified) == (status, identified)
+    else:
+        assert outcome.code in EvidencePackError.codes
+        assert outcome.status in (4, 6)
 
 
 def test_uncapped_streamed_read_equals_the_whole_file_read(
@@ -1408,49 +1423,75 @@ def _rsa_pem() -> bytes:
     )
 
 
-def test_key_file_refusals(tmp_path: Path) -> None:
-    encrypted = SigningKey.generate()._key.private_bytes(
-        Encoding.PEM, PrivateFormat.PKCS8, BestAvailableEncryption(b"pw")
-    )
-    rsa = _rsa_pem()
-    rsa_public = (
-        generate_private_key(public_exponent=65537, key_size=1024)
-        .public_key()
-        .public_bytes(Encoding.PEM, PublicFormat.SubjectPublicKeyInfo)
-    )
-    (tmp_path / "enc.pem").write_bytes(encrypted)
-    (tmp_path / "rsa.pem").write_bytes(rsa)
-    (tmp_path / "rsa.pub").write_bytes(rsa_public)
-    (tmp_path / "junk.pem").write_bytes(b"junk")
-    (tmp_path / "big.pem").write_bytes(b"x" * 65_537)
-    (tmp_path / "link.pem").symlink_to(SIGNER)
-    (tmp_path / "dir.pem").mkdir()
-    for path, code in (
-        (tmp_path / "enc.pem", "encrypted_key"),
-        (tmp_path / "rsa.pem", "not_ed25519"),
-        (tmp_path / "junk.pem", "invalid_pem"),
-        (tmp_path / "big.pem", "too_large"),
-        (tmp_path / "link.pem", "not_regular_file"),
-        (tmp_path / "dir.pem", "not_regular_file"),
-        (tmp_path / "missing.pem", "not_found"),
-        (tmp_path / ".." / tmp_path.name / "junk.pem", "unsafe_path"),
-    ):
-        with pytest.raises(SigningKeyError) as caught:
-            load_signing_key(path)
-        assert caught.value.code == code, path
+def _key_file(tmp_path: Path, kind: str) -> Path:
+    """Write one refused key file of ``kind`` and return the path to hand to the loader."""
+    if kind == "missing":
+        return tmp_path / "missing.pem"
+    if kind == "dotdot":
+        (tmp_path / "junk.pem").write_bytes(b"junk")
+        return tmp_path / ".." / tmp_path.name / "junk.pem"
+    path = tmp_path / f"{kind}.pem"
+    if kind == "symlink":
+        path.symlink_to(SIGNER)
+    elif kind == "directory":
+        path.mkdir()
+    else:
+        path.write_bytes(
+            {
+                "encrypted": lambda: SigningKey.generate()._key.private_bytes(
+                    Encoding.PEM, PrivateFormat.PKCS8, BestAvailableEncryption(b"pw")
+                ),
+                "rsa": _rsa_pem,
+                "rsa-public": lambda: (
+                    generate_private_key(public_exponent=65537, key_size=1024)
+                    .public_key()
+                    .public_bytes(Encoding.PEM, PublicFormat.SubjectPublicKeyInfo)
+                ),
+                "junk": lambda: b"junk",
+                "oversized": lambda: b"x" * 65_537,
+            }[kind]()
+        )
+    return path
+
+
+#: One row per key-file rule: (id naming the rule, loader, file kind, closed code).
+KEY_FILE_REFUSALS = [
+    ("signing-key-encrypted-pem", load_signing_key, "encrypted", "encrypted_key"),
+    ("signing-key-rsa-not-ed25519", load_signing_key, "rsa", "not_ed25519"),
+    ("signing-key-not-pem", load_signing_key, "junk", "invalid_pem"),
+    ("signing-key-over-64k", load_signing_key, "oversized", "too_large"),
+    ("signing-key-symlink-not-regular", load_signing_key, "symlink", "not_regular_file"),
+    ("signing-key-directory-not-regular", load_signing_key, "directory", "not_regular_file"),
+    ("signing-key-missing", load_signing_key, "missing", "not_found"),
+    ("signing-key-dotdot-unsafe-path", load_signing_key, "dotdot", "unsafe_path"),
+    ("verify-key-rsa-not-ed25519", load_verify_key, "rsa-public", "not_ed25519"),
+    ("verify-key-not-pem", load_verify_key, "junk", "invalid_pem"),
+]
+
+
+@pytest.mark.parametrize(
+    ("loader", "kind", "code"), [pytest.param(*row[1:], id=row[0]) for row in KEY_FILE_REFUSALS]
+)
+def test_key_file_refusals(
+    loader: Callable[[Path], Any], kind: str, code: str, tmp_path: Path
+) -> None:
+    path = _key_file(tmp_path, kind)
     with pytest.raises(SigningKeyError) as caught:
-        load_verify_key(tmp_path / "rsa.pub")
-    assert caught.value.code == "not_ed25519"
-    with pytest.raises(SigningKeyError) as caught:
-        load_verify_key(tmp_path / "junk.pem")
-    assert caught.value.code == "invalid_pem"
+        loader(path)
+    assert caught.value.code == code
+    assert str(tmp_path) not in str(caught.value)
+
+
+def test_key_value_refusals() -> None:
     with pytest.raises(SigningKeyError) as caught:
         SigningKey.from_seed(b"short")
     assert caught.value.code == "not_ed25519"
-    with pytest.raises(SigningKeyError):
+    with pytest.raises(SigningKeyError) as caught:
         SigningKey.from_pem("text")  # type: ignore[arg-type]
-    with pytest.raises(SigningKeyError):
+    assert caught.value.code in SigningKeyError.codes
+    with pytest.raises(SigningKeyError) as caught:
         key_fingerprint(b"short")
+    assert caught.value.code in SigningKeyError.codes
 
 
 def test_generate_signing_key_permissions(tmp_path: Path) -> None:

@@ -368,17 +368,14 @@ def test_runtime_refuses_unavailable_unicode(version: str, code: str) -> None:
 
 
 def test_runtime_selects_the_pinned_tables() -> None:
-    pinned = [_metric("normalized_match", name="n15")]
-    if INTERPRETER_UNICODE == "14.0.0":
-        pinned.append(_metric("token_f1", name="t14", configuration={"unicode_version": "14.0.0"}))
+    pinned = [
+        _metric("normalized_match", name="n15"),
+        _metric("token_f1", name="t14", configuration={"unicode_version": "14.0.0"}),
+    ]
     scorers: Any = check_runtime(parse_comparison_policy(_policy(*pinned)))
-    assert scorers[0].tables.version == "15.0.0"
-    if INTERPRETER_UNICODE == "14.0.0":
-        assert scorers[0].tables.provider == "unicodedata2"
-        assert (scorers[1].tables.version, scorers[1].tables.provider) == (
-            "14.0.0",
-            "unicodedata",
-        )
+    for scorer, version in zip(scorers, ("15.0.0", "14.0.0"), strict=True):
+        expected = "unicodedata" if version == INTERPRETER_UNICODE else "sealeval"
+        assert (scorer.tables.version, scorer.tables.provider) == (version, expected)
 
 
 def test_runtime_builds_one_scorer_per_metric() -> None:

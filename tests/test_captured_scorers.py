@@ -101,36 +101,34 @@ def test_scorer_vector(case: dict[str, Any]) -> None:
 # Unicode tables
 
 
+def _provider(version: str) -> str:
+    return "unicodedata" if version == INTERPRETER_UNICODE else "sealeval"
+
+
 def test_reference_tables_are_exactly_unicode_15() -> None:
     tables = unicode_tables("15.0.0")
     assert tables.version == "15.0.0" == REFERENCE_UNICODE_VERSION
-    expected_provider = "unicodedata" if INTERPRETER_UNICODE == "15.0.0" else "unicodedata2"
-    assert tables.provider == expected_provider
+    assert tables.provider == _provider("15.0.0")
     assert tables.category("\U00011f00") == "Mn"  # KAWI SIGN CANDRABINDU, new in 15.0
     assert tables.decimal("\U00011f51") == 1  # KAWI DIGIT ONE
     assert unicode_tables("15.0.0") is tables
-    assert repr(tables) == f"UnicodeTables(version='15.0.0', provider={expected_provider!r})"
+    assert repr(tables) == f"UnicodeTables(version='15.0.0', provider={_provider('15.0.0')!r})"
 
 
-def test_interpreter_version_comes_from_the_standard_library() -> None:
-    tables = unicode_tables(INTERPRETER_UNICODE)
-    assert tables.provider == "unicodedata"
-    assert tables.version == INTERPRETER_UNICODE
-    if INTERPRETER_UNICODE == "14.0.0":  # CPython 3.11, our machines
-        assert tables.category("\U00011f00") == "Cn"
-        assert tables.decimal("\U00011f51") is None
+def test_shipped_versions_are_available_on_every_interpreter() -> None:
+    for version in ("14.0.0", "15.0.0"):
+        tables = unicode_tables(version)
+        assert (tables.version, tables.provider) == (version, _provider(version))
+    old = unicode_tables("14.0.0")
+    assert old.category("\U00011f00") == "Cn"
+    assert old.decimal("\U00011f51") is None
 
 
-def test_policy_pinning_14_uses_the_standard_library_on_3_11() -> None:
-    if INTERPRETER_UNICODE == "14.0.0":
-        tables = unicode_tables("14.0.0")
-        assert (tables.provider, tables.version) == ("unicodedata", "14.0.0")
-        scorer: Any = deterministic_scorer("normalized_match", {"unicode_version": "14.0.0"})
-        assert scorer.tables is tables
-    else:
-        with pytest.raises(UnicodeTablesError) as caught:
-            unicode_tables("14.0.0")
-        assert caught.value.code == "unsupported_unicode_version"
+def test_policy_pinning_14_scores_as_unicode_14() -> None:
+    scorer: Any = deterministic_scorer("normalized_match", {"unicode_version": "14.0.0"})
+    assert scorer.tables is unicode_tables("14.0.0")
+    # U+1E030 is unassigned in 14.0.0: no compatibility mapping to U+0430.
+    assert score("normalized_match", "\u0430", "\U0001e030", {"unicode_version": "14.0.0"}) == 0.0
 
 
 @pytest.mark.parametrize(
@@ -138,6 +136,7 @@ def test_policy_pinning_14_uses_the_standard_library_on_3_11() -> None:
     [
         ("13.0.0", "unsupported_unicode_version"),
         ("15.1.0", "unsupported_unicode_version"),
+        ("16.0.0", "unsupported_unicode_version"),
         ("99.0.0", "unsupported_unicode_version"),
         ("15.0", "invalid_unicode_version"),
         ("15.0.0\n", "invalid_unicode_version"),
@@ -148,8 +147,7 @@ def test_policy_pinning_14_uses_the_standard_library_on_3_11() -> None:
     ],
 )
 def test_unavailable_or_malformed_versions_are_refused(version: object, code: str) -> None:
-    if version == INTERPRETER_UNICODE:
-        pytest.fail("test assumes the interpreter does not provide this version")
+    # Refused on every interpreter, including one whose own tables are that version.
     with pytest.raises(UnicodeTablesError) as caught:
         unicode_tables(version)
     assert caught.value.code == code
@@ -165,9 +163,7 @@ def test_unavailable_version_refuses_the_scorer() -> None:
 
 def test_available_versions() -> None:
     versions = available_unicode_versions()
-    assert INTERPRETER_UNICODE in versions
-    assert "15.0.0" in versions
-    assert list(versions) == sorted(versions, key=lambda v: tuple(map(int, v.split("."))))
+    assert versions == ("14.0.0", "15.0.0")
     assert is_unicode_version("15.0.0")
     assert not is_unicode_version("15.0.0.0")
 
@@ -176,102 +172,32 @@ def _scan(predicate: Any) -> frozenset[str]:
     return frozenset(char for char in map(chr, range(0x110000)) if predicate(char))
 
 
-def test_whitespace_table_is_the_isspace_set_in_every_provided_version() -> None:
+def test_whitespace_table_is_the_isspace_set_in_every_version() -> None:
     assert _scan(str.isspace) == WHITESPACE
-    for version in available_unicode_versions():
-        database: Any = unicode_tables(version)._database
+    databases: list[Any] = [unicodedata]
+    extra = sys.modules.get("unicodedata2")
+    if extra is None:
+        try:
+            import unicodedata2 as extra  # type: ignore[import-not-found,no-redef]  # noqa: PLC0415
+        except ImportError:
+            extra = None
+    if extra is not None:
+        databases.append(extra)
+    for database in databases:
         derived = _scan(
             lambda char, db=database: (
                 db.bidirectional(char) in ("WS", "B", "S") or db.category(char) == "Zs"
             )
         )
-        assert derived == WHITESPACE, version
+        assert derived == WHITESPACE, database.unidata_version
+    for version in available_unicode_versions():
+        tables = unicode_tables(version)
+        separators = _scan(lambda char, t=tables: t.category(char) == "Zs")
+        assert separators <= WHITESPACE, version
+        assert len(separators) == 17, version
     ascii_space = frozenset(char for char in map(chr, range(128)) if char in WHITESPACE)
     assert frozenset(" \t\n\v\f\r\x1c\x1d\x1e\x1f") == ascii_space
     assert "\u200b" not in WHITESPACE
-
-
-def test_case_folding_proof_for_15_over_14() -> None:
-    """The premise of VERIFIED_OLDER_INTERPRETERS: no 15.0 addition has a case folding."""
-    assert {"15.0.0": frozenset({"14.0.0"})} == tables_module.VERIFIED_OLDER_INTERPRETERS
-    if INTERPRETER_UNICODE != "14.0.0":
-        return
-    new15: Any = unicode_tables("15.0.0")._database
-    old14: Any = unicodedata
-    added = _scan(lambda char: old14.category(char) == "Cn" and new15.category(char) != "Cn")
-    assert len(added) == 4489
-    categories = {new15.category(char) for char in added}
-    assert not categories & {"Lu", "Lt"}
-    lowercase = sorted(char for char in added if new15.category(char) == "Ll")
-    # LATIN SMALL LETTER D/L/N/R/S/T WITH MID-HEIGHT LEFT HOOK: no uppercase exists.
-    assert lowercase == [chr(code) for code in range(0x1DF25, 0x1DF2B)]
-    assert all(new15.name(char).startswith("LATIN SMALL LETTER") for char in lowercase)
-    # And the interpreter leaves every added character unchanged.
-    assert all(char.casefold() == char for char in added)
-
-
-def test_newer_interpreter_masks_characters_the_pinned_version_lacks(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setattr(tables_module, "_MAX_CODE_POINT", 0x1FF)
-    newer: Any = unicode_tables("15.0.0")._database
-    if newer.unidata_version == unicodedata.unidata_version:
-        newer = unicodedata  # nothing newer available; exercise with equal tables
-    older = types.SimpleNamespace(
-        unidata_version="14.0.0",
-        category=lambda char: "Cn" if char == "\u0130" else newer.category(char),
-        normalize=newer.normalize,
-        decimal=newer.decimal,
-    )
-    interpreter = types.SimpleNamespace(
-        unidata_version="15.0.0", category=newer.category, normalize=newer.normalize
-    )
-    tables = tables_module._select("14.0.0", interpreter, older)
-    assert tables.provider == "unicodedata2"
-    assert tables._unassigned == frozenset({"\u0130"})
-    # U+0130 is "unassigned" in the pinned tables, so it is left unchanged.
-    assert tables.casefold("ABC\u0130\u00df") == "abc\u0130ss"
-    assert tables.casefold("ABC\u00df") == "abcss"
-
-
-def test_older_interpreter_without_proof_is_refused() -> None:
-    interpreter = types.SimpleNamespace(unidata_version="13.0.0")
-    extra = types.SimpleNamespace(unidata_version="15.0.0")
-    with pytest.raises(UnicodeTablesError) as caught:
-        tables_module._select("15.0.0", interpreter, extra)
-    assert caught.value.code == "unsupported_unicode_version"
-    with pytest.raises(UnicodeTablesError):
-        tables_module._select("15.0.0", interpreter, None)
-
-
-def test_missing_unicodedata2_leaves_only_the_interpreter_version(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setitem(sys.modules, "unicodedata2", None)
-    assert tables_module._load_unicodedata2() is None
-    tables_module._tables.cache_clear()
-    try:
-        assert available_unicode_versions() == (INTERPRETER_UNICODE,)
-    finally:
-        tables_module._tables.cache_clear()
-
-
-def test_unusable_unicodedata2_is_not_offered(monkeypatch: pytest.MonkeyPatch) -> None:
-    # A newer unicodedata2 on an older interpreter lacks a case-folding proof.
-    fake = types.SimpleNamespace(unidata_version="16.0.0")
-    monkeypatch.setitem(sys.modules, "unicodedata2", fake)
-    tables_module._tables.cache_clear()
-    try:
-        assert available_unicode_versions() == (INTERPRETER_UNICODE,)
-    finally:
-        tables_module._tables.cache_clear()
-
-
-def test_assignment_gap_scan(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(tables_module, "_MAX_CODE_POINT", 0x7F)
-    pinned = types.SimpleNamespace(category=lambda char: "Cn" if char in "ab" else "Ll")
-    interpreter = types.SimpleNamespace(category=lambda char: "Cn" if char == "b" else "Ll")
-    assert tables_module._assignment_gap(pinned, interpreter) == frozenset({"a"})
 
 
 def test_whitespace_split_without_the_interpreter_set(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -175,14 +175,17 @@ def _tolerance(entry: MetricEntry) -> float:
     the last bit of a number near 1. The bootstrap's two percentile positions
     (51.175000000000004 and 1995.825) are not exact complements, and the
     interpolation rounds from the other end of the sorted draws: a few ulps of
-    the interval's own magnitude.
+    the interval's own magnitude -- up to 15 on a json-200 pair regenerated with
+    other ids (``make vectors-alt``), so the bound is 32 ulps, not one tuned to
+    the shared vectors.
     """
     interval = entry.interval
     assert interval is not None
     scale = max(abs(interval.lower), abs(interval.upper), interval.upper - interval.lower)
     if interval.replicates == 0:  # Newcombe
         scale = max(scale, 1.0)
-    return 8 * EPS * scale
+        return 8 * EPS * scale
+    return 32 * EPS * scale
 
 
 SWAP_CASES = [

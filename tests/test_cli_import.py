@@ -17,6 +17,7 @@ import pytest
 from click.testing import CliRunner
 
 from sealeval.captured import Limits
+from sealeval.captured.importers import adapter_names
 from sealeval.cli import imports as imports_module
 from sealeval.cli._common import CONTEXT_SETTINGS
 from sealeval.cli.imports import PROGRESS_MIN_BYTES, import_command
@@ -68,6 +69,14 @@ def _argv(case_input: dict[str, Any], folder: Path) -> list[str]:
     return argv
 
 
+_SUMMARY = re.compile(
+    r"sealeval: imported (?P<records>[0-9]+) records \((?P<errors>[0-9]+) errored, "
+    r"(?P<tasks>[0-9]+) tasks?\) with (?P<adapter>[a-z-]+); "
+    r"run digest (?P<digest>sha256:[0-9a-f]{64})\n"
+)
+_HINT = re.compile(r"sealeval: hint: --adapter (?P<adapter>[a-z-]+) \(or auto\) reads this file\n")
+
+
 @pytest.mark.parametrize("case", cases("invarlock/adapters.json"))
 def test_vector_through_the_cli(case: dict[str, Any], tmp_path: Path) -> None:
     expected = case["expected"]
@@ -78,7 +87,12 @@ def test_vector_through_the_cli(case: dict[str, Any], tmp_path: Path) -> None:
             pytest.fail("vector case shape not understood")
         assert result.exit_code == 2
         assert result.stdout == ""
-        match = _ERROR.fullmatch(result.stderr)
+        # a specified adapter's refusal may be preceded by a hint naming the native reader
+        hint = _HINT.match(result.stderr)
+        stderr = result.stderr[hint.end() :] if hint is not None else result.stderr
+        if hint is not None:
+            assert hint["adapter"] in adapter_names()
+        match = _ERROR.fullmatch(stderr)
         assert match is not None, result.stderr
         assert match.group(2) == message_code(case["name"], expected["error"]["message"])
         assert not output.exists()
@@ -87,7 +101,12 @@ def test_vector_through_the_cli(case: dict[str, Any], tmp_path: Path) -> None:
         pytest.fail("vector case shape not understood")
     assert result.exit_code == 0, result.stderr
     assert result.stdout == expected["run_digest"] + "\n"
-    assert result.stderr == ""  # quiet when standard error is not a terminal
+    # one summary line on standard error (no progress bar: not a terminal)
+    summary = _SUMMARY.fullmatch(result.stderr)
+    assert summary is not None, result.stderr
+    assert int(summary["records"]) == expected["record_count"]
+    assert summary["adapter"] == case["input"]["adapter"]
+    assert summary["digest"] == expected["run_digest"]
     assert output.read_bytes() == expected["run_canonical"].encode("utf-8")
     assert output.stat().st_mode & 0o777 == 0o600
 
@@ -253,8 +272,10 @@ def test_progress_bar_on_a_terminal_only(tmp_path: Path) -> None:
         timeout=120,
     )
     assert quiet.returncode == 0
-    assert quiet.stderr == b""
     digest = quiet.stdout.decode().strip()
+    summary = _SUMMARY.fullmatch(quiet.stderr.decode())  # the summary only: no progress bar
+    assert summary is not None
+    assert summary["digest"] == digest
     primary, secondary = pty.openpty()
     env = {**os.environ, "COLUMNS": "100", "TERM": "xterm"}
     process = subprocess.Popen(
@@ -282,7 +303,7 @@ def test_progress_bar_on_a_terminal_only(tmp_path: Path) -> None:
     os.close(primary)
     assert stdout.strip() == digest
     assert b"importing" in shown
-    assert b"records (jsonl)" in shown
+    assert b"with jsonl; run digest " + digest.encode() in shown
     assert (tmp_path / "tty.json").read_bytes() == (tmp_path / "quiet.json").read_bytes()
 
 
@@ -295,3 +316,72 @@ def test_progress_bar_starts_no_thread(tmp_path: Path, monkeypatch: pytest.Monke
         update(1, 2)
         update(2, 2)
         assert threading.active_count() == 1
+
+
+# ---------------------------------------------------------------------------
+# Summary, hints, fit and completeness (issue 14)
+
+
+def _lm_samples(name: str) -> Path:
+    folder = Path(__file__).resolve().parents[1].parent / "shared/samples/evaluators/lm_eval/out"
+    return next(folder.rglob(f"samples_{name}_*.jsonl"))
+
+
+def _jsonl_count(path: Path) -> tuple[int, int, set[str]]:
+    """An independent reader: records, errored records, tasks of a JSONL file of records."""
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+    tasks = {row.get("metadata", {}).get("task") for row in rows} - {None}
+    return len(rows), sum(1 for row in rows if row.get("error") is not None), tasks
+
+
+def test_summary_as_json(tmp_path: Path) -> None:
+    path = tmp_path / "rows.jsonl"
+    rows = [
+        {"id": "a", "input": "x", "expected": "y", "output": "y", "metadata": {"task": "t1"}},
+        {"id": "b", "input": "x", "expected": "y", "output": None, "error": "boom"},
+        {"id": "c", "input": "x", "expected": "y", "output": "n", "metadata": {"task": "t2"}},
+    ]
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    argv = [*_IDENTITY, "--artifact-digest", ARTIFACT, "--json"]
+    result = _invoke(path, *argv, "-o", tmp_path / "run.json")
+    assert result.exit_code == 0, result.stderr
+    document = json.loads(result.stdout)
+    records, errored, tasks = _jsonl_count(path)
+    assert document["records"] == records
+    assert document["errored_records"] == errored
+    assert set(document["tasks"]) == tasks
+    assert document["adapter"] == "jsonl"
+    run = json.loads((tmp_path / "run.json").read_text(encoding="utf-8"))
+    assert len(run["records"]) == records
+    assert result.stderr == ""
+
+
+def test_auto_reads_lm_eval_filters_and_a_named_contract_adapter_hints(tmp_path: Path) -> None:
+    path = _lm_samples("toy_gen")
+    lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+    documents = {row["doc_id"] for row in lines}
+    filters = {row["filter"] for row in lines}
+    argv = ["--run-id", "native-run-1", "--artifact-digest", ARTIFACT]  # version: the file's
+    auto = _invoke(path, *argv, "-o", tmp_path / "auto.json")
+    assert auto.exit_code == 0, auto.stderr
+    summary = _SUMMARY.fullmatch(auto.stderr)
+    assert summary is not None
+    assert summary["adapter"] == "lm-eval-log-samples"
+    assert int(summary["records"]) == len(documents) * len(filters) == len(lines)
+    assert int(summary["tasks"]) == 1
+    named = _invoke(path, *argv, "--adapter", "lm-eval-samples", "-o", tmp_path / "named.json")
+    assert named.exit_code == 2
+    hint = _HINT.match(named.stderr)
+    assert hint is not None
+    assert hint["adapter"] == "lm-eval-log-samples"
+    assert _ERROR.fullmatch(named.stderr[hint.end() :]) is not None
+    assert not (tmp_path / "named.json").exists()
+
+
+def test_named_adapter_that_does_not_fit_names_the_reader(tmp_path: Path) -> None:
+    path = _lm_samples("toy_gen")
+    result = _invoke(
+        path, *_IDENTITY, "--artifact-digest", ARTIFACT, "--adapter", "jsonl", "-o", tmp_path / "r"
+    )
+    assert result.exit_code == 2
+    assert result.stderr == "sealeval: error: adapter[lm-eval-samples]: adapter_mismatch\n"

@@ -284,7 +284,7 @@ def test_demo_runs_the_session_section(tmp_path: Path) -> None:
     assert "feedback        detailed (official attempt 1)" in result.stdout
     assert "feedback        coarse: band 1 (official attempt 2)" in result.stdout
     assert "feedback        refused: rerun_budget_exhausted" in result.stdout
-    assert "then refused the third attempt." in " ".join(result.stdout.split())
+    assert "then refused the third attempt;" in " ".join(result.stdout.split())
     # The earlier sections' files are unchanged in name.
     for name in ("manifest.json", "verification-unchanged.json", "verification-tampered.json"):
         assert (out / name).is_file()

@@ -80,19 +80,27 @@ def _tasks(results: dict[str, Any]) -> list[str]:
 # Inspect AI
 
 
+def _file_run_id(path: Path) -> str:
+    """The run id the log states: a file import refuses a contradicting one."""
+    run_id = read_eval_log(path, header_only=True).eval.run_id
+    assert isinstance(run_id, str)
+    assert run_id
+    return run_id
+
+
 def test_inspect_log_streamed_in_archive_order_equals_the_eval_file_import() -> None:
     path = _eval_log()
     from_file = load_run(
         path,
         "inspect-eval",
         source={"name": "inspect_ai", "version": read_eval_log(path).eval.packages["inspect_ai"]},
-        run_id="candidate",
+        run_id=_file_run_id(path),
         artifact_digest=ARTIFACT,
     )
     live = run_from_inspect_log(
         read_eval_log(path, header_only=True),
         samples=read_eval_log_samples(path),
-        run_id="candidate",
+        run_id=_file_run_id(path),
         artifact_digest=ARTIFACT,
         source_digest=_sha(path),
     )
@@ -107,10 +115,12 @@ def test_inspect_log_in_memory_has_the_same_records_in_the_logs_order() -> None:
         path,
         "inspect-eval",
         source={"name": "inspect_ai", "version": log.eval.packages["inspect_ai"]},
-        run_id="r",
+        run_id=log.eval.run_id,
         artifact_digest=ARTIFACT,
     )
-    live = run_from_inspect_log(log, run_id="r", artifact_digest=ARTIFACT, source_digest=None)
+    live = run_from_inspect_log(
+        log, run_id=log.eval.run_id, artifact_digest=ARTIFACT, source_digest=None
+    )
     assert [record.id for record in live.records] == [str(sample.id) for sample in log.samples]
     assert live.source_digest is None
     by_id = {record.id: record for record in from_file.records}

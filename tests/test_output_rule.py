@@ -14,6 +14,7 @@ from click.testing import CliRunner
 
 from sealeval.captured.receipt import ReceiptError, publish_receipt
 from sealeval.cli import cli
+from support.vectors import vectors_dir
 
 COMPONENT_FILES = (
     "container",
@@ -84,4 +85,13 @@ def test_receipt_publication(linked: tuple[Path, Path]) -> None:
     with pytest.raises(ReceiptError) as caught:
         publish_receipt(folder / "receipt.json", b"{}\n")
     assert caught.value.code == "publication_failed"
+    assert list(outside.iterdir()) == []
+
+
+def test_import_output(linked: tuple[Path, Path]) -> None:
+    folder, outside = linked
+    source = vectors_dir() / "invarlock" / "runs" / "json-20.baseline.json"
+    code, output = _run(["import", str(source), "--adapter", "invarlock", "-o", str(folder / "r")])
+    assert code == 2
+    assert "unsafe_destination" in output
     assert list(outside.iterdir()) == []

@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
+from sealeval._unicode import PinnedTables, shipped_data
 from sealeval.manifest.sealed import COMPONENTS, SealedWorkflowManifest, seal_workflow_manifest
 from sealeval.session import forensics
 from sealeval.session.forensics import (
@@ -348,46 +349,36 @@ def test_refusal_order_follows_the_specification() -> None:
         assert str(caught.value) == order[stop][1]
 
 
-def test_other_unicode_tables_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(forensics.unicodedata, "unidata_version", "15.1.0")
-    with pytest.raises(OverlapForensicsError) as caught:
-        _scan(("output",))
-    assert str(caught.value) == "unicode_version: unsupported_unicode_version"
-    assert forensics.SUPPORTED_UNICODE_VERSIONS == ("14.0.0", "15.0.0")
+def test_normalization_is_unicode_14_on_every_interpreter() -> None:
+    tables = forensics._normalize._tables
+    assert tables.version == forensics.UNICODE_VERSION == "14.0.0"
+    expected = "unicodedata" if unicodedata.unidata_version == "14.0.0" else "sealeval"
+    assert tables.provider == expected
+    # U+1E030 (new in 15.0) is unassigned in 14.0.0: a space, not U+0430.
+    assert normalize_text("a\U0001e030b") == "a b"
+    # U+31350 (CJK Extension H, new in 15.0) likewise.
+    assert normalize_text("x\U00031350y") == "x y"
+    # Kawi digit one (new in 15.0) is no number under 14.0.0.
+    assert normalize_text("7\U00011f51") == "7"
 
 
 # ---------------------------------------------------------------------------
-# Unicode 15.0.0 tables (CPython 3.12) give the contract's 14.0.0 normalization
+# The shipped 14.0.0 tables (pure path, no interpreter fast path) agree with the
+# normalization as run here (CPython 3.11: the standard library's 14.0.0 tables)
 
 
-def _added_code_points() -> set[int]:
-    """Re-derive the code points 15.0.0 added: unassigned in 14.0.0, assigned in 15.0.0."""
-    unicodedata2 = pytest.importorskip("unicodedata2")
-    assert unicodedata.unidata_version == "14.0.0"
-    assert unicodedata2.unidata_version == "15.0.0"
-    return {
-        code_point
-        for code_point in range(0x110000)
-        if unicodedata.category(chr(code_point)) == "Cn"
-        and unicodedata2.category(chr(code_point)) != "Cn"
-    }
-
-
-def test_the_generated_added_ranges_are_exact() -> None:
-    from sealeval.session._unicode_added import ADDED_IN_15_0  # noqa: PLC0415
-
-    listed = {code_point for start, end in ADDED_IN_15_0 for code_point in range(start, end + 1)}
-    assert listed == _added_code_points()
-    assert len(listed) == 4489
+def _added_after_14() -> list[int]:
+    """Code points the 15.0.0 tables assign and the 14.0.0 tables leave unassigned."""
+    old, new = shipped_data("14.0.0"), shipped_data("15.0.0")
+    return [code for code in range(0x110000) if old.category(code) == "Cn" != new.category(code)]
 
 
 @pytest.fixture(scope="module")
-def normalizer_15() -> Any:
-    unicodedata2 = pytest.importorskip("unicodedata2")
-    return forensics._Normalizer(unicodedata2)
+def normalizer_pure() -> Any:
+    return forensics._Normalizer(PinnedTables("14.0.0", interpreter=False, fast=False))
 
 
-def test_15_0_tables_normalize_every_vector_text_as_14_0(normalizer_15: Any) -> None:
+def test_pure_tables_normalize_every_vector_text_alike(normalizer_pure: Any) -> None:
     texts: list[str] = []
     for case in load(VECTORS)["cases"]:
         data = decode_input(case["input"])
@@ -401,16 +392,18 @@ def test_15_0_tables_normalize_every_vector_text_as_14_0(normalizer_15: Any) -> 
                 texts.extend(item for item in data[key] if isinstance(item, str))
     assert texts
     for text in texts:
-        assert normalizer_15(text) == normalize_text(text)
+        assert normalizer_pure(text) == normalize_text(text)
 
 
-def test_15_0_tables_normalize_every_added_code_point_as_14_0(normalizer_15: Any) -> None:
-    added = sorted(_added_code_points())
+def test_code_points_added_after_14_normalize_as_unassigned(normalizer_pure: Any) -> None:
+    added = _added_after_14()
+    assert len(added) == 4489  # Unicode 15.0.0 added 4,489 code points
     # alone, after a letter, before combining marks: unassigned in 14.0.0 = a space
     for code_point in added:
         character = chr(code_point)
         for text in (character, f"a{character}b", f"{character}\u0301\u0308x", f"e{character}"):
-            assert normalizer_15(text) == normalize_text(text)
+            assert normalizer_pure(text) == normalize_text(text)
+            assert normalize_text(text) == normalize_text(text.replace(character, " "))
 
 
 _MIXED_TEXT = st.text(
@@ -425,8 +418,8 @@ _MIXED_TEXT = st.text(
 
 @settings(max_examples=500, deadline=None)
 @given(text=_MIXED_TEXT)
-def test_15_0_tables_normalize_mixed_text_as_14_0(normalizer_15: Any, text: str) -> None:
-    assert normalizer_15(text) == normalize_text(text)
+def test_pure_tables_normalize_mixed_text_alike(normalizer_pure: Any, text: str) -> None:
+    assert normalizer_pure(text) == normalize_text(text)
 
 
 @pytest.mark.parametrize(

@@ -882,10 +882,19 @@ def test_manifest_side_reasons_map_to_codes(
 def test_caller_tampering_after_construction_changes_nothing(
     world: World, store: SQLiteSessionStore, ledger: FeedbackBudgetLedger
 ) -> None:
+    original_manifest = world.manifest.manifest_digest
+    original_holdout = world.holdout.commitment_digest
     session = open_session(world, store, session_key(1), ledger=ledger)
     object.__setattr__(world.manifest, "manifest_digest", digest_of("forged"))
     object.__setattr__(world.holdout, "commitment_digest", digest_of("forged"))
-    session.run()
+    feedback = session.run()
+    # The session ran to release on its private copies: the caller's edits reached nothing.
+    assert feedback.decision.feedback_level == "detailed"
+    assert feedback.session_digest == session.record.session_digest
+    assert [step.phase for step in session.record.steps][-1] == "released"
+    assert session.budget_key == budget_key(original_holdout, original_manifest)
+    assert session.budget_key != budget_key(digest_of("forged"), digest_of("forged"))
+    assert store.load(session_key(1)) == session.record
 
 
 def _holdout_variants(world: World) -> dict[str, dict[str, Any]]:

@@ -17,7 +17,9 @@ import-promptfoo, tree (bytes describe a small tree of files and links).
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import sys
 import tempfile
 from collections.abc import Callable
@@ -41,6 +43,7 @@ def _decoded(parse: Callable[[object], object]) -> Callable[[bytes], object]:
 
 def _as_file(suffix: str, read: Callable[[Path], object]) -> Callable[[bytes], object]:
     folder = Path(tempfile.mkdtemp(prefix="sealeval-fuzz-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
     path = folder / ("input" + suffix)
 
     def target(data: bytes) -> object:

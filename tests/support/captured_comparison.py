@@ -5,109 +5,206 @@ Moved out of ``test_captured_comparison.py`` so that no test module imports anot
 from __future__ import annotations
 
 import functools
+import json
+import re
+from collections.abc import Callable
+from typing import Any
 
-from sealeval.captured import Run, read_run
+from sealeval.captured import CapturedRunError, Run, read_run
 from sealeval.captured.unicode_tables import available_unicode_versions
 from support.vectors import vectors_dir
 
 CANARY = "PHI-CANARY-7f3a-jane-doe-MRN-0042"
 
 
-REFERENCE_ERRORS: dict[str, tuple[str, str, str]] = {
+_PLANS = r"comparison plans (?P<planned>\d+) bootstrap draws; local budget is (?P<budget>\d+)\. "
+
+
+_PLANS += r"Increase the local budget only on a suitable host; the complete policy has not been "
+
+
+_PLANS += r"evaluated\."
+
+
+REFERENCE_ERRORS: tuple[tuple[str, str, str, str], ...] = (
+    (_PLANS, "ComparisonError", "work_budget_exceeded", "max_bootstrap_draws"),
     (
-        "comparison plans 122880 bootstrap draws; local budget is 1000. Increase the local "
-        "budget only on a suitable host; the complete policy has not been evaluated."
-    ): ("ComparisonError", "work_budget_exceeded", "max_bootstrap_draws"),
-    (
-        "comparison plans 122880 bootstrap draws; local budget is 122879. Increase the local "
-        "budget only on a suitable host; the complete policy has not been evaluated."
-    ): ("ComparisonError", "work_budget_exceeded", "max_bootstrap_draws"),
-    "max_bootstrap_draws must be a non-negative integer": (
+        r"max_bootstrap_draws must be a non-negative integer",
         "ComparisonError",
         "invalid_budget",
         "max_bootstrap_draws",
     ),
     (
-        "normalized_match requires Unicode '15.1.0'; this runtime provides 15.0.0. Use a "
-        "runtime with the policy's Unicode version."
-    ): (
+        r"normalized_match requires Unicode '[0-9.]+'; this runtime provides [0-9.]+\. Use a "
+        r"runtime with the policy's Unicode version\.",
         "ComparisonPolicyError",
         "unsupported_unicode_version",
-        "metrics[0].configuration.unicode_version",
+        "metrics[{unicode_metric}].configuration.unicode_version",
     ),
-    "metric judge: scorer provenance differs from approved policy": (
+    (
+        r"metric (?P<metric>.+): scorer provenance differs from approved policy",
         "ComparisonError",
         "provenance_mismatch",
-        "metrics[0].baseline.score_provenance",
+        "metrics[{metric}].baseline.score_provenance",
     ),
-    "metric x: scorer provenance differs from approved policy": (
-        "ComparisonError",
-        "provenance_mismatch",
-        "metrics[0].baseline.score_provenance",
-    ),
-    "record q0: likelihood tokenizer differs from policy": (
+    (
+        r"record (?P<record>.+): likelihood tokenizer differs from policy",
         "ComparisonError",
         "likelihood_tokenizer_mismatch",
-        "metrics[0].baseline.records[0].likelihood.tokenizer_digest",
+        "metrics[{nll_metric}].baseline.records[{record}].likelihood.tokenizer_digest",
     ),
-    "record q0: likelihood configuration differs from policy": (
+    (
+        r"record (?P<record>.+): likelihood configuration differs from policy",
         "ComparisonError",
         "likelihood_configuration_mismatch",
-        "metrics[0].baseline.records[0].likelihood.configuration_digest",
+        "metrics[{nll_metric}].baseline.records[{record}].likelihood.configuration_digest",
     ),
-    "baseline/subject record IDs differ; export the complete paired schedule": (
+    (
+        r"baseline/subject record IDs differ; export the complete paired schedule",
         "ComparisonError",
         "record_ids_differ",
         "subject",
     ),
-    "record q2: input changed between runs": (
+    (
+        r"record (?P<record>.+): (?P<member>input|expected|metadata) changed between runs",
         "ComparisonError",
-        "input_changed",
-        "subject.records[2].input",
-    ),
-    "record q2: expected changed between runs": (
-        "ComparisonError",
-        "expected_changed",
-        "subject.records[2].expected",
-    ),
-    "record q2: metadata changed between runs": (
-        "ComparisonError",
-        "metadata_changed",
-        "subject.records[2].metadata",
+        "{member}_changed",
+        "subject.records[{record}].{member}",
     ),
     # Refused when the run is read (read_run validates once), before any comparison.
-    "duplicate record IDs; repeated trials need distinct paired IDs": (
+    (
+        r"duplicate record IDs; repeated trials need distinct paired IDs",
         "CapturedRunError",
         "duplicate_id",
-        "records[20].id",
+        "records[{duplicate}].id",
     ),
-    "run 'baseline-run' does not match the planned case set": (
+    (
+        r"run '(?P<run>.+)' does not match the planned case set",
         "ComparisonError",
         "case_set_mismatch",
-        "baseline",
+        "{run}",
     ),
-    "metric jx, record q0: JSON reference must be a valid finite JSON value": (
+    (
+        r"metric (?P<metric>.+), record (?P<record>.+): JSON reference must be a valid finite "
+        r"JSON value",
         "ComparisonError",
         "reference_not_json",
-        "metrics[0].baseline.records[0].expected",
+        "metrics[{metric}].baseline.records[{record}].expected",
     ),
-    "metric num, record q0: numeric reference must be finite": (
+    (
+        r"metric (?P<metric>.+), record (?P<record>.+): numeric reference must be finite",
         "ComparisonError",
         "reference_not_numeric",
-        "metrics[0].baseline.records[0].expected",
+        "metrics[{metric}].baseline.records[{record}].expected",
     ),
-    "captured normalized NLL: normalized NLL baseline mean must be greater than zero": (
+    (
+        r"captured normalized NLL: normalized NLL baseline mean must be greater than zero",
         "ComparisonError",
         "non_positive_baseline_mean",
-        "metrics[0]",
+        "metrics[{nll_metric}]",
     ),
     # Refused when the tampered run is read: its retained binding does not replay.
-    "input projection does not replay its retained binding": (
+    (
+        r"input projection does not replay its retained binding",
         "CapturedRunError",
         "projection_replay_mismatch",
-        "records[0].context.input_projection.configuration_digest",
+        "records[{projection}].context.input_projection.configuration_digest",
     ),
-}
+)
+
+
+def _run_document(case_input: dict[str, Any], side: str) -> dict[str, Any]:
+    document: dict[str, Any] = json.loads(
+        (vectors_dir() / "invarlock" / case_input[side]).read_bytes()
+    )
+    return document
+
+
+def _first_duplicate(case_input: dict[str, Any]) -> tuple[str, int] | None:
+    """(side, index) of the first repeated record id, baseline first, as the runs are read."""
+    for side in ("baseline", "subject"):
+        seen: set[str] = set()
+        for index, record in enumerate(_run_document(case_input, side)["records"]):
+            if record["id"] in seen:
+                return side, index
+            seen.add(record["id"])
+    return None
+
+
+def _refused_side(case_input: dict[str, Any]) -> tuple[str, int] | None:
+    """(side, index) of the record whose retained projection binding does not replay."""
+    for side in ("baseline", "subject"):
+        try:
+            read_run(vectors_dir() / "invarlock" / case_input[side])
+        except CapturedRunError as error:
+            index = re.match(r"records\[(\d+)\]", error.field or "")
+            return side, int(index.group(1)) if index else -1
+    return None
+
+
+def _metric_index(case_input: dict[str, Any], predicate: Callable[[dict[str, Any]], bool]) -> int:
+    indices = [i for i, m in enumerate(case_input["policy"]["metrics"]) if predicate(m)]
+    assert indices, "the case's policy has no such metric"
+    return indices[0]
+
+
+def _named(name: str, metric: dict[str, Any]) -> bool:
+    return bool(metric["name"] == name)
+
+
+def map_reference_error(
+    case_input: dict[str, Any], message: str
+) -> tuple[str, str, str, str | None] | None:
+    """Map a reference message by its shape: (class, code, library field, side of a run read).
+
+    ``side`` names the run file a read-time refusal concerns (the CLI roots the field there);
+    ``None`` when the refusal is the comparison's. Returns ``None`` for an unknown shape.
+    """
+    for pattern, cls, code, field in REFERENCE_ERRORS:
+        match = re.fullmatch(pattern, message, re.S)
+        if match is None:
+            continue
+        values = match.groupdict()
+        facts: dict[str, Any] = {}
+        side: str | None = None
+        if "member" in values:
+            facts["member"] = values["member"]
+        if "metric" in values:
+            facts["metric"] = _metric_index(case_input, functools.partial(_named, values["metric"]))
+        if "record" in values:
+            side_for_index = "subject" if field.startswith("subject.") else "baseline"
+            ids = [r["id"] for r in _run_document(case_input, side_for_index)["records"]]
+            assert values["record"] in ids, "the message names a record of the run"
+            facts["record"] = ids.index(values["record"])
+        if "run" in values:
+            names = [
+                side
+                for side in ("baseline", "subject")
+                if _run_document(case_input, side).get("run_id") == values["run"]
+            ]
+            facts["run"] = names[0] if names else "baseline"
+        if "{nll_metric}" in field:
+            facts["nll_metric"] = _metric_index(
+                case_input, lambda m: m["kind"].startswith("normalized_nll")
+            )
+        if "{unicode_metric}" in field:
+            facts["unicode_metric"] = _metric_index(
+                case_input, lambda m: "unicode_version" in (m.get("configuration") or {})
+            )
+        if "{duplicate}" in field:
+            found = _first_duplicate(case_input)
+            assert found is not None, "the message says a record id repeats"
+            side, facts["duplicate"] = found
+        if "{projection}" in field:
+            found = _refused_side(case_input)
+            assert found is not None, "the message says a run does not replay"
+            side, facts["projection"] = found
+        if "planned" in values:
+            # A fact, not a literal: the budget quoted is the case's, and it falls short.
+            assert int(values["budget"]) == case_input.get("max_bootstrap_draws")
+            assert int(values["planned"]) > int(values["budget"])
+        return cls, code.format(**facts), field.format(**facts), side
+    return None
 
 
 def _runtime_deviation(name: str) -> str | None:

@@ -22,7 +22,7 @@ from sealeval.captured.trust import (
 from sealeval.captured.verify import (
     VerificationError,
 )
-from support.vectors import vectors_dir
+from support.vectors import refuse_empty, vectors_dir
 
 V = vectors_dir() / "invarlock"
 
@@ -111,6 +111,7 @@ VERIFY_MESSAGES: dict[str, tuple[type[Exception], str, str]] = {
 def private_load(relative: str) -> dict[str, Any]:
     """Read a vector file afresh: other tests must not be able to change what ours see."""
     document: dict[str, Any] = json.loads((vectors_dir() / relative).read_bytes())
+    refuse_empty(relative, document)
     return document
 
 

@@ -34,9 +34,20 @@ def load(relative: str) -> dict[str, Any]:
     path = vectors_dir() / relative
     with path.open("rb") as handle:
         document = json.loads(handle.read().decode("utf-8"))
-    assert isinstance(document, dict)
-    assert isinstance(document.get("cases"), list)
+    assert isinstance(document, dict), f"{relative}: not a vector document"
+    refuse_empty(relative, document)
     return document
+
+
+def refuse_empty(relative: str, document: Any) -> None:
+    """Fail unless ``document`` holds a non-empty ``cases`` list: an empty file tests nothing.
+
+    Every vector loader (this module's and a test module's private re-reader) calls this,
+    so no vector test can pass on a file whose cases were dropped.
+    """
+    listed = document.get("cases") if isinstance(document, dict) else None
+    if not isinstance(listed, list) or not listed:
+        pytest.fail(f"{relative}: the vector file has no cases", pytrace=False)
 
 
 def cases(relative: str) -> list[Any]:

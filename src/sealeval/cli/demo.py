@@ -6,6 +6,10 @@ marks as its own, so running it again replaces only its own earlier output.
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import io
+import json
 import os
 import shutil
 from importlib import resources
@@ -19,6 +23,7 @@ from rich.rule import Rule
 from rich.table import Table
 
 from sealeval.canonical import encode_openmed
+from sealeval.captured.signing import load_verify_key
 from sealeval.cli._common import CONTEXT_SETTINGS, EXIT_NEGATIVE, is_terminal, refusals_exit
 from sealeval.cli.session import describe_outcome, read_store, run_attempt
 from sealeval.errors import SealevalError, UsageError
@@ -54,6 +59,10 @@ _SESSION_ATTEMPTS: Final = ("attempt-1.yaml", "attempt-2.yaml", "attempt-3.yaml"
 #: What the three attempts must give: detailed, coarse, refused by the budget.
 _SESSION_EXPECTED: Final = ("detailed", "coarse", "rerun_budget_exhausted")
 _SESSION_TERMINALS: Final = ("released", "released", "budget_denied")
+#: The captured section's two real tool files (see _data/demo/captured/README.md).
+_CAPTURED_RUNS: Final = (("baseline", "baseline.jsonl"), ("candidate", "candidate.jsonl"))
+_CAPTURED_SOURCE: Final = "ragas@0.4.3"
+_CAPTURED_OUTPUTS: Final = ("receipt.json", "report.html", "report.md", "junit.xml")
 
 
 def _prepare(out: Path) -> None:
@@ -127,6 +136,8 @@ def _gates_section(console: Console, out: Path, candidate_digest: str) -> bool:
         )
     console.print(table)
     for name, report in reports.items():
+        evidence = resources.files("sealeval") / "_data" / "gates" / f"{name}.json"
+        (out / f"evidence-{name}.json").write_bytes(evidence.read_bytes())
         (out / f"gates-{name}.json").write_text(report.to_json(), encoding="ascii")
         console.print(f"{name}: decision [bold]{report.decision}[/bold]  {report.report_digest}")
     console.print("evidence is synthetic smoke data: it exercises the gates, it proves nothing.")
@@ -236,6 +247,129 @@ def _session_section(console: Console, out: Path) -> bool:
     )
 
 
+def _command(console: Console, args: list[str], *, show: bool = True) -> tuple[int, str]:
+    """Run ``sealeval ARGS`` in this process; print (or only return) its output."""
+    from sealeval.cli import cli  # noqa: PLC0415 - the group imports this module lazily
+
+    console.print("$ sealeval " + " ".join(args), markup=False)
+    buffer = io.StringIO()
+    with contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(buffer):
+        try:
+            code = cli.main(args=args, prog_name="sealeval", standalone_mode=False)
+        except click.ClickException as error:
+            error.show()
+            code = error.exit_code
+    output = buffer.getvalue()
+    if show:
+        for line in output.splitlines():
+            console.print("  " + line, markup=False)
+    return (code if isinstance(code, int) else 0), output
+
+
+def _captured_section(console: Console, out: Path) -> bool:
+    """Import two real tool files, compare, evaluate, verify, report; return whether it behaved."""
+    console.print(
+        Rule("6. Captured runs: import, compare, signed evidence pack, verify, receipt, reports")
+    )
+    folder = out / "captured"
+    _copy_tree(resources.files("sealeval") / "_data" / "demo" / "captured", folder)
+    console.print(
+        "two runs of one task: a real ragas 0.4.3 output and a copy with one answer fixed "
+        f"({folder / 'README.md'})"
+    )
+    codes: list[int] = []
+    for name, source in _CAPTURED_RUNS:
+        artifact = "sha256:" + hashlib.sha256(f"demo {name} model".encode()).hexdigest()
+        codes.append(
+            _command(
+                console,
+                [
+                    "import",
+                    str(folder / source),
+                    "--adapter",
+                    "auto",
+                    "--source",
+                    _CAPTURED_SOURCE,
+                    "--run-id",
+                    name,
+                    "--artifact-digest",
+                    artifact,
+                    "-o",
+                    str(folder / f"{name}.run.json"),
+                ],
+            )[0]
+        )
+    runs = [str(folder / f"{name}.run.json") for name, _ in _CAPTURED_RUNS]
+    codes.append(_command(console, ["compare", *runs, "--policy", str(folder / "policy.json")])[0])
+    for keys in ("keys", "recipient-keys"):
+        codes.append(_command(console, ["evaluate", "--keygen", str(folder / keys)])[0])
+    request = str(folder / "request.yaml")
+    signing = str(folder / "keys" / "private.pem")
+    code, output = _command(
+        console, ["evaluate", request, "--signing-key", signing, "--json"], show=False
+    )
+    codes.append(code)
+    try:
+        result = json.loads(output)
+        anchors = {
+            "baseline_run_digest": result["baseline_run_digest"],
+            "subject_run_digest": result["subject_run_digest"],
+            "request_digest": result["request_digest"],
+            "evidence_signer_fingerprint": load_verify_key(
+                folder / "keys" / "public.pem"
+            ).fingerprint,
+        }
+        console.print(f"  decision: {result['decision']}; signed pack: {folder / 'evidence'}")
+    except (ValueError, KeyError, TypeError, SealevalError):
+        console.print("  evaluate: no result")
+        return False
+    trust = {
+        "format": "invarlock/trust-inputs-v2",
+        "kind": "captured",
+        "policy": {"path": "policy.json"},
+        "anchors": anchors,
+        "verifier": {
+            "identity": "demo-recipient",
+            "signing_key_path": "recipient-keys/private.pem",
+        },
+    }
+    (folder / "trust.json").write_text(json.dumps(trust, indent=2) + "\n", encoding="utf-8")
+    console.print(f"written: {folder / 'trust.json'} (the recipient's trust anchors)")
+    codes.append(
+        _command(
+            console,
+            [
+                "verify",
+                str(folder / "evidence"),
+                "--trust-profile",
+                str(folder / "trust.json"),
+                "--receipt",
+                str(folder / "receipt.json"),
+            ],
+        )[0]
+    )
+    codes.append(
+        _command(
+            console,
+            [
+                "report",
+                str(folder / "evidence"),
+                "--html",
+                str(folder / "report.html"),
+                "--markdown",
+                str(folder / "report.md"),
+                "--junit",
+                str(folder / "junit.xml"),
+            ],
+            show=False,
+        )[0]
+    )
+    written = all((folder / name).is_file() for name in _CAPTURED_OUTPUTS)
+    if written:
+        console.print(f"open the HTML report: {(folder / 'report.html').resolve().as_uri()}")
+    return written and codes == [0] * len(codes) and result.get("decision") == "pass"
+
+
 @click.command(context_settings=CONTEXT_SETTINGS)
 @click.option(
     "--out",
@@ -259,12 +393,14 @@ def demo(out: Path) -> None:
     sealed = SealedWorkflowManifest.from_json((out / "manifest.json").read_bytes())
     behaved = _gates_section(console, out, sealed.manifest_digest) and behaved
     behaved = _session_section(console, out) and behaved
+    behaved = _captured_section(console, out) and behaved
     console.print(Rule())
     if behaved:
         console.print(
             "demo complete: the untouched submission was eligible, one changed byte was "
             "refused, the critical failure blocked the release, and the feedback budget "
-            "gave one detailed result, one coarse band, then refused the third attempt."
+            "gave one detailed result, one coarse band, then refused the third attempt; "
+            "the captured runs were compared, signed, verified into a receipt and reported."
         )
     else:
         console.print("[bold red]demo did not behave as expected[/bold red]")

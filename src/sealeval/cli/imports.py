@@ -7,7 +7,9 @@ unless ``--compat-invarlock`` asks for the reference's envelope (50,000
 records, 128 MiB). The output is created exclusively (never overwritten) and
 published atomically; on any refusal nothing is written.
 
-Exit status: 0 written (the run digest is printed on standard output), 2
+Exit status: 0 written (the run digest is printed on standard output and a
+summary line on standard error; ``--json`` prints the summary as JSON on
+standard output instead), 2
 refused (``sealeval: error: <field>: <code>`` on standard error; values and
 paths are never printed). A progress bar is shown on standard error for
 large sources when it is a terminal; otherwise the command is quiet.
@@ -24,18 +26,22 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
+from sealeval.canonical import encode_invarlock
 from sealeval.captured.importers import (
     AUTO,
     SPECIFIED_ADAPTERS,
     ImportOptions,
     ImportSummary,
     import_run_streaming,
+    load_run,
 )
 from sealeval.captured.importers.base import ImportRefusalError
 from sealeval.captured.importers.jsonl import decode_document, read_source
+from sealeval.captured.importers.registry import FALLBACKS
 from sealeval.captured.run import INVARLOCK_LIMITS, UNLIMITED
 from sealeval.captured.service_identity import validate_service_identity
 from sealeval.cli._common import CONTEXT_SETTINGS, is_terminal, refusals_exit
+from sealeval.errors import CapturedError, SealevalError
 
 __all__ = ["PROGRESS_MIN_BYTES", "import_command"]
 
@@ -165,6 +171,29 @@ def _progress_bar(path: Path) -> Iterator[Any]:
     is_flag=True,
     help="Refuse NaN metrics in lm-eval samples instead of treating them as missing scores.",
 )
+@click.option(
+    "--allow-partial",
+    is_flag=True,
+    help="Import a file holding fewer records than it states (counts kept in the context).",
+)
+@click.option(
+    "--metadata-field",
+    "metadata_fields",
+    multiple=True,
+    metavar="PATH",
+    help="Keep a document field as slice metadata (dotted path, e.g. doc.subject; repeatable).",
+)
+@click.option(
+    "--timestamp",
+    metavar="STAMP",
+    help="lm-eval output folder: read this run timestamp (default: the latest per task).",
+)
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print the import summary as one JSON object on standard output.",
+)
 @refusals_exit
 def import_command(
     *,
@@ -179,32 +208,60 @@ def import_command(
     output: Path,
     compat_invarlock: bool,
     nan_as_error: bool,
+    allow_partial: bool,
+    metadata_fields: tuple[str, ...],
+    timestamp: str | None,
+    as_json: bool,
 ) -> None:
-    """Import recorded evaluation results (PATH) as a canonical evaluation run."""
+    """Import recorded evaluation results (a file or an output folder) as a run.
+
+    After the import one summary line goes to standard error: the adapter
+    used, records, errored records, tasks and the run digest (--json: the
+    same facts as one JSON object on standard output instead of the digest).
+    """
     identity = _json_file(service_identity, "service_identity")
+    arguments: dict[str, Any] = {
+        "source": _source(source_spec),
+        "run_id": run_id,
+        "artifact_digest": artifact_digest,
+        "service_identity": None if identity is None else validate_service_identity(identity),
+        "score_provenance": _provenance(score_provenance),
+        "input_projection": (
+            None
+            if input_projection is None
+            else {"kind": "json-pointer", "pointer": input_projection}
+        ),
+        "limits": INVARLOCK_LIMITS if compat_invarlock else UNLIMITED,
+        "options": ImportOptions(
+            nan_as_missing_score=not nan_as_error,
+            allow_partial=allow_partial,
+            metadata_fields=tuple(metadata_fields),
+            timestamp=timestamp,
+        ),
+    }
     summary: ImportSummary
-    with _progress_bar(path) as progress:
-        summary = import_run_streaming(
-            path,
-            output,
-            adapter=adapter,
-            source=_source(source_spec),
-            run_id=run_id,
-            artifact_digest=artifact_digest,
-            service_identity=None if identity is None else validate_service_identity(identity),
-            score_provenance=_provenance(score_provenance),
-            input_projection=(
-                None
-                if input_projection is None
-                else {"kind": "json-pointer", "pointer": input_projection}
-            ),
-            limits=INVARLOCK_LIMITS if compat_invarlock else UNLIMITED,
-            options=ImportOptions(nan_as_missing_score=not nan_as_error),
-            progress=progress,
-        )
-    click.echo(summary.run_digest)
-    if is_terminal():
-        click.echo(
-            f"sealeval: wrote {summary.record_count} records ({summary.adapter})",
-            err=True,
-        )
+    try:
+        with _progress_bar(path) as progress:
+            summary = import_run_streaming(
+                path, output, adapter=adapter, progress=progress, **arguments
+            )
+    except CapturedError:
+        _hint(path, adapter, arguments)
+        raise
+    if as_json:
+        click.echo(encode_invarlock(summary.document()).decode("utf-8"))
+    else:
+        click.echo(summary.run_digest)
+        click.echo(summary.line(), err=True)
+
+
+def _hint(path: Path, adapter: str, arguments: dict[str, Any]) -> None:
+    """After a named specified adapter's refusal, name the native reader that reads the file."""
+    fallback = FALLBACKS.get(adapter)
+    if fallback is None:
+        return
+    try:
+        load_run(path, fallback, **arguments)
+    except SealevalError:
+        return
+    click.echo(f"sealeval: hint: --adapter {fallback} (or auto) reads this file", err=True)

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import fcntl
 import functools
 import importlib
 import math
@@ -42,6 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, NoReturn
 
+from sealeval import _lock
 from sealeval._fs import read_regular, replace_atomic, translated
 from sealeval.canonical import is_digest
 from sealeval.errors import ConfigDocumentError, SessionError
@@ -722,7 +722,7 @@ class LedgerUsageFile:
         except OSError:
             _fail("unwritable", _USAGE_FIELD)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            _lock.lock_exclusive(fd)
         except OSError as error:
             os.close(fd)
             code = "locked" if isinstance(error, BlockingIOError) else "unwritable"
@@ -733,7 +733,7 @@ class LedgerUsageFile:
         """Release the lock (the lock file stays: removing it would race)."""
         if self._lock_fd is not None:
             with contextlib.suppress(OSError):
-                fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+                _lock.unlock(self._lock_fd)
             os.close(self._lock_fd)
             self._lock_fd = None
 

@@ -21,9 +21,7 @@ from __future__ import annotations
 
 import bisect
 import itertools
-import re
 import types
-import unicodedata
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, NamedTuple
@@ -31,10 +29,10 @@ from typing import Any, Final, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
+from sealeval._unicode import PinnedTables, pinned_tables
 from sealeval.canonical import encode_openmed, is_digest
 from sealeval.errors import SessionError
 from sealeval.manifest.sealed import SealedWorkflowManifest
-from sealeval.session._unicode_added import ADDED_IN_15_0
 from sealeval.session.holdout import HoldoutCommitment, verify_holdout_commitment
 
 __all__ = [
@@ -51,7 +49,6 @@ __all__ = [
     "POLICY_VERSION",
     "REPORT_SCHEMA",
     "SCOPES",
-    "SUPPORTED_UNICODE_VERSIONS",
     "UNICODE_VERSION",
     "OverlapForensicsError",
     "OverlapForensicsReport",
@@ -126,7 +123,6 @@ class OverlapForensicsError(SessionError):
             "invalid_basis_points",
             "invalid",
             "empty_after_normalization",
-            "unsupported_unicode_version",
             "invalid_text",
             "invalid_signal",
             "invalid_report",
@@ -160,42 +156,36 @@ class _KeepLettersAndNumbers(dict[int, int]):
 _ASCII_TABLE: Final = {
     code_point: (code_point if chr(code_point).isalnum() else 0x20) for code_point in range(128)
 }
-#: The code points Unicode 15.0.0 added to 14.0.0, as one character class.
-_ADDED_IN_15_0: Final = re.compile(
-    "[" + "".join(f"\\U{start:08x}-\\U{end:08x}" for start, end in ADDED_IN_15_0) + "]"
-)
 
 
 class _Normalizer:
-    """The contract's normalization over one Unicode database, as Unicode 14.0.0 defines it.
+    """The contract's normalization with the Unicode 14.0.0 tables, on any interpreter.
 
-    With 14.0.0 tables (CPython 3.11) the database is used as is. With
-    15.0.0 tables (CPython 3.12) the 4,489 code points 15.0.0 added are
-    first replaced by a space: under 14.0.0 they are unassigned — starters
-    without decomposition or case folding, category ``Cn``, so mapped to a
-    space — and a space behaves the same in NFKC (it composes with
-    nothing), case folding and the letters/numbers table. 15.0.0 changed no
-    category, decomposition, combining class or case folding of a 14.0.0
-    code point (checked for every code point against CPython 3.11 and 3.12),
-    so the result is the 14.0.0 result. Any other version is refused.
+    The tables are :mod:`sealeval._unicode`'s pinned 14.0.0 tables: the
+    interpreter's functions where they agree with 14.0.0 on every character
+    of a text (always on CPython 3.11, and for ASCII), the shipped tables
+    otherwise.
     """
 
-    def __init__(self, database: Any) -> None:
-        self._normalize_nfkc: Callable[[str, str], str] = database.normalize
-        self._added = _ADDED_IN_15_0 if database.unidata_version == "15.0.0" else None
-        self._table = _KeepLettersAndNumbers(database.category)
+    def __init__(self, tables: PinnedTables) -> None:
+        self._tables = tables
+        self._table = _KeepLettersAndNumbers(tables.category)
 
     def __call__(self, text: str) -> str:
-        if self._added is not None and not text.isascii():
-            text = self._added.sub(" ", text)
-        folded = self._normalize_nfkc("NFKC", text).casefold()
+        tables = self._tables
+        folded = tables.casefold(tables.normalize("NFKC", text))
         table = _ASCII_TABLE if folded.isascii() else self._table
         return " ".join(folded.translate(table).split())
 
 
-#: Unicode versions whose tables give the contract's (14.0.0) normalization.
-SUPPORTED_UNICODE_VERSIONS: Final = ("14.0.0", "15.0.0")
-_normalize: Final = _Normalizer(unicodedata)
+def _contract_tables() -> PinnedTables:
+    tables = pinned_tables(UNICODE_VERSION)
+    if tables is None:  # pragma: no cover - 14.0.0 tables always ship
+        raise RuntimeError("Unicode 14.0.0 tables missing from the installation")
+    return tables
+
+
+_normalize: Final = _Normalizer(_contract_tables())
 
 
 def normalize_text(text: str) -> str:
@@ -991,12 +981,8 @@ def scan_overlap_forensics(
 
     Raises:
         OverlapForensicsError: the first failing rule, in the specified order
-            (items, thresholds, manifest, commitment, normalization), or
-            ``unicode_version: unsupported_unicode_version`` when the
-            runtime's Unicode tables are not those the contract was fixed with.
+            (items, thresholds, manifest, commitment, normalization).
     """
-    if unicodedata.unidata_version not in SUPPORTED_UNICODE_VERSIONS:
-        raise OverlapForensicsError("unsupported_unicode_version", "unicode_version")
     given = (submission_items, public_items, shadow_items, canaries)
     raw = [_checked_items(value, name) for value, name in zip(given, _ITEM_FIELDS, strict=True)]
     threshold = _checked_basis_points(fuzzy_threshold_basis_points, "fuzzy_threshold_basis_points")

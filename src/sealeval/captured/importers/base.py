@@ -110,8 +110,11 @@ class ImportRefusalError(CapturedError):
             "inconsistent_events",
             "score_name_collision",
             "not_results",
-            "parquet_unsupported",
             "unsupported_case_kind",
+            # auto-detection, completeness and parquet (docs/importers.md)
+            "incomplete_export",
+            "adapter_mismatch",
+            "extra_required",
         }
     )
 
@@ -128,11 +131,21 @@ class ImportOptions:
             from ``scores`` (``True``) or refused (``False``); each importer
             documents its default.
         max_line_bytes: the longest JSONL line accepted.
+        allow_partial: import a file holding fewer records than it states
+            (``incomplete_export`` otherwise); the counts go into the context.
+        metadata_fields: dotted paths into each native row (``doc.subject``)
+            whose string values are kept as slice metadata under that name
+            (lm-eval samples and folders).
+        timestamp: the run timestamp to read from an lm-eval output folder
+            (``2024-07-01T00-00-00.000001``); the latest per task otherwise.
     """
 
     source_name: str | None = None
     nan_as_missing_score: bool = True
     max_line_bytes: int = 134_217_728
+    allow_partial: bool = False
+    metadata_fields: tuple[str, ...] = ()
+    timestamp: str | None = None
 
 
 @runtime_checkable

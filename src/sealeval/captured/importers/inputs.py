@@ -20,7 +20,14 @@ from typing import Any, Final
 from sealeval.captured.errors import fail
 from sealeval.captured.importers.base import ImportOptions
 from sealeval.captured.importers.jsonl import Binding, open_source, refuse
-from sealeval.captured.importers.registry import AUTO, get_importer, resolve
+from sealeval.captured.importers.registry import (
+    AUTO,
+    FALLBACKS,
+    SPECIFIED_ADAPTERS,
+    check_fits,
+    get_importer,
+    resolve,
+)
 from sealeval.captured.likelihood import Source
 from sealeval.captured.run import InputProjection, Limits, RunHeader, ScoreProvenance
 from sealeval.captured.service_identity import ServiceIdentity
@@ -31,6 +38,7 @@ __all__ = [
     "ImportSummary",
     "Progress",
     "Sink",
+    "Tally",
     "build_request",
     "file_size",
     "guarded",
@@ -56,6 +64,28 @@ class ImportSummary:
     record_count: int
     canonical_size: int
     source_digest: str | None
+    #: Records whose ``error`` is set (the tool recorded a failure for them).
+    error_count: int = 0
+    #: The distinct ``metadata.task`` values, sorted (empty when records name none).
+    tasks: tuple[str, ...] = ()
+
+    def document(self) -> dict[str, Any]:
+        """Return the summary line's facts as a JSON-ready object (``sealeval import --json``)."""
+        return {
+            "adapter": self.adapter,
+            "records": self.record_count,
+            "errored_records": self.error_count,
+            "tasks": list(self.tasks),
+            "run_digest": self.run_digest,
+        }
+
+    def line(self) -> str:
+        """Return the one-line summary printed after an import (no file content)."""
+        tasks = f"{len(self.tasks)} task{'s' if len(self.tasks) != 1 else ''}"
+        return (
+            f"sealeval: imported {self.record_count} records ({self.error_count} errored, "
+            f"{tasks}) with {self.adapter}; run digest {self.run_digest}"
+        )
 
     def __repr__(self) -> str:
         """Show the adapter and the record count."""
@@ -143,11 +173,17 @@ def build_request(
     else:
         overridden = False
     name, importer = resolve(adapter, path)
+    if adapter != AUTO:
+        check_fits(adapter, path)
     if name == "invarlock" and overridden:
         raise refuse("identity_override", "adapter")
     checked_source = None if source is None else Source.from_document(source)
     if run_id is not None and type(run_id) is not str:
         raise fail("invalid_type", "run_id")
+    if adapter == AUTO or name not in SPECIFIED_ADAPTERS:
+        checked_source, run_id = _with_stated(
+            _stater(adapter, name, importer), path, options, checked_source, run_id
+        )
     if checked_source is not None and options.source_name is None:
         options = dataclasses.replace(options, source_name=checked_source.name)
     projection = (
@@ -166,6 +202,45 @@ def build_request(
         limits=limits,
         options=options,
     )
+
+
+def _stater(adapter: str, name: str, importer: Any) -> Any:
+    """Return the importer whose ``stated`` identities apply (``auto``: a fallback)."""
+    if name in FALLBACKS and adapter == AUTO:
+        return get_importer(FALLBACKS[name])
+    return importer
+
+
+def _with_stated(
+    stater: Any,
+    path: str | os.PathLike[str],
+    options: ImportOptions,
+    source: Source | None,
+    run_id: str | None,
+) -> tuple[Source | None, str | None]:
+    """Fill identities the user left out from what the file states; refuse contradictions.
+
+    Only the version and the run id are compared (``identity_mismatch`` on
+    ``source.version`` / ``run_id``); the source name is the user's label and
+    the file's tool name is used only when no ``source`` is given. A file
+    that cannot be read here states nothing: the import itself names the
+    fault.
+    """
+    stated_of = getattr(stater, "stated", None)
+    if not callable(stated_of):
+        return source, run_id
+    try:
+        stated = stated_of(Path(path), options)
+    except SealevalError:
+        return source, run_id
+    version, stated_run = stated.source_version, stated.run_id
+    if source is not None and version is not None and source.version != version:
+        raise refuse("identity_mismatch", "source.version")
+    if run_id is not None and stated_run is not None and run_id != stated_run:
+        raise refuse("identity_mismatch", "run_id")
+    if source is None and version is not None and stated.source_name is not None:
+        source = Source(name=stated.source_name, version=version)
+    return source, run_id if run_id is not None else stated_run
 
 
 def stat_key(stat_result: os.stat_result) -> tuple[int, ...]:
@@ -248,6 +323,45 @@ class Sink:
     def digest(self) -> str:
         """``sha256:<hex>`` of the lines so far."""
         return "sha256:" + self.hash.hexdigest()
+
+
+class Tally:
+    """Counts errored records and collects the tasks named in records' metadata."""
+
+    __slots__ = ("errors", "tasks")
+
+    def __init__(self) -> None:
+        """Start with nothing counted."""
+        self.errors = 0
+        self.tasks: set[str] = set()
+
+    def note(self, item: Any) -> None:
+        """Count one record (a :class:`Record` or a record mapping)."""
+        if isinstance(item, Mapping):
+            error, metadata = item.get("error"), item.get("metadata")
+        else:
+            error, metadata = getattr(item, "error", None), getattr(item, "metadata", None)
+        self.mark(
+            error is not None, metadata.get("task") if isinstance(metadata, Mapping) else None
+        )
+
+    def mark(self, errored: bool, task: object) -> None:
+        """Count one record from its two facts."""
+        self.errors += errored
+        if type(task) is str:
+            self.tasks.add(task)
+
+    def summary(self, adapter: str, written: Any, source_digest: str | None) -> ImportSummary:
+        """Return the summary of a finished write (``written``: a ``RunSummary``)."""
+        return ImportSummary(
+            adapter=adapter,
+            run_digest=written.run_digest,
+            record_count=written.record_count,
+            canonical_size=written.canonical_size,
+            source_digest=source_digest,
+            error_count=self.errors,
+            tasks=tuple(sorted(self.tasks)),
+        )
 
 
 def guarded(source: Iterable[Any]) -> Iterator[Any]:

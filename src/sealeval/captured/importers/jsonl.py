@@ -28,19 +28,18 @@ This module holds the machinery of the specified adapters (spec
 
 from __future__ import annotations
 
-import errno
 import functools
 import json
 import math
 import os
 import re
-import stat
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, ClassVar, Final
 
+from sealeval._fs import open_regular, translated
 from sealeval.canonical import DecodeLimits, decode
 from sealeval.captured.importers.base import ImportOptions, ImportRefusalError, RecordSource
 from sealeval.captured.likelihood import Source
@@ -49,11 +48,13 @@ from sealeval.errors import CanonicalError
 
 __all__ = [
     "JSON_WHITESPACE",
+    "MAX_CONTAINERS",
     "Binding",
     "DocumentImporter",
     "Head",
     "JsonlImporter",
     "LinesImporter",
+    "bound_containers",
     "capture_facts",
     "decode_document",
     "decode_line",
@@ -106,25 +107,14 @@ def refuse(code: str, field: str | None = None) -> ImportRefusalError:
 
 
 def open_source(path: str | os.PathLike[str], field: str = "source") -> IO[bytes]:
-    """Open a regular file for binary reading (symlinks, FIFOs, devices refused)."""
-    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
-    try:
-        fd = os.open(path, flags)
-    except FileNotFoundError:
-        raise refuse("not_found", field) from None
-    except OSError as error:
-        code = "not_regular_file" if error.errno in (errno.ELOOP, errno.EISDIR) else "unreadable"
-        raise refuse(code, field) from None
-    try:
-        regular = stat.S_ISREG(os.fstat(fd).st_mode)
-        if regular:
-            os.set_blocking(fd, True)
-    except OSError:  # pragma: no cover - fstat of an open descriptor
-        os.close(fd)
-        raise refuse("unreadable", field) from None
-    if not regular:
-        os.close(fd)
-        raise refuse("not_regular_file", field)
+    """Open a regular file for binary reading (symlinks, FIFOs, devices refused).
+
+    The open is :func:`sealeval._fs.open_regular` (no-follow, non-blocking,
+    regular files only); its codes keep their names (``not_found``,
+    ``not_regular_file``, ``unreadable``) under ``field``.
+    """
+    with translated(ImportRefusalError, field):
+        fd = open_regular(path)
     return os.fdopen(fd, "rb")
 
 
@@ -140,8 +130,35 @@ def read_source(path: str | os.PathLike[str], max_bytes: int, field: str = "sour
     return data
 
 
+#: Most arrays and objects one decoded JSON document or line may hold: a valid
+#: document of empty containers (``[[],[],...]``, three bytes each) would otherwise
+#: cost some 60 bytes of memory per input byte before any other check could refuse it.
+MAX_CONTAINERS: Final = 2_000_000
+_JSON_STRING: Final = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
+
+
+def bound_containers(data: bytes, field: str, limit: int = MAX_CONTAINERS) -> None:
+    """Refuse (``too_large``) JSON text holding more than ``limit`` arrays and objects.
+
+    Runs before decoding, in memory bounded by the text's size: each
+    container takes at least two bytes, so text shorter than ``2 * limit``
+    bytes passes at once; longer text passes when its bracket bytes are few
+    enough, and is otherwise counted again without its strings (brackets
+    inside strings do not count).
+    """
+    if len(data) < 2 * limit or data.count(b"[") + data.count(b"{") <= limit:
+        return
+    # Without an escaped quote, every quote opens or closes a string, so the text
+    # outside strings is at the even places of a split; otherwise the grammar decides.
+    escaped = b'\\"' in data
+    outside = [_JSON_STRING.sub(b"", data)] if escaped else data.split(b'"')[::2]
+    if sum(part.count(b"[") + part.count(b"{") for part in outside) > limit:
+        raise refuse("too_large", field)
+
+
 def decode_document(data: bytes, field: str = "source") -> Any:
     """Strictly decode one JSON document (00-conventions §2); refusals name ``field``."""
+    bound_containers(data, field)
     try:
         return decode(data, limits=_UNBOUNDED_DECODE)
     except CanonicalError as error:
@@ -213,6 +230,7 @@ def _decode_tolerating_nan(
     decoder (a line it cannot read is handed to the strict decoder, which
     names the fault); depth and surrogates are checked when the record is built.
     """
+    bound_containers(line, where)
     try:
         value = _NAN_DECODER.decode(line.decode("utf-8"))
     except (CanonicalError, ValueError, RecursionError):
@@ -299,6 +317,7 @@ def decode_row(
 
 
 def _strict_row(line: bytes, where: str) -> dict[str, Any]:
+    bound_containers(line, where)
     try:
         value = decode(line, limits=_UNBOUNDED_DECODE)
     except CanonicalError as error:

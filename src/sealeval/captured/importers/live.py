@@ -348,7 +348,8 @@ def run_from_lm_eval_results(
             where = f"rows[{position}]"
             if type(row) is not dict:
                 raise refuse("invalid_document", where)
-            record = _record(row, where, multi=multi, options=options, nan=True, facts=facts)
+            plain = _record(row, where, multi=multi, options=options, nan=True, facts=facts)
+            record = Record.from_mapping(plain)
             if record.id in seen:
                 raise refuse("duplicate_id", f"{where}.doc_id")
             seen.add(record.id)

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Final
 
 from sealeval.captured.importers.base import ImportOptions
-from sealeval.captured.importers.inputs import ImportRequest, ImportSummary, Sink, guarded
+from sealeval.captured.importers.inputs import ImportRequest, ImportSummary, Sink, Tally, guarded
 from sealeval.captured.importers.jsonl import (
     LinesImporter,
     decode_line,
@@ -122,8 +122,12 @@ def _encoded(
     number: int,
     options: ImportOptions,
     tolerate: Callable[[str], bool] | None,
-) -> tuple[str, bytes] | None:
-    """Return the worker's result for one line: its record's id and bytes, or ``None``."""
+) -> tuple[str, bytes, bool, object] | None:
+    """Return the worker's result for one line, or ``None``.
+
+    The result is the record's id and bytes, whether it is errored and its
+    ``metadata.task`` (for the import summary).
+    """
     if is_blank(line):
         return None
     where = f"line[{number}]"
@@ -132,7 +136,12 @@ def _encoded(
         item = importer.map_row(row, where, options)
         if type(item) is not dict:
             return None
-        return plain_record_bytes(item, decoded=None if height is None else (row, height))
+        plain = plain_record_bytes(item, decoded=None if height is None else (row, height))
+        if plain is None:
+            return None
+        metadata = item.get("metadata")
+        task = metadata.get("task") if type(metadata) is dict else None
+        return plain[0], plain[1], item.get("error") is not None, task
     except Exception:  # noqa: BLE001 - the parent maps this line again and names the refusal
         return None
 
@@ -164,6 +173,9 @@ class _Board:
         return int(struct.unpack_from("q", self._map, 8)[0])
 
 
+_Entries = list[tuple[str, bytes, bool, object] | None]
+
+
 def _work(
     fd: int,
     path: Path,
@@ -178,7 +190,7 @@ def _work(
     tolerate = _tolerance(importer, options)
     hasher = hashlib.sha256()
     batches = _Batches()
-    entries: list[tuple[str, bytes] | None] = []
+    entries: _Entries = []
     mine = False
     with Connection(fd, readable=False) as connection, open_source(path) as handle:
         for number, line in iter_lines(handle, options.max_line_bytes, hasher.update):
@@ -196,9 +208,6 @@ def _work(
                 entries = []
         if batches.lines and mine:
             connection.send((batches.index, hasher.digest(), entries))
-
-
-_Entries = list[tuple[str, bytes] | None]
 
 
 def _pin(cpus: list[int], which: int) -> set[int] | None:
@@ -232,7 +241,7 @@ class _Worker:
             read_fd, write_fd = os.pipe()
         except OSError:
             return
-        with contextlib.suppress(OSError, AttributeError):
+        with contextlib.suppress(OSError, AttributeError, ImportError):
             import fcntl  # noqa: PLC0415 - Linux only, like the worker
 
             fcntl.fcntl(write_fd, fcntl.F_SETPIPE_SZ, _PIPE_BYTES)
@@ -331,6 +340,7 @@ def _append_line(
     *,
     options: ImportOptions,
     tolerate: Callable[[str], bool] | None,
+    tally: Tally,
 ) -> None:
     """Decode, map and append one line in the parent, with ``guarded``'s refusals.
 
@@ -346,6 +356,7 @@ def _append_line(
         raise
     except Exception:  # noqa: BLE001 - an importer's exception may quote input
         raise refuse("importer_failed", "source") from None
+    tally.note(item)
     plain = None
     if type(item) is dict and height is not None:
         plain = plain_record_bytes(item, decoded=(row, height))
@@ -372,6 +383,7 @@ def write_lines(
     tolerate = _tolerance(importer, options)
     source_digest = header.source_digest
     worker = _Worker(request.path, importer, options) if parallel else _NO_WORKER
+    tally = Tally()
     try:
         with (
             open_source(request.path) as handle,
@@ -389,10 +401,19 @@ def write_lines(
                     entries.reverse()  # consumed from the end, one per line
                 entry = entries.pop() if entries else None
                 if entry is not None:
-                    writer._add_plain_bytes(*entry)
+                    writer._add_plain_bytes(entry[0], entry[1])
+                    tally.mark(entry[2], entry[3])
                     expected = offered
                 elif not is_blank(line):
-                    _append_line(writer, importer, line, number, options=options, tolerate=tolerate)
+                    _append_line(
+                        writer,
+                        importer,
+                        line,
+                        number,
+                        options=options,
+                        tolerate=tolerate,
+                        tally=tally,
+                    )
                 if batches.add(line) and expected is not None:
                     if sink.hash.digest() != expected:
                         raise refuse("source_changed", "source")
@@ -406,10 +427,4 @@ def write_lines(
             summary = writer.finish()
     finally:
         worker.close()
-    return ImportSummary(
-        adapter=request.name,
-        run_digest=summary.run_digest,
-        record_count=summary.record_count,
-        canonical_size=summary.canonical_size,
-        source_digest=source_digest,
-    )
+    return tally.summary(request.name, summary, source_digest)

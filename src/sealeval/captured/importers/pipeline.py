@@ -10,9 +10,10 @@ the arguments and refusals.
 
 from __future__ import annotations
 
+import dataclasses
 import os
-from collections.abc import Iterator, Mapping
-from typing import Any, Final
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, Final, TypeVar
 
 from sealeval.canonical import digest_bytes
 from sealeval.captured.errors import fail, rebased
@@ -23,6 +24,7 @@ from sealeval.captured.importers.inputs import (
     ImportSummary,
     Progress,
     Sink,
+    Tally,
     build_request,
     file_size,
     guarded,
@@ -36,6 +38,8 @@ from sealeval.captured.importers.jsonl import (
     read_source,
     refuse,
 )
+from sealeval.captured.importers.native.folders import FolderImporter
+from sealeval.captured.importers.registry import AUTO, FALLBACKS, get_importer
 from sealeval.captured.likelihood import Source
 from sealeval.captured.run import (
     UNLIMITED,
@@ -51,7 +55,9 @@ from sealeval.captured.run import (
     write_run,
 )
 from sealeval.captured.service_identity import ServiceIdentity
-from sealeval.errors import CanonicalError, OutputError, SealevalError
+from sealeval.errors import CanonicalError, CapturedError, OutputError, SealevalError
+
+_T = TypeVar("_T")
 
 __all__ = ["import_run_streaming", "load_run"]
 
@@ -169,13 +175,20 @@ def load_run(
         options=options,
     )
     with paused_full_collections():
-        return _load(request, progress)
+        return _with_fallback(adapter, request, lambda chosen: _load(chosen, progress))
 
 
 def _load(request: ImportRequest, progress: Progress | None) -> Run:
     if request.name == "invarlock":
         return _load_invarlock(request)
     importer = request.importer
+    if isinstance(importer, FolderImporter):
+        request.header(None)
+        plan = importer.plan(request.path, request.options)
+        header = request.header(plan.digest)
+        records = list(_records(request, importer.read(plan, request.options)))
+        plan.check_unchanged()
+        return _finish_run(request, header, records)
     if isinstance(importer, LinesImporter):
         request.header(None)  # identities first: nothing is read without them
         total = file_size(request.path)
@@ -244,7 +257,40 @@ def import_run_streaming(
         limits=limits,
         options=options,
     )
-    return _stream(request, destination, progress)
+    return _with_fallback(adapter, request, lambda chosen: _stream(chosen, destination, progress))
+
+
+#: Refusals about the file itself (not its format): no other reader can do better.
+_FILE_CODES: Final = frozenset(
+    {"not_found", "not_regular_file", "unreadable", "too_large", "source_changed"}
+)
+
+
+def _with_fallback(
+    adapter: str, request: ImportRequest, attempt: Callable[[ImportRequest], _T]
+) -> _T:
+    """Run ``attempt``; ``auto`` reads with the native fallback what a specified adapter refuses.
+
+    Detection claims files such as lm-eval >= 0.4.3 samples for the specified
+    adapter; when it refuses the file (several filters, a list target...),
+    ``auto`` reads it with the native importer of the same files
+    (:data:`~sealeval.captured.importers.registry.FALLBACKS`). When both
+    refuse, the specified adapter's refusal is reported. A named adapter never
+    falls back.
+    """
+    fallback = FALLBACKS.get(request.name) if adapter == AUTO else None
+    if fallback is None:
+        return attempt(request)
+    try:
+        return attempt(request)
+    except CapturedError as error:
+        if error.code in _FILE_CODES:
+            raise
+        refusal = error
+    try:
+        return attempt(dataclasses.replace(request, name=fallback, importer=get_importer(fallback)))
+    except CapturedError:
+        raise refusal from None
 
 
 def _stream(
@@ -253,14 +299,28 @@ def _stream(
     if request.name == "invarlock":
         run = _load_invarlock(request)
         digest = write_run(run, destination, limits=request.limits)
+        tally = Tally()
+        for record in run:
+            tally.note(record)
         return ImportSummary(
             adapter=request.name,
             run_digest=digest,
             record_count=len(run),
             canonical_size=run.canonical_size,
             source_digest=run.source_digest,
+            error_count=tally.errors,
+            tasks=tuple(sorted(tally.tasks)),
         )
     importer = request.importer
+    if isinstance(importer, FolderImporter):
+        request.header(None)
+        plan = importer.plan(request.path, request.options)
+
+        def planned() -> Iterator[Any]:
+            yield from importer.read(plan, request.options)
+            plan.check_unchanged()
+
+        return _write(request, destination, request.header(plan.digest), planned())
     if isinstance(importer, DocumentImporter):
         prepared, source_digest = _document(request, progress)
         header = request.header(source_digest)
@@ -297,23 +357,20 @@ def _write(
     header: RunHeader,
     source: RecordSource,
 ) -> ImportSummary:
+    tally = Tally()
     with RunWriter(destination, header, limits=request.limits) as writer:
         if request.projection is None:
             # The writer builds each record with make_run semantics and the same
             # ``records[<position>]`` error fields as _typed; plain dict records
             # take its fast path (RunEncoder.add).
             for item in guarded(source):
+                tally.note(item)
                 writer.add(item)
         else:
             for position, item in enumerate(guarded(source)):
+                tally.note(item)
                 writer.add(_typed(item, position, request))
         if writer.record_count == 0:
             raise refuse("no_records", "source")
         summary = writer.finish()
-    return ImportSummary(
-        adapter=request.name,
-        run_digest=summary.run_digest,
-        record_count=summary.record_count,
-        canonical_size=summary.canonical_size,
-        source_digest=header.source_digest,
-    )
+    return tally.summary(request.name, summary, header.source_digest)

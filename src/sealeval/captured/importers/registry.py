@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import os
+import stat
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
@@ -29,11 +30,17 @@ from sealeval.errors import SealevalError
 
 __all__ = [
     "AUTO",
+    "FALLBACKS",
     "SPECIFIED_ADAPTERS",
+    "WIDE_DETECT_BYTES",
     "adapter_names",
+    "check_fits",
     "detect_adapter",
+    "detect_candidates",
+    "detect_folder",
     "get_importer",
     "importers",
+    "is_folder",
     "resolve",
 ]
 
@@ -50,6 +57,17 @@ SPECIFIED_ADAPTERS: Final = (
     "evaluator-json",
     "evaluator-native-json",
 )
+#: How many leading bytes detectors see when the first ``DETECT_BYTES`` matched nothing.
+WIDE_DETECT_BYTES: Final = 1 << 20
+#: For ``adapter="auto"``: a specified adapter, and the native reader of the same
+#: files that reads what the specified one refuses (several filters, multiple-choice
+#: outputs, list targets, several epochs). Detection claims the specified adapter;
+#: the pipeline reads the file with the native one when the specified one refuses it.
+FALLBACKS: Final = {
+    "lm-eval-samples": "lm-eval-log-samples",
+    "inspect-json": "inspect-log-json",
+    "promptfoo-jsonl": "promptfoo-results",
+}
 
 
 def _specified() -> tuple[Any, ...]:
@@ -98,20 +116,7 @@ def get_importer(adapter: str) -> Any:
     return importer
 
 
-def detect_adapter(path: str | os.PathLike[str]) -> str:
-    """Recognise a file's format from its first :data:`DETECT_BYTES` bytes.
-
-    Raises:
-        ImportRefusalError: ``unknown_format`` (no importer recognises it),
-            ``ambiguous_format`` (several do), ``importer_failed`` (a
-            detector raised), or a file refusal (``not_found``, …).
-    """
-    with open_source(path) as handle:
-        try:
-            head = handle.read(DETECT_BYTES)
-        except OSError:  # pragma: no cover - a read error after a successful open
-            raise refuse("unreadable", "source") from None
-    target = Path(path)
+def _matches(head: bytes, target: Path) -> list[str]:
     matches: list[str] = []
     for name, importer in importers().items():
         try:
@@ -122,6 +127,105 @@ def detect_adapter(path: str | os.PathLike[str]) -> str:
             raise refuse("importer_failed", "adapter") from None
         if found is True:
             matches.append(name)
+    return matches
+
+
+def detect_candidates(path: str | os.PathLike[str]) -> list[str]:
+    """Return every adapter that recognises the file (in registry order).
+
+    Detectors see the first :data:`DETECT_BYTES` bytes; when none recognises
+    them and the file is longer, they see the first :data:`WIDE_DETECT_BYTES`
+    (formats whose identifying members can come after a long block, such as
+    an lm-eval results file with a large ``configs`` member).
+    """
+    target = Path(path)
+    with open_source(path) as handle:
+        try:
+            head = handle.read(DETECT_BYTES)
+            matches = _matches(head, target)
+            if not matches and len(head) == DETECT_BYTES:
+                wider = head + handle.read(WIDE_DETECT_BYTES - DETECT_BYTES)
+                if len(wider) > len(head):
+                    matches = _matches(wider, target)
+        except OSError:  # pragma: no cover - a read error after a successful open
+            raise refuse("unreadable", "source") from None
+    return matches
+
+
+def detect_adapter(path: str | os.PathLike[str]) -> str:
+    """Recognise a file's format from its content (see :func:`detect_candidates`).
+
+    Raises:
+        ImportRefusalError: ``unknown_format`` (no importer recognises it),
+            ``ambiguous_format`` (several do), ``importer_failed`` (a
+            detector raised), or a file refusal (``not_found``, …).
+    """
+    matches = detect_candidates(path)
+    if not matches:
+        raise refuse("unknown_format", "adapter")
+    if len(matches) > 1:
+        raise refuse("ambiguous_format", "adapter")
+    return matches[0]
+
+
+#: Adapters that read files other adapters claim (a named one is never a mismatch).
+_READS_OTHERS_FILES: Final = frozenset(
+    {
+        "lm-eval-log-samples",  # lm-eval >= 0.4.3 JSONL (claimed by lm-eval-samples)
+        "inspect-log-json",  # Inspect JSON logs (claimed by inspect-json)
+        "promptfoo-results",  # promptfoo JSONL (claimed by promptfoo-jsonl)
+        "evaluator-native-json",  # an evaluator's raw file, mapped by --source's profile
+        "unsafe-langfuse-experiment-result",  # langfuse-experiment-result's files
+    }
+)
+
+
+def check_fits(adapter: str, path: str | os.PathLike[str]) -> None:
+    """Refuse a named adapter that does not recognise a file another adapter recognises.
+
+    The refusal is ``adapter_mismatch`` with the field ``adapter[<name>]``
+    naming the adapter that recognises the file (never the file's content).
+    A file no adapter recognises is left to the named adapter, whose own
+    refusal names the defect.
+    """
+    importer = get_importer(adapter)
+    if is_folder(path):
+        if not callable(getattr(importer, "recognises", None)):
+            raise refuse("not_regular_file", "source")
+        return
+    with open_source(path) as handle:
+        try:
+            head = handle.read(DETECT_BYTES)
+        except OSError:  # pragma: no cover - a read error after a successful open
+            raise refuse("unreadable", "source") from None
+    try:
+        fits = importer.detect(head, Path(path)) is True
+    except SealevalError:
+        raise
+    except Exception:  # noqa: BLE001 - a detector's exception may quote input
+        raise refuse("importer_failed", "adapter") from None
+    if fits or adapter in _READS_OTHERS_FILES:
+        return
+    others = [name for name in detect_candidates(path) if name != adapter]
+    if len(others) == 1:
+        raise refuse("adapter_mismatch", f"adapter[{others[0]}]")
+
+
+def is_folder(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` is a directory itself (a symlink to one is not)."""
+    try:
+        return stat.S_ISDIR(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def detect_folder(path: str | os.PathLike[str]) -> str:
+    """Recognise an output folder (lm-eval ``--output_path``, Inspect logs) for ``auto``."""
+    matches = [
+        name
+        for name, importer in importers().items()
+        if callable(getattr(importer, "recognises", None)) and importer.recognises(Path(path))
+    ]
     if not matches:
         raise refuse("unknown_format", "adapter")
     if len(matches) > 1:
@@ -131,5 +235,8 @@ def detect_adapter(path: str | os.PathLike[str]) -> str:
 
 def resolve(adapter: str, path: str | os.PathLike[str]) -> tuple[str, Any]:
     """Return the adapter name and importer for ``adapter`` (``auto``: detected)."""
-    name = detect_adapter(path) if adapter == AUTO else adapter
+    if adapter == AUTO:
+        name = detect_folder(path) if is_folder(path) else detect_adapter(path)
+    else:
+        name = adapter
     return name, get_importer(name)

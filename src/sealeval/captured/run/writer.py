@@ -7,14 +7,12 @@ fast path. Files are published atomically, never replacing anything, mode 0600.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import os
-import secrets
 from collections.abc import Mapping
-from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
+from sealeval._fs import ExclusiveWriter, translated
 from sealeval.captured.errors import CapturedRunError
 from sealeval.captured.run.document import Run, RunSummary
 from sealeval.captured.run.fast import plain_record_bytes
@@ -166,70 +164,34 @@ class RunEncoder:
         )
 
 
-def _fsync_directory(directory: Path) -> None:
-    with contextlib.suppress(OSError):
-        fd = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-
 class _ExclusiveFile:
-    """A temporary file beside ``destination``, hard-linked into place on publish."""
+    """``sealeval._fs.ExclusiveWriter`` with the shared ``OutputError`` codes.
+
+    A temporary file beside the destination, hard-linked into place on
+    publish; the destination's folder chain is opened without following
+    symlinks (``unsafe_destination``), the name must not exist.
+    """
 
     def __init__(self, destination: str | os.PathLike[str], mode: int) -> None:
-        self.destination = Path(destination)
-        parent = self.destination.parent
-        if os.path.lexists(self.destination):
-            raise OutputError("output_exists", "output")
-        if not parent.is_dir():
-            raise OutputError("output_parent_missing", "output")
-        self.temporary = parent / f".{self.destination.name}.{secrets.token_hex(8)}.tmp"
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
-        try:
-            fd = os.open(self.temporary, flags, mode)
-            os.fchmod(fd, mode)
-        except OSError:
-            raise OutputError("output_unwritable", "output") from None
-        self._handle: IO[bytes] | None = os.fdopen(fd, "wb")
+        with translated(OutputError, "output", default="output_unwritable"):
+            self._writer: ExclusiveWriter | None = ExclusiveWriter(destination, mode=mode)
 
     def write(self, data: bytes) -> None:
-        if self._handle is None:
+        if self._writer is None:
             raise CapturedRunError("invalid_state", "output")
-        try:
-            self._handle.write(data)
-        except OSError:  # pragma: no cover - disk full or I/O error
-            self.discard()
-            raise OutputError("output_unwritable", "output") from None
+        with translated(OutputError, "output", default="output_unwritable"):
+            self._writer.write(data)
 
     def publish(self) -> None:
-        handle = self._handle
-        assert handle is not None  # write() refuses a discarded file first
-        self._handle = None
-        try:
-            try:
-                handle.flush()
-                os.fsync(handle.fileno())
-            finally:
-                handle.close()
-            os.link(self.temporary, self.destination)
-        except FileExistsError:
-            raise OutputError("output_exists", "output") from None
-        except OSError:
-            raise OutputError("output_unwritable", "output") from None
-        finally:
-            with contextlib.suppress(OSError):
-                self.temporary.unlink()
-        _fsync_directory(self.destination.parent)
+        writer, self._writer = self._writer, None
+        assert writer is not None  # write() refuses a discarded file first
+        with translated(OutputError, "output", default="output_unwritable"):
+            writer.publish()
 
     def discard(self) -> None:
-        handle, self._handle = self._handle, None
-        if handle is not None:
-            with contextlib.suppress(OSError):
-                handle.close()
-            with contextlib.suppress(OSError):
-                self.temporary.unlink()
+        writer, self._writer = self._writer, None
+        if writer is not None:
+            writer.discard()
 
 
 class RunWriter:

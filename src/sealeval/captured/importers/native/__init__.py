@@ -4,8 +4,9 @@ Each importer turns one tool's recorded per-case results into canonical
 records (see ``docs/importers.md``, "Native formats", for every mapping,
 quirk and refusal). ``load_run`` finds them in :data:`NATIVE_IMPORTERS`.
 Auto-detection never claims a layout that a specified adapter reads
-(Inspect JSON logs, lm-eval ≥0.4.3 JSONL, promptfoo JSONL): those importers
-read such files only when named.
+(Inspect JSON logs, lm-eval ≥0.4.3 JSONL, promptfoo JSONL); ``auto`` reads
+such a file with the native importer when the specified adapter refuses it
+(:data:`~sealeval.captured.importers.registry.FALLBACKS`).
 """
 
 from __future__ import annotations
@@ -17,8 +18,13 @@ from sealeval.captured.importers.native.deepeval_test_run import (
     DeepEvalEvaluationResultImporter,
     DeepEvalTestRunImporter,
 )
+from sealeval.captured.importers.native.folders import (
+    InspectFolderImporter,
+    LmEvalFolderImporter,
+)
 from sealeval.captured.importers.native.garak import GarakReportImporter
 from sealeval.captured.importers.native.inspect_eval import InspectEvalImporter
+from sealeval.captured.importers.native.inspect_log import InspectJsonLogImporter
 from sealeval.captured.importers.native.langfuse import (
     LangfuseExperimentItemsImporter,
     LangfuseExperimentResultImporter,
@@ -26,6 +32,7 @@ from sealeval.captured.importers.native.langfuse import (
 )
 from sealeval.captured.importers.native.lighteval import LightevalDetailsImporter
 from sealeval.captured.importers.native.lm_eval_files import LmEvalLogSamplesImporter
+from sealeval.captured.importers.native.mlflow_eval_table import MlflowEvalTableImporter
 from sealeval.captured.importers.native.mlflow_tables import MlflowResultTableImporter
 from sealeval.captured.importers.native.openai_evals import OpenAIEvalsLogImporter
 from sealeval.captured.importers.native.opik import OpikEvaluationResultImporter
@@ -43,6 +50,7 @@ __all__ = ["NATIVE_IMPORTERS"]
 #: One instance per native format, in documentation order.
 NATIVE_IMPORTERS: Final[tuple[Importer, ...]] = (
     InspectEvalImporter(),
+    InspectJsonLogImporter(),
     LmEvalLogSamplesImporter(),
     PromptfooResultsImporter(),
     DeepEvalTestRunImporter(),
@@ -51,6 +59,7 @@ NATIVE_IMPORTERS: Final[tuple[Importer, ...]] = (
     OpenAIEvalsLogImporter(),
     GarakReportImporter(),
     MlflowResultTableImporter(),
+    MlflowEvalTableImporter(),
     LangfuseExperimentResultImporter(),
     UnsafeLangfuseExperimentResultImporter(),
     LangfuseExperimentItemsImporter(),
@@ -60,4 +69,6 @@ NATIVE_IMPORTERS: Final[tuple[Importer, ...]] = (
     OpikEvaluationResultImporter(),
     AutoevalsScoresImporter(),
     OpenevalsResultsImporter(),
+    LmEvalFolderImporter(),
+    InspectFolderImporter(),
 )

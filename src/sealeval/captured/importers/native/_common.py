@@ -21,6 +21,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import stat
@@ -32,8 +33,8 @@ from typing import IO, Any, Final
 
 from sealeval.captured.errors import CapturedRunError
 from sealeval.captured.importers.base import DETECT_BYTES, ImportOptions, ImportRefusalError
+from sealeval.captured.importers.jsonl import bound_containers, refuse
 from sealeval.captured.importers.jsonl import open_source as open_regular
-from sealeval.captured.importers.jsonl import refuse
 from sealeval.captured.run import Record
 
 __all__ = [
@@ -57,6 +58,7 @@ __all__ = [
     "open_regular",
     "read_bounded",
     "read_companion",
+    "record_row",
     "refuse",
     "scan",
     "sibling",
@@ -187,8 +189,11 @@ def loads(data: bytes, field: str, *, invalid: str = "invalid_json") -> tuple[An
         ImportRefusalError: ``not_utf8``, ``duplicate_key``,
             ``non_finite_number`` (``Infinity``), or ``invalid`` (grammar,
             byte order mark, nesting beyond the interpreter, integers of more
-            than 4300 digits).
+            than 4300 digits), ``too_large`` (more than
+            :data:`~sealeval.captured.importers.jsonl.MAX_CONTAINERS` arrays and
+            objects, refused before decoding).
     """
+    bound_containers(data, field)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
@@ -444,11 +449,13 @@ class _Scanner:
         return True
 
 
+@functools.lru_cache(maxsize=4)
 def scan(head: bytes) -> Shape:
     """Scan the first JSON value of ``head`` (possibly cut off) for its member names.
 
     Never raises: text that is not JSON gives ``kind == "other"`` or stops the
-    scan where the grammar breaks.
+    scan where the grammar breaks. Detection asks every importer about the
+    same head, so the last few scans are remembered (the result is immutable).
     """
     text = _prefix_text(head)
     stripped = text.lstrip(_JSON_SPACE) if text is not None else ""
@@ -615,6 +622,37 @@ class Ids:
             raise refuse("duplicate_id", field)
         self._seen.add(record_id)
         return record_id
+
+
+def record_row(
+    *,
+    record_id: str,
+    input_value: Any,
+    expected: Any,
+    output: Any,
+    scores: Mapping[str, int | float] | None = None,
+    metadata: Mapping[str, str] | None = None,
+    error: str | None = None,
+    context: Any = None,
+) -> dict[str, Any]:
+    """Return one record as a plain mapping, validated where the run is built.
+
+    For high-volume formats: ``load_run`` and the run writer validate the
+    mapping once while encoding it (the fast path), instead of building a
+    frozen :class:`~sealeval.captured.run.Record` first; a value the run
+    rules refuse is a :class:`~sealeval.captured.CapturedRunError` naming
+    ``records[<position>]``.
+    """
+    return {
+        "id": record_id,
+        "input": input_value,
+        "expected": expected,
+        "output": output,
+        "scores": dict(scores) if scores is not None else {},
+        "metadata": dict(metadata) if metadata is not None else {},
+        "error": error,
+        "context": context if context is not None else {},
+    }
 
 
 def build_record(

@@ -22,13 +22,32 @@ Each importer only maps its format's members; the files, the lenient JSON
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from sealeval.captured.importers.base import DETECT_BYTES, ImportOptions, RecordSource
 from sealeval.captured.importers.native._common import loads, open_regular, read_bounded, refuse
 
-__all__ = ["NativeImporter", "read_document", "read_head", "read_value"]
+__all__ = ["NativeImporter", "Stated", "read_document", "read_head", "read_value"]
+
+
+@dataclass(frozen=True, slots=True)
+class Stated:
+    """The identities a result file states about itself (each ``None`` when it does not).
+
+    ``source_name`` is the tool's conventional name, used only when the user
+    gives no ``--source``; ``source_version`` and ``run_id`` are compared with
+    what the user gives (a contradiction is ``identity_mismatch``).
+    """
+
+    source_name: str | None = None
+    source_version: str | None = None
+    run_id: str | None = None
+
+    def __repr__(self) -> str:
+        """Never show stated values."""
+        return "Stated(...)"
 
 
 class NativeImporter:
@@ -44,6 +63,11 @@ class NativeImporter:
     def records(self, path: Path, options: ImportOptions) -> RecordSource:
         """Yield the file's records in source order (raise ImportRefusalError to refuse)."""
         raise NotImplementedError  # pragma: no cover - every importer overrides it
+
+    def stated(self, path: Path, options: ImportOptions) -> Stated:
+        """Return the identities the file states (none by default)."""
+        del path, options
+        return Stated()
 
     def __repr__(self) -> str:
         """Show the class name (never a path or content)."""

@@ -65,7 +65,9 @@ from sealeval.captured.run import Record
 __all__ = ["GarakReportImporter"]
 
 _RUN_ENTRIES: Final = frozenset({"start_run setup", "init"})
-_KNOWN_ENTRIES: Final = frozenset({"start_run setup", "init", "attempt", "eval", "completion"})
+_KNOWN_ENTRIES: Final = frozenset(
+    {"start_run setup", "init", "attempt", "eval", "completion", "digest"}
+)
 _HIT_KEYS: Final = frozenset({"attempt_id", "detector", "probe", "output"})
 _INCOMPLETE: Final = "Garak attempt incomplete"
 _NO_OUTPUT: Final = "Garak generation returned no output"
@@ -83,7 +85,9 @@ class GarakReportImporter(NativeImporter):
         if first is not None:
             return first.get("entry_type") in _KNOWN_ENTRIES or first.keys() >= _HIT_KEYS
         keys = scan(head).names()
-        return ("entry_type" in keys and "_config.version" in keys) or keys >= _HIT_KEYS
+        return ("entry_type" in keys and bool({"_config.version", "meta"} & keys)) or (
+            keys >= _HIT_KEYS
+        )
 
     def records(self, path: Path, options: ImportOptions) -> RecordSource:
         """Yield the records of every scored attempt, then of unfinished ones."""
@@ -97,11 +101,13 @@ class GarakReportImporter(NativeImporter):
         attempts = _Attempts()
         ids = Ids()
         count = 0
+        attempted = False
         with open_regular(path) as handle:
             for where, row, nan in iter_jsonl(handle, options):
                 entry_type = row.get("entry_type")
                 if type(entry_type) is not str:
                     raise refuse("missing_field", f"{where}.entry_type")
+                attempted = attempted or entry_type == "attempt"
                 if entry_type in _RUN_ENTRIES:
                     _run_facts(row, facts)
                 if entry_type != "attempt" or not attempts.scored(row, where, nan):
@@ -115,6 +121,8 @@ class GarakReportImporter(NativeImporter):
                 ids.add(record.id, f"{where}.uuid")
                 count += 1
                 yield record
+        if not attempted:  # a digest or run entries only: aggregates, no attempts
+            raise refuse("not_results", "source")
         if count == 0:
             raise refuse("no_records", "source")
 
@@ -197,9 +205,25 @@ def _attempt(
         results = {}
     if type(results) is not dict:
         raise refuse("invalid_field", f"{where}.detector_results")
+    nested = any(
+        type(values) is list and any(type(value) is list for value in values)
+        for values in results.values()
+    )
     for values in results.values():
-        if type(values) is not list or (outputs and len(values) != len(outputs)):
+        if type(values) is not list or (not nested and outputs and len(values) != len(outputs)):
             raise refuse("inconsistent_events", f"{where}.detector_results")
+    if nested:
+        return [
+            _attempt_record(
+                entry,
+                where,
+                facts=facts,
+                options=options,
+                results=results,
+                outputs=outputs,
+                complete=complete,
+            )
+        ]
     clean = without_nan(entry)
     probe = entry.get("probe_classname")
     metadata = {"probe": probe} if type(probe) is str else {}
@@ -228,3 +252,56 @@ def _attempt(
             )
         )
     return records
+
+
+def _attempt_record(
+    entry: dict[str, Any],
+    where: str,
+    *,
+    facts: dict[str, Any],
+    options: ImportOptions,
+    results: dict[str, Any],
+    outputs: list[Any],
+    complete: bool,
+) -> Record:
+    """One record for an attempt whose detector results are nested per generation.
+
+    Recent garak pre-releases write ``{"detector": [[g0, g1, ...]]}``. The
+    attempt is one record (id ``<uuid>``); each detector's score is the
+    highest of its per-generation values (garak counts an attempt as a hit
+    when any generation is); the per-generation values stay in
+    ``context.generation_results``.
+    """
+    field = f"{where}.detector_results"
+    scores = Scores(field)
+    per_generation: dict[str, list[Any]] = {}
+    for detector, values in results.items():
+        flat: list[Any] = []
+        for value in values:
+            flat.extend(value if type(value) is list else [value])
+        numbers = [number(value, field, options) for value in flat]
+        present = [value for value in numbers if value is not None]
+        scores.add(detector, max(present) if present else None)
+        per_generation[detector] = numbers
+    texts = [_text(output, f"{where}.outputs") for output in outputs]
+    output: Any = texts[0] if len(texts) == 1 else (texts or None)
+    error = None if complete else _INCOMPLETE
+    if error is None and output is None:
+        error = _NO_OUTPUT
+    clean = without_nan(entry)
+    probe = entry.get("probe_classname")
+    return build_record(
+        where,
+        record_id=str(entry["uuid"]),
+        input_value=_prompt(clean.get("prompt")),
+        expected=None,
+        output=output,
+        scores=scores.values,
+        metadata={"probe": probe} if type(probe) is str else {},
+        error=error,
+        context={
+            "upstream_record": clean,
+            "generation_results": per_generation,
+            "garak": facts,
+        },
+    )

@@ -38,6 +38,10 @@ without ``header.json`` (still running, crashed), is refused
 (``incomplete_run``): its missing samples cannot be told apart from samples
 that never existed.
 
+The central directory is bounded before ``zipfile`` reads it: at most
+:data:`MAX_ARCHIVE_ENTRIES` members and :data:`MAX_DIRECTORY_BYTES` bytes
+(``too_large``), whatever the end record states.
+
 Memory: the ZIP central directory and one sample member (compressed and
 decompressed, at most ``max_line_bytes``) at a time.
 """
@@ -71,12 +75,19 @@ from sealeval.captured.importers.native._common import (
     without_nan,
     zip_first_member,
 )
-from sealeval.captured.importers.native._skeleton import (
-    NativeImporter,
-)
+from sealeval.captured.importers.native._skeleton import NativeImporter, Stated
 from sealeval.captured.run import Record
 
-__all__ = ["InspectEvalImporter", "sample_record"]
+__all__ = [
+    "MAX_ARCHIVE_ENTRIES",
+    "MAX_DIRECTORY_BYTES",
+    "InspectEvalImporter",
+    "check_complete",
+    "check_directory",
+    "log_header",
+    "sample_record",
+    "stated_by_header",
+]
 
 _ZSTD_METHOD: Final = 93
 _ZIPFILE_METHODS: Final = frozenset(
@@ -113,15 +124,106 @@ class InspectEvalImporter(NativeImporter):
             first in _FIRST_MEMBERS or _SAMPLE_MEMBER.fullmatch(first) is not None
         )
 
+    def stated(self, path: Path, options: ImportOptions) -> Stated:
+        """Return what ``header.json`` states (run id, Inspect version)."""
+        with open_regular(path) as handle:
+            check_directory(handle)
+            try:
+                archive = zipfile.ZipFile(handle)
+            except (zipfile.BadZipFile, OSError, ValueError, EOFError):
+                raise refuse("invalid_archive", "source") from None
+            with archive:
+                info = next((i for i in archive.infolist() if i.filename == "header.json"), None)
+                if info is None:
+                    return Stated()
+                header, _ = loads(_member(archive, handle, info, options, "header"), "header")
+        return stated_by_header(header)
+
     def records(self, path: Path, options: ImportOptions) -> RecordSource:
         """Yield one record per sample member, in archive order."""
         with open_regular(path) as handle:
+            check_directory(handle)
             try:
                 archive = zipfile.ZipFile(handle)
             except (zipfile.BadZipFile, OSError, ValueError, EOFError):
                 raise refuse("invalid_archive", "source") from None
             with archive:
                 yield from _records(archive, handle, options)
+
+
+#: Most members an archive may list (its central directory is read before any member).
+MAX_ARCHIVE_ENTRIES: Final = 250_000
+#: Largest central directory read (bytes); each entry takes at least 46.
+MAX_DIRECTORY_BYTES: Final = 64 << 20
+_END: Final = b"PK\x05\x06"
+_END_SIZE: Final = 22
+_ZIP64_LOCATOR: Final = b"PK\x06\x07"
+_ZIP64_END: Final = b"PK\x06\x06"
+_ENTRY: Final = b"PK\x01\x02"
+_ENTRY_SIZE: Final = 46
+
+
+def check_directory(
+    handle: IO[bytes],
+    *,
+    max_entries: int = MAX_ARCHIVE_ENTRIES,
+    max_bytes: int = MAX_DIRECTORY_BYTES,
+) -> None:
+    """Refuse an archive whose central directory is too large before ``zipfile`` reads it.
+
+    ``zipfile`` builds one object per listed member while it opens an
+    archive, so millions of empty entries cost gigabytes before any other
+    check. This reads the end record (and the ZIP64 one), refuses a stated
+    directory over ``max_bytes`` or over ``max_entries`` members
+    (``too_large``), then walks the directory's entry headers (at most
+    ``max_bytes`` read) and refuses one listing more than ``max_entries``,
+    whatever the end record states. Anything it cannot make sense of is left
+    to ``zipfile``, which refuses it (``invalid_archive``).
+    """
+    try:
+        size = handle.seek(0, io.SEEK_END)
+        tail_start = max(0, size - (_END_SIZE + 0xFFFF))
+        handle.seek(tail_start)
+        tail = handle.read(size - tail_start)
+    except OSError:
+        raise refuse("invalid_archive", "source") from None
+    end = tail.rfind(_END)
+    if end < 0 or len(tail) - end < _END_SIZE:
+        return
+    entries, directory_size, directory_offset = struct.unpack_from("<HII", tail, end + 10)
+    if (entries == 0xFFFF or directory_size == 0xFFFFFFFF or directory_offset == 0xFFFFFFFF) and (
+        end >= 20 and tail[end - 20 : end - 16] == _ZIP64_LOCATOR
+    ):
+        zip64 = _zip64_end(handle, struct.unpack_from("<Q", tail, end - 12)[0])
+        if zip64 is not None:
+            entries, directory_size, directory_offset = zip64
+    if entries > max_entries or directory_size > max_bytes:
+        raise refuse("too_large", "source")
+    try:
+        handle.seek(directory_offset)
+        directory = handle.read(directory_size)
+    except (OSError, OverflowError, ValueError):
+        return
+    count = 0
+    position = 0
+    while position + _ENTRY_SIZE <= len(directory) and directory.startswith(_ENTRY, position):
+        count += 1
+        if count > max_entries:
+            raise refuse("too_large", "source")
+        name, extra, comment = struct.unpack_from("<HHH", directory, position + 28)
+        position += _ENTRY_SIZE + name + extra + comment
+
+
+def _zip64_end(handle: IO[bytes], offset: int) -> tuple[int, int, int] | None:
+    try:
+        handle.seek(offset)
+        record = handle.read(56)
+    except (OSError, OverflowError, ValueError):
+        return None
+    if len(record) != 56 or not record.startswith(_ZIP64_END):
+        return None
+    entries, directory_size, directory_offset = struct.unpack_from("<QQQ", record, 32)
+    return entries, directory_size, directory_offset
 
 
 def _records(archive: zipfile.ZipFile, handle: IO[bytes], options: ImportOptions) -> RecordSource:
@@ -133,23 +235,9 @@ def _records(archive: zipfile.ZipFile, handle: IO[bytes], options: ImportOptions
     if header_info is None:
         raise refuse("incomplete_run", "header")
     header, _ = loads(_member(archive, handle, header_info, options, "header"), "header")
-    if type(header) is not dict:
-        raise refuse("invalid_document", "header")
-    version = header.get("version")
-    if type(version) is not int or version not in (1, 2):
-        raise refuse("unsupported_version", "header.version")
-    if header.get("status") != "success":
-        raise refuse("incomplete_run", "header.status")
-    spec = header.get("eval")
-    if type(spec) is not dict:
-        raise refuse("missing_field", "header.eval")
-    config = spec.get("config")
-    epochs = config.get("epochs", 1) if type(config) is dict else 1
-    if epochs is None:
-        epochs = 1
-    if type(epochs) is not int or epochs < 1:
-        raise refuse("invalid_field", "header.eval.config.epochs")
-    facts = {key: spec[key] for key in ("eval_id", "run_id", "task", "model") if key in spec}
+    epochs, facts, stated = log_header(header, "header")
+    present = sum(1 for info in infos if _SAMPLE_MEMBER.fullmatch(info.filename) is not None)
+    facts.update(check_complete(stated, present, options))
     ids = Ids()
     position = 0
     for info in infos:
@@ -163,6 +251,70 @@ def _records(archive: zipfile.ZipFile, handle: IO[bytes], options: ImportOptions
         yield record
     if position == 0:
         raise refuse("no_records", "samples")
+
+
+def log_header(header: Any, root: str) -> tuple[int, dict[str, Any], int | None]:
+    """Check an Inspect log's header members; return its epochs, run facts and stated samples.
+
+    ``root`` names the header in refusals (``header`` in a ``.eval``
+    archive; the empty root of a JSON log gives ``status``, ``eval``...).
+    The stated count is ``results.completed_samples`` (else
+    ``total_samples``) when the log states one.
+    """
+    prefix = f"{root}." if root else ""
+    if type(header) is not dict:
+        raise refuse("invalid_document", root or "source")
+    version = header.get("version")
+    if type(version) is not int or version not in (1, 2):
+        raise refuse("unsupported_version", f"{prefix}version")
+    if header.get("status") != "success":
+        raise refuse("incomplete_run", f"{prefix}status")
+    spec = header.get("eval")
+    if type(spec) is not dict:
+        raise refuse("missing_field", f"{prefix}eval")
+    config = spec.get("config")
+    epochs = config.get("epochs", 1) if type(config) is dict else 1
+    if epochs is None:
+        epochs = 1
+    if type(epochs) is not int or epochs < 1:
+        raise refuse("invalid_field", f"{prefix}eval.config.epochs")
+    facts = {key: spec[key] for key in ("eval_id", "run_id", "task", "model") if key in spec}
+    results = header.get("results")
+    stated = None
+    if type(results) is dict:
+        for key in ("completed_samples", "total_samples"):
+            if type(results.get(key)) is int and results[key] >= 0:
+                stated = results[key]
+                break
+    return epochs, facts, stated
+
+
+def stated_by_header(header: Any) -> Stated:
+    """Return what an Inspect header states: ``eval.run_id``, ``eval.packages.inspect_ai``."""
+    spec = header.get("eval") if type(header) is dict else None
+    if type(spec) is not dict:
+        return Stated()
+    packages = spec.get("packages")
+    version = packages.get("inspect_ai") if type(packages) is dict else None
+    run_id = spec.get("run_id")
+    return Stated(
+        source_name="inspect_ai",
+        source_version=version if type(version) is str and version else None,
+        run_id=run_id if type(run_id) is str and run_id else None,
+    )
+
+
+def check_complete(stated: int | None, present: int, options: ImportOptions) -> dict[str, int]:
+    """Refuse (``incomplete_export``) fewer records than a file states, unless allowed.
+
+    Returns the facts an allowed partial import records in each record's
+    context (``stated_samples``, ``present_samples``), else nothing.
+    """
+    if stated is None or present >= stated or present == 0:
+        return {}  # nothing present is ``no_records``
+    if not options.allow_partial:
+        raise refuse("incomplete_export", "source")
+    return {"stated_samples": stated, "present_samples": present}
 
 
 def _member(

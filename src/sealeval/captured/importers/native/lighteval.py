@@ -2,12 +2,12 @@
 
 LightEval saves each task's details with ``datasets`` as Parquet: one row per
 document with the columns ``doc`` (the ``Doc``), ``metric`` (name → value)
-and ``model_response`` (the ``ModelResponse``). No Parquet reader ships with
-sealeval (it would add a heavy dependency), so a ``.parquet`` details file is
-recognised (Parquet magic and LightEval's ``details_`` name) and refused
-(``parquet_unsupported``); convert it to JSON records first, for example
-``datasets.Dataset.from_parquet(path).to_json(out)`` (JSON lines), which is
-what this importer reads (also as one JSON array).
+and ``model_response`` (the ``ModelResponse``). The Parquet file is read
+with pyarrow, installed by the optional extra (``pip install
+'sealeval[parquet]'``); without it the file is recognised (Parquet magic and
+LightEval's ``details_`` name) and refused with ``extra_required`` naming the
+extra. The same rows written as JSON records (JSON lines, or one JSON array)
+are read without the extra.
 
 * ``id``: ``doc.id`` (``doc.task_name`` is in metadata: one details file is
   one task). When the first row has no ``doc.id`` (older LightEval leaves it
@@ -31,11 +31,14 @@ Memory: JSONL one line at a time; the array layout is held in memory.
 
 from __future__ import annotations
 
+import math
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Final
 
-from sealeval.captured.importers.base import ImportOptions, RecordSource
+from sealeval.captured.importers.base import ImportOptions, ImportRefusalError, RecordSource
 from sealeval.captured.importers.native._common import (
+    NAN,
     Ids,
     Scores,
     build_record,
@@ -57,7 +60,7 @@ _COLUMNS: Final = frozenset({"doc", "metric", "model_response"})
 
 
 class LightevalDetailsImporter(NativeImporter):
-    """LightEval details as JSON records (Parquet recognised and refused)."""
+    """LightEval details: Parquet (with the ``sealeval[parquet]`` extra) or JSON records."""
 
     name = "lighteval-details"
 
@@ -72,12 +75,12 @@ class LightevalDetailsImporter(NativeImporter):
     def records(self, path: Path, options: ImportOptions) -> RecordSource:
         """Yield one record per row, in file order."""
         with open_regular(path) as handle:
-            if handle.read(len(_PARQUET)) == _PARQUET:
-                raise refuse("parquet_unsupported", "source")
+            parquet = handle.read(len(_PARQUET)) == _PARQUET
+        rows = _parquet_rows(path) if parquet else iter_table(path, options)
         ids = Ids()
         by_index = False
         position = -1
-        for position, (where, row, nan) in enumerate(iter_table(path, options)):
+        for position, (where, row, nan) in enumerate(rows):
             doc, response = row.get("doc"), row.get("model_response")
             if type(doc) is not dict or type(response) is not dict:
                 raise refuse("missing_field", f"{where}.doc")
@@ -134,3 +137,46 @@ def _output(text: Any, field: str) -> Any:
     if type(text) is not list:
         raise refuse("invalid_field", field)
     return text[0] if len(text) == 1 else text
+
+
+#: Rows decoded from Parquet at a time (one batch of rows in memory).
+_PARQUET_BATCH: Final = 256
+
+
+def _parquet_rows(path: Path) -> Iterator[tuple[str, dict[str, Any], bool]]:
+    """Yield the rows of a Parquet details file (needs the ``sealeval[parquet]`` extra).
+
+    Without pyarrow the file is refused with ``extra_required`` naming the
+    extra; a file pyarrow cannot read is ``invalid_document``. Rows are read
+    in batches of :data:`_PARQUET_BATCH`; their values are plain Python
+    (lists, dicts, strings, numbers), as in the JSON layout.
+    """
+    try:
+        from pyarrow import parquet  # noqa: PLC0415 - an optional extra
+    except ImportError:
+        raise refuse("extra_required", "sealeval[parquet]") from None
+    try:
+        with open_regular(path) as handle:
+            reader = parquet.ParquetFile(handle)
+            position = 0
+            for batch in reader.iter_batches(batch_size=_PARQUET_BATCH):
+                for row in batch.to_pylist():
+                    yield f"rows[{position}]", _plain(row), True
+                    position += 1
+    except ImportRefusalError:
+        raise
+    except Exception:  # noqa: BLE001 - pyarrow's errors may quote the file
+        raise refuse("invalid_document", "source") from None
+
+
+def _plain(value: Any) -> Any:
+    """Return a Parquet value as JSON-like Python (tuples become lists, floats stay finite)."""
+    if type(value) is dict:
+        return {str(key): _plain(item) for key, item in value.items()}
+    if type(value) in (list, tuple):
+        return [_plain(item) for item in value]
+    if type(value) is float and not math.isfinite(value):
+        return NAN
+    if type(value) in (str, int, float, bool) or value is None:
+        return value
+    return str(value)

@@ -36,7 +36,9 @@ layout and through either adapter where both read a file:
   score). Booleans and non-numeric metric values (corpus-level metrics such
   as BLEU store ``[references, prediction]``) are not scores; a bare ``NaN``
   is a missing score (default) or ``non_finite_number``.
-* ``metadata``: the string members of ``row.metadata`` (and ``filter``).
+* ``metadata``: the string members of ``row.metadata``, ``filter`` (with
+  several filters) and ``task`` (when the task is known), so that policies can
+  slice by task.
 * ``error``: the reference's ``task_error`` (lm-eval has no per-row error; a
   failing request aborts the run).
 * ``context``: ``arguments``, ``upstream_record`` (the row) and ``lm_eval``:
@@ -59,15 +61,16 @@ from typing import IO, Any, Final
 
 from sealeval.captured.importers.base import ImportOptions, RecordSource
 from sealeval.captured.importers.native._common import (
+    MAX_ERROR_LENGTH,
     Ids,
     Scores,
     Shape,
-    build_record,
     identifier,
     iter_jsonl,
     number,
     open_regular,
     read_companion,
+    record_row,
     refuse,
     scan,
     sibling,
@@ -77,12 +80,12 @@ from sealeval.captured.importers.native._common import (
 )
 from sealeval.captured.importers.native._skeleton import (
     NativeImporter,
+    Stated,
     read_head,
     read_value,
 )
-from sealeval.captured.run import Record
 
-__all__ = ["LmEvalLogSamplesImporter"]
+__all__ = ["LmEvalLogSamplesImporter", "chosen_fields", "samples_name"]
 
 _ROW_KEYS: Final = frozenset({"doc_id", "doc", "target", "arguments", "filtered_resps"})
 _REQUIRED: Final = ("doc", "target", "arguments", "filtered_resps")
@@ -106,6 +109,16 @@ class LmEvalLogSamplesImporter(NativeImporter):
             return shape.names(0) >= _ROW_KEYS
         return _is_results(shape)
 
+    def stated(self, path: Path, options: ImportOptions) -> Stated:
+        """Return ``lm_eval_version`` of the results file beside the samples (no run id)."""
+        del options
+        layout = "array" if scan(read_head(path)).kind == "array" else "lines"
+        version = _facts(path, layout=layout).get("lm_eval_version")
+        return Stated(
+            source_name="lm-evaluation-harness",
+            source_version=version if type(version) is str and version else None,
+        )
+
     def records(self, path: Path, options: ImportOptions) -> RecordSource:
         """Yield one record per row, in file order."""
         shape = scan(read_head(path))
@@ -128,9 +141,9 @@ class LmEvalLogSamplesImporter(NativeImporter):
             if type(row) is not dict:
                 raise refuse("invalid_document", where)
             record = _record(row, where, multi=multi, options=options, nan=nan, facts=facts)
-            if "filter" not in row and record.id in ids:
+            if "filter" not in row and record["id"] in ids:
                 raise refuse("filter_unavailable", f"{where}.doc_id")
-            ids.add(record.id, f"{where}.doc_id")
+            ids.add(record["id"], f"{where}.doc_id")
             yield record
         if not rows:
             raise refuse("no_records", "source")
@@ -144,11 +157,27 @@ class LmEvalLogSamplesImporter(NativeImporter):
         with open_regular(path) as handle:
             for where, row, nan in iter_jsonl(handle, options):
                 record = _record(row, where, multi=multi, options=options, nan=nan, facts=facts)
-                ids.add(record.id, f"{where}.doc_id")
+                ids.add(record["id"], f"{where}.doc_id")
                 count += 1
                 yield record
         if count == 0:
             raise refuse("no_records", "source")
+
+
+def chosen_fields(row: dict[str, Any], paths: tuple[str, ...]) -> dict[str, str]:
+    """Return the string values at dotted ``paths`` of a row (``doc.subject``), by path.
+
+    A path that is missing or not a short string gives nothing: slice tags are
+    chosen by the user, never guessed.
+    """
+    chosen: dict[str, str] = {}
+    for dotted in paths:
+        value: Any = row
+        for part in dotted.split("."):
+            value = value.get(part) if type(value) is dict else None
+        if type(value) is str and len(value) <= MAX_ERROR_LENGTH:
+            chosen[dotted] = value
+    return chosen
 
 
 def _is_results(shape: Shape) -> bool:
@@ -180,7 +209,7 @@ def _record(
     options: ImportOptions,
     nan: bool,
     facts: dict[str, Any],
-) -> Record:
+) -> dict[str, Any]:
     for key in _REQUIRED:
         if key not in row:
             raise refuse("missing_field", f"{where}.{key}")
@@ -192,6 +221,9 @@ def _record(
     error = task_error(row.get("error"), f"{where}.error")
     clean = without_nan(row) if nan else row
     metadata = tags(clean.get("metadata"))
+    if type(facts.get("task")) is str:
+        metadata["task"] = facts["task"]
+    metadata.update(chosen_fields(clean, options.metadata_fields))
     record_id = doc_id
     if multi:
         name = clean.get("filter")
@@ -199,8 +231,7 @@ def _record(
             raise refuse("invalid_field", f"{where}.filter")
         record_id = f"{doc_id}/{name}"
         metadata["filter"] = name
-    return build_record(
-        where,
+    return record_row(
         record_id=record_id,
         input_value=clean["doc"],
         expected=clean["target"],
@@ -221,6 +252,12 @@ def _output(value: Any, error: str | None) -> Any:
     if type(unwrapped) is str or unwrapped is None:
         return unwrapped
     return value
+
+
+def samples_name(name: str) -> tuple[str, str] | None:
+    """Split ``samples_<task>_<timestamp>.jsonl`` into its task and timestamp (else ``None``)."""
+    match = _NEW_NAME.fullmatch(name)
+    return None if match is None else (match["task"], match["stamp"])
 
 
 def _facts(path: Path, *, layout: str) -> dict[str, Any]:

@@ -67,6 +67,7 @@ from sealeval.captured.importers.native._common import (
 )
 from sealeval.captured.importers.native._skeleton import (
     NativeImporter,
+    Stated,
     read_head,
     read_value,
 )
@@ -89,6 +90,23 @@ class PromptfooResultsImporter(NativeImporter):
         del path
         shape = scan(head)
         return shape.kind == "object" and shape.names() >= _DOCUMENT_KEYS
+
+    def stated(self, path: Path, options: ImportOptions) -> Stated:
+        """Return ``evalId`` and ``metadata.promptfooVersion`` of a ``results.json``."""
+        shape = scan(read_head(path))
+        if not (shape.kind == "object" and shape.names() >= _DOCUMENT_KEYS):
+            return Stated()
+        document, _ = read_value(path, options)
+        if type(document) is not dict:
+            return Stated()
+        metadata = document.get("metadata")
+        version = metadata.get("promptfooVersion") if type(metadata) is dict else None
+        run_id = document.get("evalId")
+        return Stated(
+            source_name="promptfoo",
+            source_version=version if type(version) is str and version else None,
+            run_id=run_id if type(run_id) is str and run_id else None,
+        )
 
     def records(self, path: Path, options: ImportOptions) -> RecordSource:
         """Yield one record per result row, in file order."""

@@ -1,0 +1,190 @@
+"""Every command imports and runs where ``fcntl`` does not exist (Windows); portable locks."""
+
+from __future__ import annotations
+
+import errno
+import os
+import shutil
+import subprocess
+import sys
+import tomllib
+import types
+from pathlib import Path
+
+import pytest
+
+from sealeval import _lock
+from sealeval.cli import COMMANDS
+from support.vectors import PROJECT_ROOT
+
+# Loaded before anything else in the child: ``import fcntl`` raises ImportError there.
+_NO_FCNTL = "import sys\nsys.modules['fcntl'] = None\n"
+
+
+def _run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    shim = tmp_path / "shim"
+    shim.mkdir(exist_ok=True)
+    (shim / "sitecustomize.py").write_text(_NO_FCNTL, encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": str(shim)}
+    return subprocess.run(
+        [sys.executable, *args],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+    )
+
+
+def test_the_shim_really_removes_fcntl(tmp_path: Path) -> None:
+    result = _run(tmp_path, "-c", "import fcntl")
+    assert result.returncode == 1
+    assert "import of fcntl halted" in result.stderr
+
+
+def test_every_command_imports_and_helps_without_fcntl(tmp_path: Path) -> None:
+    script = (
+        "import importlib, sys\n"
+        "from click.testing import CliRunner\n"
+        "from sealeval.cli import COMMANDS, cli\n"
+        "for module, _ in COMMANDS.values():\n"
+        "    importlib.import_module(module)\n"
+        "assert 'fcntl' not in sys.modules or sys.modules['fcntl'] is None\n"
+        "for name in sorted(COMMANDS):\n"
+        "    result = CliRunner().invoke(cli, [name, '--help'], prog_name='sealeval')\n"
+        "    assert result.exit_code == 0, name\n"
+        "    assert result.stdout.startswith('Usage: sealeval ' + name), name\n"
+        "print(len(COMMANDS))\n"
+    )
+    result = _run(tmp_path, "-c", script)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip() == str(len(COMMANDS))
+
+
+def test_a_real_command_runs_without_fcntl(tmp_path: Path) -> None:
+    (tmp_path / "prompt.txt").write_text("Answer briefly.\n", encoding="utf-8")
+    result = _run(tmp_path, "-m", "sealeval", "manifest", "digest", "file", "prompt.txt")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip().startswith("sha256:")
+
+
+def test_locks_without_any_backend_refuse(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr(_lock, "_BACKENDS", ("no_such_locking_module",))
+    fd = os.open(tmp_path / "lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        with pytest.raises(OSError, match="no file-locking facility"):
+            _lock.lock_exclusive(fd)
+    finally:
+        os.close(fd)
+
+
+def test_lock_is_exclusive_across_descriptors(tmp_path: Path) -> None:
+    path = tmp_path / "lock"
+    first = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    second = os.open(path, os.O_RDWR)
+    try:
+        _lock.lock_exclusive(first)
+        with pytest.raises(BlockingIOError):
+            _lock.lock_exclusive(second)
+        _lock.unlock(first)
+        _lock.lock_exclusive(second)
+        _lock.unlock(second)
+    finally:
+        os.close(first)
+        os.close(second)
+
+
+def test_classifiers_list_exactly_the_interpreters_ci_tests() -> None:
+    """pyproject's Python classifiers = the suite's 3.11 plus the Makefile's matrix."""
+    project = tomllib.loads((PROJECT_ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    prefix = "Programming Language :: Python :: 3."
+    listed = {
+        "3." + c.removeprefix(prefix)
+        for c in project["project"]["classifiers"]
+        if c.startswith(prefix)
+    }
+    makefile = (PROJECT_ROOT / "Makefile").read_text(encoding="utf-8")
+    matrix_line = next(line for line in makefile.splitlines() if line.startswith("MATRIX_PYTHONS"))
+    tested = {"3.11"} | {
+        ".".join(part.split(".")[:2])
+        for part in matrix_line.split("/")
+        if part[:1].isdigit() and part.count(".") == 2
+    }
+    assert listed == tested == {"3.11", "3.12", "3.13"}
+
+
+def test_windows_locking_backend_maps_a_held_lock(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    calls: list[tuple[int, int]] = []
+    held = {"now": False}
+
+    def locking(fd: int, mode: int, size: int) -> None:
+        assert size == 1
+        calls.append((fd, mode))
+        if mode == 1 and held["now"]:
+            raise PermissionError(errno.EACCES, "held")
+        held["now"] = mode == 1
+
+    fake = types.SimpleNamespace(LK_NBLCK=1, LK_UNLCK=0, locking=locking)
+    monkeypatch.setitem(sys.modules, "fake_msvcrt", fake)
+    monkeypatch.setattr(_lock, "_BACKENDS", ("fake_msvcrt",))
+    fd = os.open(tmp_path / "lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        _lock.lock_exclusive(fd)
+        with pytest.raises(BlockingIOError):
+            _lock.lock_exclusive(fd)
+        _lock.unlock(fd)
+        _lock.lock_exclusive(fd)
+    finally:
+        os.close(fd)
+    assert [mode for _, mode in calls] == [1, 1, 0, 1]
+
+
+def test_windows_locking_backend_passes_other_errors(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    def locking(_fd: int, _mode: int, _size: int) -> None:
+        raise OSError(errno.EBADF, "bad")
+
+    monkeypatch.setitem(
+        sys.modules, "fake_msvcrt", types.SimpleNamespace(LK_NBLCK=1, locking=locking)
+    )
+    monkeypatch.setattr(_lock, "_BACKENDS", ("fake_msvcrt",))
+    fd = os.open(tmp_path / "lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        with pytest.raises(OSError) as caught:
+            _lock.lock_exclusive(fd)
+        assert caught.value.errno == errno.EBADF
+        assert not isinstance(caught.value, BlockingIOError)
+    finally:
+        os.close(fd)
+
+
+def test_make_test_stops_at_once_naming_missing_system_packages(tmp_path: Path) -> None:
+    """Not root: `make sysdeps` prints one line naming what to install, and fails."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "id").write_text("#!/bin/sh\necho 1000\n", encoding="utf-8")
+    (bin_dir / "id").chmod(0o755)
+    for tool in ("ls", "sh"):
+        found = shutil.which(tool)
+        assert found is not None
+        (bin_dir / tool).symlink_to(found)
+    make = shutil.which("make")
+    assert make is not None
+    result = subprocess.run(
+        [make, "-s", "-C", str(PROJECT_ROOT), "sysdeps", f"PYTHON={sys.executable}"],
+        env={"PATH": str(bin_dir), "HOME": str(tmp_path)},
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    assert result.returncode != 0
+    lines = result.stdout.splitlines()
+    assert len(lines) == 1, result.stdout
+    assert lines[0].startswith("make test needs system packages:")
+    assert " npm " in lines[0]  # no npm on this PATH
+    assert "apt-get install" in lines[0]
