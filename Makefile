@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 RUN_STAMP := $(VENV)/.sealeval-run
 DEV_STAMP := $(VENV)/.sealeval-dev
 
-.PHONY: demo test lint types unit bench clean contracts interop unicode15
+.PHONY: demo test lint types docs unit bench clean contracts interop unicode15
 
 $(BIN)/python:
 	$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
@@ -27,7 +27,11 @@ demo: $(RUN_STAMP)
 	$(BIN)/sealeval demo --out demo-out
 
 ## make test: install the dev extras, then lint, types and the whole suite with branch coverage
-test: lint types unit
+test: lint types docs unit
+
+## make docs: the API reference from the docstrings (mkdocs --strict: warnings are errors)
+docs: $(DEV_STAMP)
+	$(BIN)/mkdocs build --strict --quiet --site-dir .docs-site
 
 lint: $(DEV_STAMP)
 	$(BIN)/ruff check --no-cache src tests bench scripts
