@@ -5,8 +5,10 @@ cases (default 50,000, the reference's cap) — short factual questions with
 1-6 word answers, subject outputs exact, re-cased, partially right or wrong —
 and a request with an ``exact_match`` + ``token_f1`` policy (one slice; both sides
 get the same ``--max-bootstrap-draws`` of 1,000,000,000). Then,
-each side in fresh processes of its own interpreter, through the real
-command lines:
+each side in fresh processes of its own interpreter — the reference through its
+command line, sealeval through its library pipelines
+(``bench/_sealeval_side.py``: :func:`sealeval.captured.evaluate.evaluate_request`
+and :func:`sealeval.captured.verification.verify_with_receipt`, same arguments):
 
 * ``evaluate REQUEST --signing-key KEY --output PACK --json`` (load, normalize,
   compare, sign, publish);
@@ -65,12 +67,9 @@ BUDGET = "1000000000"
 SCALE_BUDGET = "100000000000"
 RSS_LIMIT_KIB = 2 * 1024 * 1024
 
-SEALEVAL_COMMANDS = {
-    "evaluate": (
-        "from sealeval.cli.evaluate import evaluate_command as c; c(prog_name='sealeval evaluate')"
-    ),
-    "verify": "from sealeval.cli.verify import verify_command as c; c(prog_name='sealeval verify')",
-}
+#: sealeval's side: the library pipelines (evaluate_request, verify_with_receipt) in a
+#: fresh interpreter, taking the reference's arguments.
+SEALEVAL_SIDE = [sys.executable, str(HERE / "_sealeval_side.py")]
 
 POLICY: dict[str, Any] = {
     "format": "invarlock/comparison-policy-v1",
@@ -191,7 +190,6 @@ def _measured(argv: list[str], cwd: Path) -> tuple[float, int, int, dict[str, An
 def scale(records: int, seed: int) -> int:
     """Build and verify one ``records``-record pack with sealeval alone (uncapped)."""
     WORK.mkdir(parents=True, exist_ok=True)
-    prefix = [sys.executable, "-c"]
     with tempfile.TemporaryDirectory(dir=WORK, prefix="pack-scale-") as folder:
         root = Path(folder)
         request = root / "request"
@@ -201,8 +199,8 @@ def scale(records: int, seed: int) -> int:
         verifier = generate_key_directory(root / "verifier")
         seconds, status, peak, built = _measured(
             [
-                *prefix,
-                SEALEVAL_COMMANDS["evaluate"],
+                *SEALEVAL_SIDE,
+                "evaluate",
                 "request.yaml",
                 "--signing-key",
                 str(signer.private_key),
@@ -228,7 +226,7 @@ def scale(records: int, seed: int) -> int:
         arguments[arguments.index("--receipt") + 1] = str(root / "receipt.json")
         arguments[arguments.index("--max-bootstrap-draws") + 1] = SCALE_BUDGET
         verify_seconds, verify_status, verify_peak, verified = _measured(
-            [*prefix, SEALEVAL_COMMANDS["verify"], *arguments, "--uncapped"], request
+            [*SEALEVAL_SIDE, "verify", *arguments, "--uncapped"], request
         )
         if verify_status not in (0, 7) or verified.get("integrity_ok") is not True:
             print(f"verify failed: {verified}", file=sys.stderr)
@@ -302,12 +300,10 @@ def _verify_args(
     ]
 
 
-def _side(
-    prefix: list[str] | None, command: str, arguments: list[str], reference: Path
-) -> list[str]:
-    if prefix is None:  # the reference's console script
+def _side(ours: bool, command: str, arguments: list[str], reference: Path) -> list[str]:
+    if not ours:  # the reference's console script
         return [str(reference.with_name("invarlock")), command, *arguments]
-    return [*prefix, SEALEVAL_COMMANDS[command], *arguments]
+    return [*SEALEVAL_SIDE, command, *arguments]
 
 
 def _print_timings(
@@ -349,13 +345,13 @@ def main() -> int:
         verifier = generate_key_directory(root / "verifier")
         timings: dict[tuple[str, str], float] = {}
         outputs: dict[str, dict[str, Any]] = {}
-        for side, prefix in (("sealeval", [sys.executable, "-c"]), ("invarlock", None)):
+        for side in ("sealeval", "invarlock"):
             best: dict[str, float] = {}
             for attempt in range(args.repeat):
                 pack = f"{side}-{attempt}"
                 seconds, status, built = _timed(
                     _side(
-                        prefix,
+                        side == "sealeval",
                         "evaluate",
                         [
                             "request.yaml",
@@ -378,7 +374,7 @@ def main() -> int:
                 receipt = str(root / f"{side}-{attempt}.receipt.json")
                 seconds, status, verified = _timed(
                     _side(
-                        prefix,
+                        side == "sealeval",
                         "verify",
                         _verify_args(
                             pack, built, signer.fingerprint, verifier.private_key, receipt

@@ -12,6 +12,7 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from _vectors import PROJECT_ROOT, cases, load
+from sealeval._validate import thaw_json
 from sealeval.canonical import digest_bytes
 from sealeval.captured import (
     EVALUATOR_NAMES,
@@ -32,7 +33,6 @@ from sealeval.captured import (
     run_from_document,
     run_from_evaluator_export,
 )
-from sealeval.captured.errors import thaw_json
 from sealeval.captured.export import BATCH_PROFILES, DELEGATING_PROFILES, SCALAR_PROFILES
 from sealeval.errors import CanonicalError, OutputError
 

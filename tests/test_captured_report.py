@@ -35,9 +35,10 @@ from hypothesis import strategies as st
 
 import sealeval.cli.report as cli_report
 from _vectors import cases, load, vectors_dir
+from sealeval._validate import freeze_json, thaw_json
 from sealeval.canonical import encode_invarlock
 from sealeval.captured.comparison import WIDTH_FIRST_RULE
-from sealeval.captured.errors import freeze_json, thaw_json
+from sealeval.captured.errors import CapturedRunError
 from sealeval.captured.pack import prepare_pack, publish_pack
 from sealeval.captured.pack_reader import EvidencePack, read_evidence_pack
 from sealeval.captured.policy import ComparisonPolicy, ComparisonPolicyError
@@ -93,7 +94,7 @@ def _variant(
     """The same pack with another (unbound) report or policy: exercises the renderer only."""
     changes: dict[str, Any] = {}
     if report is not None:
-        changes["report"] = freeze_json(report, "report")
+        changes["report"] = freeze_json(report, "report", error=CapturedRunError)
     if policy is not None:
         changes["policy"] = ComparisonPolicy(policy)
     return dataclasses.replace(pack, **changes)

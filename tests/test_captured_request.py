@@ -1143,7 +1143,7 @@ def test_streamed_side_reads_canonical_runs_and_rewinds_otherwise(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Uncapped large runs stream; anything else is left to the whole-file path, unread."""
-    import sealeval.captured.request as request_module  # noqa: PLC0415
+    import sealeval.captured.request.files as request_module  # noqa: PLC0415
     from sealeval.captured import make_run, write_run  # noqa: PLC0415
     from sealeval.captured.run import INVARLOCK_LIMITS, UNLIMITED  # noqa: PLC0415
 

@@ -23,7 +23,8 @@ from jsonschema import Draft202012Validator
 
 import sealeval.captured.run as run_module
 from _vectors import PROJECT_ROOT, load, vectors_dir
-from sealeval.canonical import digest_bytes, digest_invarlock, encode_invarlock
+from sealeval._validate import thaw_json
+from sealeval.canonical import digest_bytes, digest_invarlock, encode_invarlock, frozen_canonical
 from sealeval.captured import (
     INVARLOCK_LIMITS,
     CapturedRunError,
@@ -48,7 +49,6 @@ from sealeval.captured import (
     run_from_document,
     write_run,
 )
-from sealeval.captured.errors import frozen_canonical, thaw_json
 from sealeval.errors import CanonicalError, OutputError, SealevalError
 
 ARTIFACT = "sha256:2d242308f097c11c0e1d2363d17b07069ac1e3aa2aee55317f76d083f9057fa0"
@@ -456,9 +456,9 @@ def test_frozen_encoder_matches_the_canonical_encoder() -> None:
         _record(input={"b": [1, 1.0, -0.0, 1e16, "é\n\u2028"], "a": None, "\ue000": True})
     )
     document = value.to_dict()
-    assert frozen_canonical(value._document()) == encode_invarlock(document)
+    assert frozen_canonical(value._document(), error=CapturedRunError) == encode_invarlock(document)
     with pytest.raises(CapturedRunError):
-        frozen_canonical({"x": math.nan})
+        frozen_canonical({"x": math.nan}, error=CapturedRunError)
 
 
 # ---------------------------------------------------------------------------
@@ -1187,7 +1187,7 @@ def test_small_accessors_and_passthroughs() -> None:
     assert Source.from_document(run.source) is run.source
     assert InputProjection.from_document(InputProjection("/input")) == InputProjection("/input")
     with pytest.raises(CapturedRunError) as caught:
-        frozen_canonical({"x": object()})
+        frozen_canonical({"x": object()}, error=CapturedRunError)
     assert caught.value.code == "invalid_json_value"
 
 
@@ -1546,7 +1546,8 @@ def _encoder_path(records: list[Any]) -> bytes:
 @settings(max_examples=300, deadline=None)
 @given(value=_VALUES)
 def test_plain_encoder_matches_the_canonical_encoder(value: Any) -> None:
-    from sealeval.captured.errors import plain_canonical, plain_json  # noqa: PLC0415
+    from sealeval._validate import plain_json  # noqa: PLC0415
+    from sealeval.canonical import plain_canonical  # noqa: PLC0415
 
     assert plain_json(value)
     assert plain_canonical(value) == encode_invarlock(value)[:-1]
@@ -2164,7 +2165,8 @@ def test_two_process_import_names_a_failing_adapter(
 def test_plain_helpers_refuse_what_they_cannot_encode() -> None:
     from collections.abc import Mapping  # noqa: PLC0415
 
-    from sealeval.captured.errors import plain_canonical, plain_json  # noqa: PLC0415
+    from sealeval._validate import plain_json  # noqa: PLC0415
+    from sealeval.canonical import plain_canonical  # noqa: PLC0415
 
     class Custom(Mapping[str, Any]):
         def __getitem__(self, key: str) -> Any:
@@ -2196,7 +2198,9 @@ def test_plain_helpers_refuse_what_they_cannot_encode() -> None:
     finally:
         sys.setrecursionlimit(limit)
     assert plain_record_bytes(deep) is not None
-    assert frozen_canonical({"x": Custom()}) == encode_invarlock({"x": {"a": [2], "b": 1}})
+    assert frozen_canonical({"x": Custom()}, error=CapturedRunError) == encode_invarlock(
+        {"x": {"a": [2], "b": 1}}
+    )
     encoder = RunEncoder(_header())
     encoder.add(_record())
     with pytest.raises(CapturedRunError) as caught:
@@ -2440,7 +2444,7 @@ def test_trusted_walk_and_worker_results_refuse_what_they_must() -> None:
     from sealeval.captured import importers  # noqa: PLC0415
     from sealeval.captured.importers import parallel as loop  # noqa: PLC0415
     from sealeval.captured.importers.base import ImportOptions  # noqa: PLC0415
-    from sealeval.captured.run import _plain_within  # noqa: PLC0415
+    from sealeval.captured.run.fast import _plain_within  # noqa: PLC0415
 
     row: dict[str, Any] = {"a": [1], "b": {"c": 2}}
     trusted = {id(row), id(row["a"]), id(row["b"])}
@@ -2571,7 +2575,7 @@ def test_fast_path_keeps_refusals_and_the_collector(tmp_path: Path) -> None:
 
 def test_small_metadata_and_empty_members_are_shared() -> None:
     """Repeated slice tags share one read-only mapping; long values and empties as documented."""
-    from sealeval.captured.errors import EMPTY  # noqa: PLC0415
+    from sealeval._validate import EMPTY  # noqa: PLC0415
 
     rows = [
         {"id": f"r{index}", "input": "q", "expected": "a", "output": "a", "metadata": {"t": "x"}}

@@ -825,7 +825,7 @@ def test_uncapped_pack_beyond_the_reference_record_cap(
 ) -> None:
     """50,001 records: refused by default (the reference's cap), built and verified uncapped."""
     import sealeval.captured.pack_reader as reader_module  # noqa: PLC0415
-    import sealeval.captured.request as request_module  # noqa: PLC0415
+    import sealeval.captured.request.files as request_module  # noqa: PLC0415
     from sealeval.captured.signing import generate_key_directory  # noqa: PLC0415
     from sealeval.cli.report import report_command  # noqa: PLC0415
 

@@ -8,7 +8,8 @@
    run, the reference also evaluates every vector request with a fresh key;
    sealeval verifies those packs too (and its receipts must equal the
    reference's own receipts for the same inputs).
-2. **sealeval -> reference**: ``sealeval evaluate`` builds a pack from every
+2. **sealeval -> reference**: sealeval's evaluation pipeline
+   (:func:`sealeval.captured.evaluate.evaluate_request`) builds a pack from every
    vector request folder (signed with a fresh sealeval-generated key, plus one
    unsigned pack); the reference's own ``invarlock verify`` must accept each
    with the expected exit code (0 pass, 7 policy not passed, 6 unsigned),
@@ -36,10 +37,13 @@ from typing import Any
 
 from click.testing import CliRunner
 
+from sealeval.captured.evaluate import evaluate_request
 from sealeval.captured.receipt import verify_receipt
 from sealeval.captured.signing import generate_key_directory, load_signing_key
-from sealeval.cli.evaluate import evaluate_command
+from sealeval.captured.trust import explicit_trust_inputs
+from sealeval.captured.verification import verify_with_receipt
 from sealeval.cli.verify import verify_command
+from sealeval.errors import SealevalError
 
 HERE = Path(__file__).resolve().parent
 PROJECT = HERE.parent.parent
@@ -65,8 +69,43 @@ def _cwd(path: Path) -> Iterator[None]:
         os.chdir(previous)
 
 
+def _evaluate(request_dir: Path, *, signing_key: Path | None, output: str) -> tuple[int, Any]:
+    """``evaluate request.yaml`` through the library; return (exit code, result document)."""
+    with _cwd(request_dir):
+        try:
+            evaluation = evaluate_request(
+                "request.yaml",
+                signing_key=signing_key,
+                unsigned=signing_key is None,
+                overrides={"output": output},
+            )
+        except SealevalError:
+            return 2, None
+    return 0, dict(evaluation.document)
+
+
+def _verify(
+    pack: Path, policy: Path, result: dict[str, Any], signer: str, verifier: Path, receipt: Path
+) -> int:
+    """``verify`` with explicit recipient inputs through the library; return the exit code."""
+    trust = explicit_trust_inputs(
+        policy=policy,
+        expected_baseline_run=result["baseline_run_digest"],
+        expected_subject_run=result["subject_run_digest"],
+        expected_request_digest=result["request_digest"],
+        expected_signer=signer,
+        verifier_signing_key=verifier,
+        verifier_identity=IDENTITY,
+    )
+    return verify_with_receipt(pack, trust, receipt=receipt).status
+
+
 def _sealeval(command: Any, arguments: list[str], cwd: Path) -> tuple[int, Any]:
-    """Run a sealeval command in-process; return (exit code, parsed JSON stdout or None)."""
+    """Run a vector's sealeval command line in-process; return (exit code, parsed JSON or None).
+
+    Only the vectors' recorded command lines go through the CLI (they are its
+    contract); everything else calls the library.
+    """
     with _cwd(cwd):
         result = CliRunner().invoke(command, arguments)
     try:
@@ -202,17 +241,8 @@ def _build_ours(work: Path) -> tuple[dict[str, Any], list[dict[str, Any]], dict[
     for case in json.loads((V / "packs.json").read_text("utf-8"))["cases"]:
         name = case["name"]
         request_dir = _writable_copy(V / case["input"]["request_dir"], work / "requests" / name)
-        status, result = _sealeval(
-            evaluate_command,
-            [
-                "request.yaml",
-                "--signing-key",
-                str(signer.private_key),
-                "--output",
-                "sealeval-evidence",
-                "--json",
-            ],
-            request_dir,
+        status, result = _evaluate(
+            request_dir, signing_key=signer.private_key, output="sealeval-evidence"
         )
         checks[f"sealeval-evaluate:{name}"] = status == 0 and bool(result and result["ok"])
         if not checks[f"sealeval-evaluate:{name}"]:
@@ -254,10 +284,8 @@ def _build_ours(work: Path) -> tuple[dict[str, Any], list[dict[str, Any]], dict[
         ]
     main = built.get("text-20-exact-signed")
     if main is not None:
-        status, result = _sealeval(
-            evaluate_command,
-            ["request.yaml", "--unsigned", "--output", "sealeval-unsigned", "--json"],
-            main["request_dir"],
+        status, result = _evaluate(
+            main["request_dir"], signing_key=None, output="sealeval-unsigned"
         )
         checks["sealeval-evaluate:unsigned"] = status == 0
         jobs.append(
@@ -305,18 +333,15 @@ def _check_fresh(
             continue
         receipt = work / "sealeval-receipts" / f"{name}.reference-pack.json"
         receipt.parent.mkdir(exist_ok=True)
-        status, _ = _sealeval(
-            verify_command,
-            _verify_arguments(
+        with _cwd(request_dir):
+            status = _verify(
                 theirs,
                 built["policy"],
                 evaluated["stdout_json"],
                 context["signer"],
                 context["verifier"],
                 receipt,
-            )[1:],
-            request_dir,
-        )
+            )
         reference_receipt = work / "reference-receipts" / f"{name}.sealeval-pack.json"
         ours[f"sealeval-verify-reference-pack:{name}"] = (
             status == expected_exit

@@ -35,7 +35,6 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # pragma: no cover - annotations only
     from sealeval.captured.comparison import ComparisonReport
     from sealeval.captured.importers import ImportSummary
-    from sealeval.captured.pack import PublishedPack
     from sealeval.captured.pack_reader import EvidencePack
     from sealeval.captured.policy import ComparisonPolicy
     from sealeval.captured.run import Run
@@ -343,55 +342,28 @@ def evaluate(
         SigningKeyError: the signing key cannot be loaded.
         EvidencePackBuildError: the pack cannot be published.
     """
-    from sealeval.captured.comparison import compare_runs  # noqa: PLC0415
-    from sealeval.captured.importers import load_run as load  # noqa: PLC0415
-    from sealeval.captured.pack import build_evidence_pack  # noqa: PLC0415
-    from sealeval.captured.pack_reader import (  # noqa: PLC0415
-        REFERENCE_PACK_LIMITS,
-        UNCAPPED_PACK_LIMITS,
-    )
-    from sealeval.captured.request import SourceSpec, preflight  # noqa: PLC0415
-    from sealeval.captured.run import INVARLOCK_LIMITS, UNLIMITED, Limits  # noqa: PLC0415
+    from sealeval.captured.evaluate import evaluate_request  # noqa: PLC0415
 
-    def loader(path: Path, side: SourceSpec, *, limits: Limits) -> Run:
-        return load(
-            path,
-            side.adapter,
-            source=side.source,
-            run_id=side.run_id,
-            artifact_digest=side.artifact_digest,
-            service_identity=side.service_identity,
-            score_provenance=side.score_provenance,
-            input_projection=side.input_projection,
-            limits=limits,
-        )
-
-    checked = preflight(
-        request,
-        signing_key=signing_key,
+    overrides = {
+        "baseline_run": None if baseline_run is None else os.fspath(baseline_run),
+        "subject_run": None if subject_run is None else os.fspath(subject_run),
+        "output": None if output is None else os.fspath(output),
+    }
+    evaluation = evaluate_request(
+        os.fspath(request),
+        signing_key=signing_key
+        if signing_key is None or not isinstance(signing_key, os.PathLike)
+        else os.fspath(signing_key),
         unsigned=unsigned,
-        baseline_run=baseline_run,
-        subject_run=subject_run,
-        output=output,
-        run_loader=loader,
-        limits=UNLIMITED if uncapped else INVARLOCK_LIMITS,
-    )
-    loaded = checked.request
-    report = compare_runs(
-        baseline=loaded.baseline,
-        subject=loaded.subject,
-        policy=loaded.policy,
+        overrides=overrides,
         max_bootstrap_draws=max_bootstrap_draws,
         decision_order=decision_order,
+        uncapped=uncapped,
     )
-    published: PublishedPack = build_evidence_pack(
-        loaded,
-        comparison_report=report.canonical_bytes,
-        signing_key=checked.signing_key,
-        unsigned=checked.signing_key is None,
-        limits=UNCAPPED_PACK_LIMITS if uncapped else REFERENCE_PACK_LIMITS,
-        decision_order=decision_order,
-    )
+    published = evaluation.published
+    report = evaluation.report
+    assert published is not None  # not a preflight
+    assert report is not None
     return EvaluationResult(
         evidence=published.path,
         decision=published.decision,
@@ -442,31 +414,41 @@ def verify(
         REFERENCE_PACK_LIMITS,
         UNCAPPED_PACK_LIMITS,
     )
-    from sealeval.captured.receipt import issue_receipt, publish_receipt  # noqa: PLC0415
     from sealeval.captured.trust import (  # noqa: PLC0415
         TrustInputs,
         check_verification_inputs,
         read_trust_profile,
     )
+    from sealeval.captured.verification import verify_with_receipt  # noqa: PLC0415
     from sealeval.captured.verify import verify_evidence_pack  # noqa: PLC0415
 
     inputs = trust if isinstance(trust, TrustInputs) else read_trust_profile(trust)
+    if receipt is not None:
+        done = verify_with_receipt(
+            evidence,
+            inputs,
+            receipt=receipt,
+            max_bootstrap_draws=max_bootstrap_draws,
+            uncapped=uncapped,
+            decision_order=decision_order,
+        )
+        if done.error is not None:
+            raise done.error
+        assert done.outcome is not None  # complete verifications carry their outcome
+        return done.outcome
     recipient = check_verification_inputs(
         inputs,
         evidence=evidence,
-        receipt=receipt,
+        receipt=None,
         max_bootstrap_draws=max_bootstrap_draws,
-        require_receipt=receipt is not None,
+        require_receipt=False,
     )
-    outcome = verify_evidence_pack(
+    return verify_evidence_pack(
         evidence,
         recipient,
         limits=UNCAPPED_PACK_LIMITS if uncapped else REFERENCE_PACK_LIMITS,
         decision_order=decision_order,
     )
-    if receipt is not None and outcome.identified:
-        publish_receipt(receipt, issue_receipt(outcome, recipient))
-    return outcome
 
 
 def write_trust_profile(

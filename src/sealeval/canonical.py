@@ -30,11 +30,12 @@ import hashlib
 import json
 import math
 import re
+import types
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from sealeval.errors import CanonicalError
+from sealeval.errors import CanonicalError, SealevalError
 
 __all__ = [
     "DEFAULT_LIMITS",
@@ -46,7 +47,11 @@ __all__ = [
     "digest_openmed",
     "encode_invarlock",
     "encode_openmed",
+    "frozen_canonical",
+    "frozen_digest",
     "is_digest",
+    "plain_canonical",
+    "plain_mapping",
 ]
 
 DIGEST_PATTERN: Final = re.compile(r"sha256:[0-9a-f]{64}")
@@ -320,3 +325,107 @@ def decode(
     if check_depth or check_strings:
         _walk_decoded(value, limits, check_depth, check_strings)
     return value
+
+
+# ---------------------------------------------------------------------------
+# Fast invarlock encoders for values already checked elsewhere
+#
+# plain_canonical and frozen_canonical skip encode_invarlock's pre-encoding walk
+# and call CPython's C encoder directly (no JSONEncoder.encode wrapper, no
+# ``default`` fallback per read-only mapping). Tests pin both to encode_invarlock.
+
+
+def _refuse_default(value: object) -> Any:
+    raise TypeError("not JSON")
+
+
+def plain_mapping(value: object) -> dict[str, Any]:
+    """``default`` hook of JSON encoders: serialize read-only mappings like dicts."""
+    if type(value) is types.MappingProxyType:
+        return value.copy()
+    if isinstance(value, Mapping):
+        return dict(value)
+    raise CanonicalError("unsupported_type")
+
+
+_C_MAKE_ENCODER: Final[Any] = json.encoder.c_make_encoder  # type: ignore[attr-defined]
+# The profile for plain values (dict, list, tuple and JSON scalars).
+_C_PLAIN: Final[Any] = (
+    None
+    if _C_MAKE_ENCODER is None
+    else _C_MAKE_ENCODER(
+        None,  # markers: no circular check (as check_circular=False)
+        _refuse_default,
+        json.encoder.encode_basestring,  # raw UTF-8 text (ensure_ascii=False)
+        None,  # indent
+        ":",
+        ",",
+        True,  # sort_keys
+        False,  # skipkeys
+        False,  # allow_nan
+    )
+)
+_PY_PLAIN: Final = json.JSONEncoder(
+    ensure_ascii=False,
+    allow_nan=False,
+    sort_keys=True,
+    separators=(",", ":"),
+    check_circular=False,
+)
+
+
+def plain_canonical(value: object) -> bytes | None:
+    """Return the canonical bytes *without* the final LF of a plain JSON value.
+
+    For trees of exact ``dict``/``list``/``tuple`` and JSON scalars (see
+    :func:`sealeval._validate.plain_json`). ``None`` when the value cannot be
+    encoded canonically (NaN or infinity, an integer over the interpreter's
+    digit limit, an unpaired surrogate in any string or key, another type);
+    the caller then takes the checked path, which names the refusal. The
+    bytes equal ``encode_invarlock(value)[:-1]``.
+    """
+    try:
+        if _C_PLAIN is None:  # pragma: no cover - interpreters without the C accelerator
+            return _PY_PLAIN.encode(value).encode("utf-8")
+        return "".join(_C_PLAIN(value, 0)).encode("utf-8")
+    except (ValueError, TypeError, RecursionError):  # UnicodeEncodeError is a ValueError
+        return None
+
+
+# The profile for values assembled only from frozen, already checked parts
+# (sealeval._validate.freeze_json output and validated objects).
+_PY_FROZEN: Final = json.JSONEncoder(
+    ensure_ascii=False,
+    allow_nan=False,
+    sort_keys=True,
+    separators=(",", ":"),
+    check_circular=False,
+    default=plain_mapping,
+)
+_C_FROZEN: Final[Any] = (
+    None
+    if _C_MAKE_ENCODER is None
+    else _C_MAKE_ENCODER(
+        None, plain_mapping, json.encoder.encode_basestring, None, ":", ",", True, False, False
+    )
+)
+
+
+def frozen_canonical(value: object, *, error: type[SealevalError]) -> bytes:
+    """Return the invarlock canonical bytes of a value built from frozen, checked parts.
+
+    Raises:
+        error: ``invalid_json_value`` (no field) when the value is not encodable
+            after all (the caller's error class).
+    """
+    try:
+        if _C_FROZEN is None:  # pragma: no cover - interpreters without the C accelerator
+            return (_PY_FROZEN.encode(value) + "\n").encode("utf-8")
+        return ("".join(_C_FROZEN(value, 0)) + "\n").encode("utf-8")
+    except (ValueError, TypeError, RecursionError):
+        raise error("invalid_json_value") from None
+
+
+def frozen_digest(value: object, *, error: type[SealevalError]) -> str:
+    """Return ``digest_invarlock(value)`` for a value built from frozen, checked parts only."""
+    return digest_bytes(frozen_canonical(value, error=error))

@@ -21,6 +21,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from sealeval._validate import JsonValue
 from sealeval.captured.case_set import (
     CASE_SET_FORMAT,
     Case,
@@ -33,7 +34,7 @@ from sealeval.captured.case_set import (
     validate_run_case_set,
     write_case_set,
 )
-from sealeval.captured.errors import CapturedRunError, JsonValue
+from sealeval.captured.errors import CapturedRunError
 from sealeval.captured.export import (
     BATCH_PROFILES,
     DELEGATING_PROFILES,

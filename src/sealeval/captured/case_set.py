@@ -18,18 +18,17 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from sealeval._io import publish_exclusive
-from sealeval.canonical import DecodeLimits, decode, digest_bytes, is_digest
-from sealeval.captured.errors import (
+from sealeval._validate import (
     JsonValue,
-    check_members,
+    check_closed,
     check_string_map,
     check_text,
-    fail,
     freeze_json,
-    frozen_canonical,
     rebased,
     thaw_json,
 )
+from sealeval.canonical import DecodeLimits, decode, digest_bytes, frozen_canonical, is_digest
+from sealeval.captured.errors import CapturedRunError
 from sealeval.captured.run import UNLIMITED, Limits, Run
 
 __all__ = [
@@ -59,10 +58,18 @@ class Case:
 
     def __post_init__(self) -> None:
         """Validate and freeze the members."""
-        check_text(self.id, "case.id")
-        object.__setattr__(self, "input", freeze_json(self.input, "case.input"))
-        object.__setattr__(self, "expected", freeze_json(self.expected, "case.expected"))
-        object.__setattr__(self, "metadata", check_string_map(self.metadata, "case.metadata"))
+        check_text(self.id, "case.id", error=CapturedRunError)
+        object.__setattr__(
+            self, "input", freeze_json(self.input, "case.input", error=CapturedRunError)
+        )
+        object.__setattr__(
+            self, "expected", freeze_json(self.expected, "case.expected", error=CapturedRunError)
+        )
+        object.__setattr__(
+            self,
+            "metadata",
+            check_string_map(self.metadata, "case.metadata", error=CapturedRunError),
+        )
 
     def __repr__(self) -> str:
         """Never show ids or values."""
@@ -72,7 +79,9 @@ class Case:
         """Compare canonical bytes."""
         if not isinstance(other, Case):
             return NotImplemented
-        return frozen_canonical(self._document()) == frozen_canonical(other._document())
+        return frozen_canonical(self._document(), error=CapturedRunError) == frozen_canonical(
+            other._document(), error=CapturedRunError
+        )
 
     __hash__ = None  # type: ignore[assignment]
 
@@ -93,7 +102,7 @@ class Case:
         """Build from a parsed case object (exactly the four members)."""
         if isinstance(document, Case):
             return document
-        doc = check_members(document, "case", _CASE_MEMBERS)
+        doc = check_closed(document, "case", _CASE_MEMBERS, error=CapturedRunError)
         return cls(
             id=doc["id"], input=doc["input"], expected=doc["expected"], metadata=doc["metadata"]
         )
@@ -130,16 +139,16 @@ class CaseSet:
         """Sort, check ids, digest."""
         cases = self.cases
         if isinstance(cases, str | bytes | Mapping) or not isinstance(cases, Iterable):
-            raise fail("invalid_type", "cases")
+            raise CapturedRunError("invalid_type", "cases")
         for case in cases:
             if not isinstance(case, Case):
-                raise fail("invalid_type", "cases")
+                raise CapturedRunError("invalid_type", "cases")
         ordered = tuple(sorted(cases, key=lambda case: case.id))
         if not ordered:
-            raise fail("no_cases", "cases")
+            raise CapturedRunError("no_cases", "cases")
         for position in range(1, len(ordered)):
             if ordered[position].id == ordered[position - 1].id:
-                raise fail("duplicate_id", "cases")
+                raise CapturedRunError("duplicate_id", "cases")
         object.__setattr__(self, "cases", ordered)
         object.__setattr__(self, "digest", digest_bytes(self.to_canonical()))
 
@@ -175,7 +184,7 @@ class CaseSet:
 
     def to_canonical(self) -> bytes:
         """Return the canonical bytes of the frozen document (final LF included)."""
-        return frozen_canonical(self._document())
+        return frozen_canonical(self._document(), error=CapturedRunError)
 
 
 def freeze_case_set(
@@ -195,23 +204,23 @@ def freeze_case_set(
             ``duplicate_id``.
     """
     if isinstance(cases, str | bytes | Mapping) or not isinstance(cases, Iterable):
-        raise fail("invalid_type", "cases")
+        raise CapturedRunError("invalid_type", "cases")
     items = list(cases)
     limits.check_count(len(items), cases=True, field="cases")
     built: list[Case] = []
     for position, item in enumerate(items):
-        with rebased("case", f"cases[{position}]"):
+        with rebased("case", f"cases[{position}]", error=CapturedRunError):
             built.append(Case.from_document(item))
     return CaseSet(tuple(built))
 
 
 def case_set_from_document(document: object, *, limits: Limits = UNLIMITED) -> CaseSet:
     """Validate a case-set document ``{format, cases}`` (closed) and freeze it."""
-    doc = check_members(document, "case_set", ("format", "cases"))
+    doc = check_closed(document, "case_set", ("format", "cases"), error=CapturedRunError)
     if doc["format"] != CASE_SET_FORMAT or type(doc["format"]) is not str:
-        raise fail("invalid_constant", "format")
+        raise CapturedRunError("invalid_constant", "format")
     if not isinstance(doc["cases"], list | tuple):
-        raise fail("invalid_type", "cases")
+        raise CapturedRunError("invalid_type", "cases")
     return freeze_case_set(doc["cases"], limits=limits)
 
 
@@ -239,7 +248,7 @@ def case_set_of_run(run: Run) -> CaseSet:
     ``input`` is the record's (possibly projected) ``input``, as stored.
     """
     if not isinstance(run, Run):
-        raise fail("invalid_type", "run")
+        raise CapturedRunError("invalid_type", "run")
     return CaseSet(
         tuple(
             Case._trusted(record.id, record.input, record.expected, record.metadata)
@@ -259,9 +268,9 @@ def validate_run_case_set(run: Run, expected_digest: str) -> None:
             metadata).
     """
     if not is_digest(expected_digest):
-        raise fail("invalid_digest", "expected_case_set_digest")
+        raise CapturedRunError("invalid_digest", "expected_case_set_digest")
     if case_set_of_run(run).digest != expected_digest:
-        raise fail("case_set_mismatch", "run")
+        raise CapturedRunError("case_set_mismatch", "run")
 
 
 def write_case_set(case_set: CaseSet, destination: str | os.PathLike[str]) -> str:
@@ -272,6 +281,6 @@ def write_case_set(case_set: CaseSet, destination: str | os.PathLike[str]) -> st
             ``output_unwritable``.
     """
     if not isinstance(case_set, CaseSet):
-        raise fail("invalid_type", "case_set")
+        raise CapturedRunError("invalid_type", "case_set")
     publish_exclusive(destination, case_set.to_canonical(), mode=0o600)
     return case_set.digest

@@ -27,16 +27,9 @@ from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
 from sealeval._io import publish_exclusive
-from sealeval.canonical import DecodeLimits, decode, digest_bytes
-from sealeval.captured.errors import (
-    JsonValue,
-    check_members,
-    check_text,
-    fail,
-    freeze_json,
-    plain_mapping,
-    thaw_json,
-)
+from sealeval._validate import JsonValue, check_closed, check_text, freeze_json, thaw_json
+from sealeval.canonical import DecodeLimits, decode, digest_bytes, plain_mapping
+from sealeval.captured.errors import CapturedRunError
 from sealeval.captured.likelihood import Source
 from sealeval.captured.run import (
     UNLIMITED,
@@ -140,16 +133,18 @@ class EvaluatorExport:
     def __post_init__(self) -> None:
         """Validate the envelope members and freeze the payload (depth ≤64 overall)."""
         if type(self.evaluator) is not str or self.evaluator not in EVALUATOR_NAMES:
-            raise fail("unsupported_evaluator", "evaluator")
-        check_text(self.source_version, "source_version", blank=False)
-        check_text(self.run_id, "run_id")
+            raise CapturedRunError("unsupported_evaluator", "evaluator")
+        check_text(self.source_version, "source_version", blank=False, error=CapturedRunError)
+        check_text(self.run_id, "run_id", error=CapturedRunError)
         payload = self.payload
         if isinstance(payload, list | tuple):
             if not payload:
-                raise fail("no_records", "payload")
+                raise CapturedRunError("no_records", "payload")
         elif not isinstance(payload, Mapping):
-            raise fail("invalid_type", "payload")
-        frozen = freeze_json(payload, "payload", max_depth=MAX_EXPORT_DEPTH - 1)
+            raise CapturedRunError("invalid_type", "payload")
+        frozen = freeze_json(
+            payload, "payload", max_depth=MAX_EXPORT_DEPTH - 1, error=CapturedRunError
+        )
         object.__setattr__(self, "payload", frozen)
 
     def __repr__(self) -> str:
@@ -208,9 +203,9 @@ def evaluator_export_from_document(
             ``too_many_records`` (array payload), ``invalid_json_value``,
             ``too_deep``.
     """
-    doc = check_members(document, "export", _EXPORT_MEMBERS)
+    doc = check_closed(document, "export", _EXPORT_MEMBERS, error=CapturedRunError)
     if doc["format"] != EXPORT_FORMAT or type(doc["format"]) is not str:
-        raise fail("invalid_constant", "format")
+        raise CapturedRunError("invalid_constant", "format")
     export = EvaluatorExport(
         evaluator=doc["evaluator"],
         source_version=doc["source_version"],
@@ -224,7 +219,7 @@ def evaluator_export_from_document(
 def _check_entry_count(export: EvaluatorExport, limits: Limits) -> None:
     count = export.entry_count
     if count is not None and limits.max_records is not None and count > limits.max_records:
-        raise fail("too_many_records", "payload")
+        raise CapturedRunError("too_many_records", "payload")
 
 
 def parse_evaluator_export(
@@ -279,10 +274,10 @@ class EvaluatorProfile(Protocol):
 
 def _profile(profiles: Mapping[str, EvaluatorProfile], evaluator: str) -> EvaluatorProfile:
     if not isinstance(profiles, Mapping):
-        raise fail("invalid_type", "profiles")
+        raise CapturedRunError("invalid_type", "profiles")
     profile = profiles.get(evaluator)
     if profile is None:
-        raise fail("profile_unavailable", "evaluator")
+        raise CapturedRunError("profile_unavailable", "evaluator")
     return profile
 
 
@@ -292,7 +287,7 @@ def _payload_of(profile: EvaluatorProfile, result: object) -> object:
     except SealevalError:
         raise
     except Exception:  # noqa: BLE001 - a profile's own exception may quote input
-        raise fail("profile_failed", "profile") from None
+        raise CapturedRunError("profile_failed", "profile") from None
 
 
 def _records_of(profile: EvaluatorProfile, export: EvaluatorExport) -> list[Any]:
@@ -301,7 +296,7 @@ def _records_of(profile: EvaluatorProfile, export: EvaluatorExport) -> list[Any]
     except SealevalError:
         raise
     except Exception:  # noqa: BLE001 - a profile's own exception may quote input
-        raise fail("profile_failed", "profile") from None
+        raise CapturedRunError("profile_failed", "profile") from None
 
 
 def capture_evaluator_run(
@@ -368,12 +363,12 @@ def run_from_evaluator_export(
             ``profile_failed``, or any capture refusal.
     """
     if not isinstance(export, EvaluatorExport):
-        raise fail("invalid_type", "export")
+        raise CapturedRunError("invalid_type", "export")
     caller_source = Source.from_document(source)
     if caller_source != export.source:
-        raise fail("export_identity_mismatch", "source")
+        raise CapturedRunError("export_identity_mismatch", "source")
     if run_id != export.run_id or type(run_id) is not str:
-        raise fail("export_identity_mismatch", "run_id")
+        raise CapturedRunError("export_identity_mismatch", "run_id")
     profile = _profile(profiles, export.evaluator)
     records = _records_of(profile, export)
     return capture_evaluator_run(
@@ -391,16 +386,16 @@ def run_from_evaluator_export(
 
 def _expected_ids(value: object, limits: Limits) -> frozenset[str]:
     if isinstance(value, str | bytes | Mapping) or not isinstance(value, Iterable):
-        raise fail("invalid_expected_ids", "expected_ids")
+        raise CapturedRunError("invalid_expected_ids", "expected_ids")
     items = list(value)
     if not items or (limits.max_records is not None and len(items) > limits.max_records):
-        raise fail("invalid_expected_ids", "expected_ids")
+        raise CapturedRunError("invalid_expected_ids", "expected_ids")
     for item in items:
         if type(item) is not str or not item.strip():
-            raise fail("invalid_expected_ids", "expected_ids")
+            raise CapturedRunError("invalid_expected_ids", "expected_ids")
     ids = frozenset(items)
     if len(ids) != len(items):
-        raise fail("invalid_expected_ids", "expected_ids")
+        raise CapturedRunError("invalid_expected_ids", "expected_ids")
     return ids
 
 
@@ -439,7 +434,7 @@ def export_evaluator_result(
             publication), ``output_parent_missing``, ``output_unwritable``.
     """
     if type(evaluator) is not str or evaluator not in EVALUATOR_NAMES:
-        raise fail("unsupported_evaluator", "evaluator")
+        raise CapturedRunError("unsupported_evaluator", "evaluator")
     profile = _profile(profiles, evaluator)
     payload = _payload_of(profile, result)
     export = EvaluatorExport(
@@ -451,7 +446,7 @@ def export_evaluator_result(
     _check_entry_count(export, limits)
     data = export.to_bytes()
     if len(data) > limits.max_file_bytes:
-        raise fail("too_large", "export")
+        raise CapturedRunError("too_large", "export")
     ids = _expected_ids(expected_ids, limits)
     if os.path.lexists(destination):
         raise OutputError("output_exists", "output")
@@ -468,7 +463,7 @@ def export_evaluator_result(
         limits=limits,
     )
     if frozenset(run.index) != ids:
-        raise fail("export_ids_mismatch", "expected_ids")
+        raise CapturedRunError("export_ids_mismatch", "expected_ids")
     publish_exclusive(destination, data, mode=0o600)
     return run
 
@@ -549,7 +544,7 @@ def evaluator_input_capabilities(run: Run) -> InputCapabilities:
     Unavailable ids are listed in record order.
     """
     if not isinstance(run, Run):
-        raise fail("invalid_type", "run")
+        raise CapturedRunError("invalid_type", "run")
     records = run.records
     return InputCapabilities(
         exact_match=_capability(

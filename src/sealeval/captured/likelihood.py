@@ -22,17 +22,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
-from sealeval.captured.errors import (
+from sealeval._validate import (
     JsonValue,
+    check_closed,
     check_digest,
-    check_members,
     check_text,
-    fail,
     freeze_json,
-    frozen_canonical,
-    frozen_digest,
     rebased,
 )
+from sealeval.canonical import frozen_canonical, frozen_digest
+from sealeval.captured.errors import CapturedRunError
 
 if TYPE_CHECKING:
     from sealeval.captured.service_identity import ServiceIdentity
@@ -68,8 +67,8 @@ class Source:
 
     def __post_init__(self) -> None:
         """Check both members (1-128 code points, no C0 controls or DEL)."""
-        check_text(self.name, "source.name")
-        check_text(self.version, "source.version")
+        check_text(self.name, "source.name", error=CapturedRunError)
+        check_text(self.version, "source.version", error=CapturedRunError)
 
     def __repr__(self) -> str:
         """Never show declared values."""
@@ -84,7 +83,7 @@ class Source:
         """Build from a parsed ``source`` object (closed); a :class:`Source` is returned as is."""
         if isinstance(document, Source):
             return document
-        doc = check_members(document, "source", ("name", "version"))
+        doc = check_closed(document, "source", ("name", "version"), error=CapturedRunError)
         return cls(name=doc["name"], version=doc["version"])
 
 
@@ -92,31 +91,31 @@ def _check_count(value: object, field: str) -> None:
     """Check an integer ≥1 that must be exact (``3.0`` is refused after the range check)."""
     if type(value) is int:
         if value < 1:
-            raise fail("out_of_range", field)
+            raise CapturedRunError("out_of_range", field)
         return
     if type(value) is float and value.is_integer():
         if value < 1:
-            raise fail("out_of_range", field)
-        raise fail("not_exact_integer", field)
-    raise fail("invalid_type", field)
+            raise CapturedRunError("out_of_range", field)
+        raise CapturedRunError("not_exact_integer", field)
+    raise CapturedRunError("invalid_type", field)
 
 
 def _check_logprob(value: object, field: str) -> None:
     if type(value) is int:
         if value > 0:
-            raise fail("out_of_range", field)
+            raise CapturedRunError("out_of_range", field)
         try:
             float(value)
         except OverflowError:
-            raise fail("out_of_range", field) from None
+            raise CapturedRunError("out_of_range", field) from None
         return
     if type(value) is float:
         if not math.isfinite(value):
-            raise fail("invalid_json_value", field)
+            raise CapturedRunError("invalid_json_value", field)
         if value > 0:
-            raise fail("out_of_range", field)
+            raise CapturedRunError("out_of_range", field)
         return
-    raise fail("invalid_type", field)
+    raise CapturedRunError("invalid_type", field)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
@@ -143,23 +142,32 @@ class LikelihoodFacts:
     def __post_init__(self) -> None:
         """Enforce the closed schema (types, ranges, digests, the hosted coupling)."""
         if self.basis != BASIS or type(self.basis) is not str:
-            raise fail("invalid_constant", "likelihood.basis")
+            raise CapturedRunError("invalid_constant", "likelihood.basis")
         _check_logprob(self.logprob_sum, "likelihood.logprob_sum")
         _check_count(self.token_count, "likelihood.token_count")
         _check_count(self.utf8_byte_count, "likelihood.utf8_byte_count")
         for name in ("input_digest", "reference_digest"):
-            check_digest(getattr(self, name), f"likelihood.{name}")
-        check_digest(self.artifact_digest, "likelihood.artifact_digest", nullable=True)
+            check_digest(getattr(self, name), f"likelihood.{name}", error=CapturedRunError)
+        check_digest(
+            self.artifact_digest,
+            "likelihood.artifact_digest",
+            nullable=True,
+            error=CapturedRunError,
+        )
         for name in ("configuration_digest", "tokenizer_digest"):
-            check_digest(getattr(self, name), f"likelihood.{name}")
-        with rebased("source", "likelihood.source"):
+            check_digest(getattr(self, name), f"likelihood.{name}", error=CapturedRunError)
+        with rebased("source", "likelihood.source", error=CapturedRunError):
             object.__setattr__(self, "source", Source.from_document(self.source))
         if self.service_identity_digest is not None:
-            check_digest(self.service_identity_digest, "likelihood.service_identity_digest")
+            check_digest(
+                self.service_identity_digest,
+                "likelihood.service_identity_digest",
+                error=CapturedRunError,
+            )
             if self.artifact_digest is not None:
-                raise fail("artifact_digest_forbidden", "likelihood.artifact_digest")
+                raise CapturedRunError("artifact_digest_forbidden", "likelihood.artifact_digest")
         elif self.artifact_digest is None:
-            raise fail("artifact_digest_required", "likelihood.artifact_digest")
+            raise CapturedRunError("artifact_digest_required", "likelihood.artifact_digest")
 
     def __repr__(self) -> str:
         """Show the class only."""
@@ -169,7 +177,9 @@ class LikelihoodFacts:
         """Compare canonical bytes (``1`` differs from ``1.0``)."""
         if not isinstance(other, LikelihoodFacts):
             return NotImplemented
-        return frozen_canonical(self.to_dict()) == frozen_canonical(other.to_dict())
+        return frozen_canonical(self.to_dict(), error=CapturedRunError) == frozen_canonical(
+            other.to_dict(), error=CapturedRunError
+        )
 
     __hash__ = None  # type: ignore[assignment]
 
@@ -201,9 +211,9 @@ class LikelihoodFacts:
         """Build from a parsed ``likelihood`` object (closed); facts are returned as is."""
         if isinstance(document, LikelihoodFacts):
             return document
-        doc = check_members(document, "likelihood", _REQUIRED, _OPTIONAL)
+        doc = check_closed(document, "likelihood", _REQUIRED, _OPTIONAL, error=CapturedRunError)
         if "service_identity_digest" in doc and doc["service_identity_digest"] is None:
-            raise fail("invalid_digest", "likelihood.service_identity_digest")
+            raise CapturedRunError("invalid_digest", "likelihood.service_identity_digest")
         return cls(
             basis=doc["basis"],
             logprob_sum=doc["logprob_sum"],
@@ -226,9 +236,9 @@ class LikelihoodFacts:
 def check_reference(facts: LikelihoodFacts, expected: JsonValue, field: str) -> None:
     """Check steps 1-3: ``expected`` is non-empty text of exactly ``utf8_byte_count`` bytes."""
     if type(expected) is not str or not expected:
-        raise fail("likelihood_reference_not_text", field)
+        raise CapturedRunError("likelihood_reference_not_text", field)
     if facts.utf8_byte_count != len(expected.encode("utf-8")):
-        raise fail("likelihood_byte_count_mismatch", f"{field}.utf8_byte_count")
+        raise CapturedRunError("likelihood_byte_count_mismatch", f"{field}.utf8_byte_count")
 
 
 def check_service(
@@ -237,33 +247,35 @@ def check_service(
     """Check step 4: hosted runs bind the descriptor and its configuration, others neither."""
     if service_identity is not None:
         if facts.service_identity_digest != service_identity.digest:
-            raise fail("likelihood_binding_mismatch", f"{field}.service_identity_digest")
+            raise CapturedRunError(
+                "likelihood_binding_mismatch", f"{field}.service_identity_digest"
+            )
         if facts.configuration_digest != service_identity.configuration_digest:
-            raise fail("likelihood_binding_mismatch", f"{field}.configuration_digest")
+            raise CapturedRunError("likelihood_binding_mismatch", f"{field}.configuration_digest")
     elif facts.service_identity_digest is not None:
-        raise fail("likelihood_binding_mismatch", f"{field}.service_identity_digest")
+        raise CapturedRunError("likelihood_binding_mismatch", f"{field}.service_identity_digest")
 
 
 def check_input(facts: LikelihoodFacts, input_value: JsonValue, field: str) -> None:
     """Check step 5: ``input_digest`` binds the captured (pre-projection) input."""
-    if facts.input_digest != frozen_digest(input_value):
-        raise fail("likelihood_binding_mismatch", f"{field}.input_digest")
+    if facts.input_digest != frozen_digest(input_value, error=CapturedRunError):
+        raise CapturedRunError("likelihood_binding_mismatch", f"{field}.input_digest")
 
 
 def check_tail(
     facts: LikelihoodFacts, expected: JsonValue, artifact_digest: str | None, field: str
 ) -> None:
     """Check step 6, record part: the reference digest and the run's artifact digest."""
-    if facts.reference_digest != frozen_digest(expected):
-        raise fail("likelihood_binding_mismatch", f"{field}.reference_digest")
+    if facts.reference_digest != frozen_digest(expected, error=CapturedRunError):
+        raise CapturedRunError("likelihood_binding_mismatch", f"{field}.reference_digest")
     if facts.artifact_digest != artifact_digest:
-        raise fail("likelihood_binding_mismatch", f"{field}.artifact_digest")
+        raise CapturedRunError("likelihood_binding_mismatch", f"{field}.artifact_digest")
 
 
 def check_source(facts: LikelihoodFacts, source: Source, field: str) -> None:
     """Check step 6, last part: the facts repeat the run's ``source`` exactly."""
     if facts.source != source:
-        raise fail("likelihood_binding_mismatch", f"{field}.source")
+        raise CapturedRunError("likelihood_binding_mismatch", f"{field}.source")
 
 
 def check_likelihood_binding(
@@ -297,8 +309,8 @@ def check_likelihood_binding(
             ``likelihood_byte_count_mismatch`` or ``likelihood_binding_mismatch``
             (the field names the binding), first failure in the specified order.
     """
-    input_value = freeze_json(input_value, f"{field}.input_digest")
-    expected = freeze_json(expected, f"{field}.reference_digest")
+    input_value = freeze_json(input_value, f"{field}.input_digest", error=CapturedRunError)
+    expected = freeze_json(expected, f"{field}.reference_digest", error=CapturedRunError)
     check_bound_facts(
         facts,
         input_value=input_value,
@@ -333,6 +345,6 @@ def facts_from(value: object, field: str) -> LikelihoodFacts:
     if isinstance(value, LikelihoodFacts):
         return value
     if not isinstance(value, Mapping):
-        raise fail("invalid_type", field)
-    with rebased("likelihood", field):
+        raise CapturedRunError("invalid_type", field)
+    with rebased("likelihood", field, error=CapturedRunError):
         return LikelihoodFacts.from_document(value)

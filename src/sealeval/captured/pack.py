@@ -44,7 +44,6 @@ import ctypes
 import errno
 import hashlib
 import os
-import secrets
 import stat
 import sys
 from collections.abc import Callable, Iterable, Mapping
@@ -52,8 +51,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from sealeval._validate import freeze_json
 from sealeval.canonical import decode, digest_bytes, encode_invarlock
-from sealeval.captured.errors import freeze_json
+from sealeval.captured.errors import CapturedRunError
+from sealeval.captured.pack_layout import ManifestFacts
 from sealeval.captured.pack_reader import (
     CHECKSUMS_NAME,
     DECISION_ORDERS,
@@ -85,6 +86,12 @@ from sealeval.captured.request import (
 )
 from sealeval.captured.run import Run
 from sealeval.captured.signing import SigningKey, signature_envelope
+from sealeval.captured.staging import (
+    STAGING_PREFIX,
+    remove_stale_staging,
+    remove_tree,
+    staging_lock,
+)
 from sealeval.errors import CanonicalError, CapturedError, SealevalError
 
 __all__ = [
@@ -97,8 +104,6 @@ __all__ = [
     "publish_pack",
 ]
 
-#: Name prefix of the private staging directory created beside the destination.
-STAGING_PREFIX: Final = ".captured-evidence-"
 _FILE_MODE: Final = 0o444
 _DIR_MODE: Final = 0o700
 _CHUNK: Final = 1_048_576
@@ -139,7 +144,7 @@ def _fail(code: str, where: str | None = None) -> EvidencePackBuildError:
 
 
 @dataclass(frozen=True, slots=True, repr=False, eq=False)
-class StagedPack:
+class StagedPack(ManifestFacts):
     """A checked, complete pack held in memory, ready for :func:`publish_pack`.
 
     The runs are kept as :class:`~sealeval.captured.run.Run` objects and
@@ -174,30 +179,6 @@ class StagedPack:
             f"StagedPack(pack_manifest_digest={self.pack_manifest_digest!r}, "
             f"authentication={self.authentication!r})"
         )
-
-    @property
-    def pack_manifest_digest(self) -> str:
-        """``sha256:`` of the ``manifest.json`` bytes."""
-        return self.manifest.digest
-
-    @property
-    def authentication(self) -> str:
-        """``"signed"`` or ``"unsigned_local"``."""
-        return self.manifest.authentication
-
-    @property
-    def signing_key_fingerprint(self) -> str | None:
-        """The signer's fingerprint, or ``None`` when unsigned."""
-        return self.manifest.signing_key_fingerprint
-
-    @property
-    def comparison_id(self) -> str:
-        """The comparison id."""
-        return self.manifest.comparison_id
-
-    def digest(self, role: str) -> str:
-        """Return the ``sha256:`` digest of a payload file by role."""
-        return self.manifest.files[role].digest
 
     def files(self) -> tuple[tuple[str, Callable[[], Iterable[bytes]], int], ...]:
         """Every file as ``(pack-relative path, chunk source, size)``, payloads first."""
@@ -241,7 +222,7 @@ def _check_report(
     try:
         check_report_document(document, decision_order=decision_order)
         if validate_report is not None:
-            validate_report(freeze_json(document, "report"))  # type: ignore[arg-type]
+            validate_report(freeze_json(document, "report", error=CapturedRunError))  # type: ignore[arg-type]
     except SealevalError:
         raise _fail("invalid_report", "report") from None
     bindings = document["bindings"]
@@ -621,29 +602,6 @@ def _write_file(dir_fd: int, name: str, chunks: Iterable[bytes]) -> tuple[str, i
     return "sha256:" + hasher.hexdigest(), size
 
 
-def _remove_tree(parent_fd: int, name: str) -> None:
-    """Remove a staging directory we created (files first, then directories)."""
-    try:
-        fd = os.open(name, _DIR_FLAGS, dir_fd=parent_fd)
-    except OSError:  # pragma: no cover - never created, or already gone
-        return
-    try:
-        for entry in _names(fd):
-            try:
-                info = os.stat(entry, dir_fd=fd, follow_symlinks=False)
-            except OSError:  # pragma: no cover - removed concurrently
-                continue
-            if stat.S_ISDIR(info.st_mode):
-                _remove_tree(fd, entry)
-            else:
-                with contextlib.suppress(OSError):
-                    os.unlink(entry, dir_fd=fd)
-    finally:
-        os.close(fd)
-    with contextlib.suppress(OSError):
-        os.rmdir(name, dir_fd=parent_fd)
-
-
 def _stage(parent_fd: int, staging: str, staged: StagedPack) -> None:
     """Write every file into ``staging`` and verify what was written."""
     os.mkdir(staging, _DIR_MODE, dir_fd=parent_fd)
@@ -738,16 +696,17 @@ def publish_pack(
             raise _fail("output_unwritable", "output") from None
         else:
             raise _fail("output_exists", "output")
-        staging = STAGING_PREFIX + secrets.token_hex(16)
+        remove_stale_staging(parent_fd)  # folders of killed publishers (no live owner)
         try:
-            _stage(parent_fd, staging, staged)
-            _rename_noreplace(parent_fd, staging, name)
+            with staging_lock(parent_fd) as staging:
+                try:
+                    _stage(parent_fd, staging, staged)
+                    _rename_noreplace(parent_fd, staging, name)
+                except BaseException:
+                    remove_tree(parent_fd, staging)
+                    raise
         except OSError:
-            _remove_tree(parent_fd, staging)
             raise _fail("output_unwritable", "output") from None
-        except BaseException:
-            _remove_tree(parent_fd, staging)
-            raise
         _fsync(parent_fd)
     finally:
         os.close(parent_fd)

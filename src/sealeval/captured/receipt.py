@@ -31,12 +31,13 @@ import errno
 import os
 import re
 import stat
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
 from sealeval._io import publish_exclusive
+from sealeval._validate import check_exact
 from sealeval.canonical import DecodeLimits, decode, digest_bytes, encode_invarlock, is_digest
 from sealeval.captured.pack_reader import (
     DECISIONS,
@@ -278,12 +279,6 @@ def publish_receipt(destination: str | os.PathLike[str], data: bytes) -> None:
 # The closed schema
 
 
-def _closed(value: object, where: str, members: Sequence[str]) -> Mapping[str, Any]:
-    if not isinstance(value, Mapping) or set(value) != set(members):
-        raise _fail("schema_violation", where)
-    return value
-
-
 def _constant(document: Mapping[str, Any], member: str, expected: str, where: str) -> None:
     value = document[member]
     if type(value) is not str or value != expected:
@@ -304,7 +299,7 @@ def _check_assurance(value: object) -> None:
     if not isinstance(value, list | tuple) or not 1 <= len(value) <= _MAX_ASSURANCE:
         raise _fail("schema_violation", where)
     for entry in value:
-        item = _closed(entry, where, _ASSURANCE)
+        item = check_exact(entry, where, _ASSURANCE, error=ReceiptError, code="schema_violation")
         for member in ("name", "slice", "kind"):
             if type(item[member]) is not str or _TEXT128.fullmatch(item[member]) is None:
                 raise _fail("schema_violation", where)
@@ -315,7 +310,9 @@ def _check_assurance(value: object) -> None:
 def _check_verdict(statement: Mapping[str, Any]) -> None:
     """Check the verdict's types and the schema invariants (32-verify.md §5.1)."""
     where = "statement.verdict"
-    verdict = _closed(statement["verdict"], where, _VERDICT)
+    verdict = check_exact(
+        statement["verdict"], where, _VERDICT, error=ReceiptError, code="schema_violation"
+    )
     ok, integrity, decision = verdict["ok"], verdict["integrity_ok"], verdict["decision"]
     policy_verdict, status = verdict["policy_verdict"], verdict["verification_status"]
     if type(ok) is not bool or type(integrity) is not bool or type(status) is not int:
@@ -342,10 +339,22 @@ def _check_verdict(statement: Mapping[str, Any]) -> None:
 
 def _check_signature_document(value: object) -> None:
     where = "signature"
-    signature = _closed(value, where, ("format", "algorithm", "public_key", "value"))
+    signature = check_exact(
+        value,
+        where,
+        ("format", "algorithm", "public_key", "value"),
+        error=ReceiptError,
+        code="schema_violation",
+    )
     _constant(signature, "format", RECEIPT_SIGNATURE_FORMAT, where)
     _constant(signature, "algorithm", _ALGORITHM, where)
-    public_key = _closed(signature["public_key"], f"{where}.public_key", ("encoding", "value"))
+    public_key = check_exact(
+        signature["public_key"],
+        f"{where}.public_key",
+        ("encoding", "value"),
+        error=ReceiptError,
+        code="schema_violation",
+    )
     _constant(public_key, "encoding", "pem", f"{where}.public_key")
     if type(public_key["value"]) is not str:
         raise _fail("schema_violation", f"{where}.public_key.value")
@@ -366,8 +375,12 @@ def parse_receipt(document: object) -> Mapping[str, Any]:
     Raises:
         ReceiptError: ``schema_violation`` (field: the first failing location).
     """
-    top = _closed(document, "receipt", ("statement", "signature"))
-    statement = _closed(top["statement"], "statement", _STATEMENT)
+    top = check_exact(
+        document, "receipt", ("statement", "signature"), error=ReceiptError, code="schema_violation"
+    )
+    statement = check_exact(
+        top["statement"], "statement", _STATEMENT, error=ReceiptError, code="schema_violation"
+    )
     for member, expected in (
         ("format", RECEIPT_FORMAT),
         ("kind", RECEIPT_KIND),
@@ -376,13 +389,31 @@ def parse_receipt(document: object) -> Mapping[str, Any]:
     ):
         _constant(statement, member, expected, "statement")
     _digest(statement["pack_manifest_digest"], "statement.pack_manifest_digest")
-    anchors = _closed(statement["anchors"], "statement.anchors", _ANCHORS)
+    anchors = check_exact(
+        statement["anchors"],
+        "statement.anchors",
+        _ANCHORS,
+        error=ReceiptError,
+        code="schema_violation",
+    )
     for name in _ANCHORS:
         _digest(anchors[name], f"statement.anchors.{name}")
-    subject = _closed(statement["subject"], "statement.subject", ("kind", "run_digest"))
+    subject = check_exact(
+        statement["subject"],
+        "statement.subject",
+        ("kind", "run_digest"),
+        error=ReceiptError,
+        code="schema_violation",
+    )
     _constant(subject, "kind", _SUBJECT_KIND, "statement.subject")
     _digest(subject["run_digest"], "statement.subject.run_digest")
-    verifier = _closed(statement["verifier"], "statement.verifier", _VERIFIER)
+    verifier = check_exact(
+        statement["verifier"],
+        "statement.verifier",
+        _VERIFIER,
+        error=ReceiptError,
+        code="schema_violation",
+    )
     if not is_identity(verifier["identity"]):
         raise _fail("schema_violation", "statement.verifier.identity")
     _digest(verifier["signing_key_fingerprint"], "statement.verifier.signing_key_fingerprint")

@@ -21,19 +21,18 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Final, Protocol
 
-from sealeval.canonical import digest_bytes, digest_invarlock
-from sealeval.captured.errors import (
+from sealeval._validate import (
     MAX_MEMBERS,
     JsonValue,
+    check_closed,
     check_digest,
-    check_members,
     check_text,
-    fail,
     freeze_json,
-    frozen_canonical,
     rebased,
     thaw_json,
 )
+from sealeval.canonical import digest_bytes, digest_invarlock, frozen_canonical
+from sealeval.captured.errors import CapturedRunError
 
 __all__ = [
     "MAX_IDENTITY_BYTES",
@@ -79,14 +78,16 @@ def _name(value: object, field_name: str, *, nullable: bool = False) -> str | No
     """Check a ``text512ns`` value (1-512 code points, no C0/DEL, not all whitespace)."""
     if value is None and nullable:
         return None
-    return check_text(value, field_name, max_length=MAX_IDENTITY_TEXT, blank=False)
+    return check_text(
+        value, field_name, max_length=MAX_IDENTITY_TEXT, blank=False, error=CapturedRunError
+    )
 
 
 def _check_timestamp_pattern(value: object, field_name: str) -> str:
     if type(value) is not str:
-        raise fail("invalid_type", field_name)
+        raise CapturedRunError("invalid_type", field_name)
     if _TIMESTAMP.fullmatch(value) is None:
-        raise fail("invalid_timestamp", field_name)
+        raise CapturedRunError("invalid_timestamp", field_name)
     return value
 
 
@@ -108,7 +109,7 @@ def parse_utc_timestamp(value: object, field_name: str = "timestamp") -> datetim
             int(year), int(month), int(day), int(hour), int(minute), int(second), micro, tzinfo=UTC
         )
     except ValueError:
-        raise fail("invalid_timestamp", field_name) from None
+        raise CapturedRunError("invalid_timestamp", field_name) from None
 
 
 @dataclass(frozen=True, slots=True, repr=False)
@@ -123,7 +124,7 @@ class Harness:
         """Validate the three members."""
         _name(self.name, "harness.name")
         _name(self.version, "harness.version")
-        check_digest(self.source_digest, "harness.source_digest")
+        check_digest(self.source_digest, "harness.source_digest", error=CapturedRunError)
 
     def __repr__(self) -> str:
         """Never show declared values."""
@@ -136,7 +137,7 @@ class Harness:
     @classmethod
     def from_document(cls, document: object) -> Harness:
         """Build from a parsed ``harness`` object (closed)."""
-        doc = check_members(document, "harness", _HARNESS_MEMBERS)
+        doc = check_closed(document, "harness", _HARNESS_MEMBERS, error=CapturedRunError)
         return cls(name=doc["name"], version=doc["version"], source_digest=doc["source_digest"])
 
 
@@ -152,7 +153,7 @@ class ObservationWindow:
         _check_timestamp_pattern(self.started_at, "observation_window.started_at")
         _check_timestamp_pattern(self.ended_at, "observation_window.ended_at")
         if self.start > self.end:
-            raise fail("reversed_window", "observation_window")
+            raise CapturedRunError("reversed_window", "observation_window")
 
     def __repr__(self) -> str:
         """Show the class only."""
@@ -200,7 +201,7 @@ class ServiceIdentity:
     def __post_init__(self) -> None:
         """Validate (schema, size, configuration digest, calendar, order); compute the digest."""
         if self.kind != SERVICE_KIND or type(self.kind) is not str:
-            raise fail("invalid_constant", "service_identity.kind")
+            raise CapturedRunError("invalid_constant", "service_identity.kind")
         _name(self.provider, "service_identity.provider")
         _name(self.service, "service_identity.service")
         _name(self.deployment, "service_identity.deployment")
@@ -208,28 +209,41 @@ class ServiceIdentity:
         _name(self.observed_model, "service_identity.observed_model", nullable=True)
         _name(self.exposed_revision, "service_identity.exposed_revision", nullable=True)
         if not isinstance(self.configuration, Mapping):
-            raise fail("invalid_type", "service_identity.configuration")
+            raise CapturedRunError("invalid_type", "service_identity.configuration")
         if len(self.configuration) > MAX_MEMBERS:
-            raise fail("too_many_members", "service_identity.configuration")
-        configuration = freeze_json(self.configuration, "service_identity.configuration")
+            raise CapturedRunError("too_many_members", "service_identity.configuration")
+        configuration = freeze_json(
+            self.configuration, "service_identity.configuration", error=CapturedRunError
+        )
         object.__setattr__(self, "configuration", configuration)
-        check_digest(self.configuration_digest, "service_identity.configuration_digest")
+        check_digest(
+            self.configuration_digest,
+            "service_identity.configuration_digest",
+            error=CapturedRunError,
+        )
         if isinstance(self.harness, Mapping):
             object.__setattr__(self, "harness", _nested(Harness.from_document, self.harness))
         elif not isinstance(self.harness, Harness):
-            raise fail("invalid_type", "service_identity.harness")
+            raise CapturedRunError("invalid_type", "service_identity.harness")
         window = self.observation_window
         if isinstance(window, Mapping):
-            doc = check_members(window, "service_identity.observation_window", _WINDOW_MEMBERS)
+            doc = check_closed(
+                window,
+                "service_identity.observation_window",
+                _WINDOW_MEMBERS,
+                error=CapturedRunError,
+            )
             for name in ("started_at", "ended_at"):
                 _check_timestamp_pattern(doc[name], f"service_identity.observation_window.{name}")
         elif not isinstance(window, ObservationWindow):
-            raise fail("invalid_type", "service_identity.observation_window")
-        data = frozen_canonical(self._document())
+            raise CapturedRunError("invalid_type", "service_identity.observation_window")
+        data = frozen_canonical(self._document(), error=CapturedRunError)
         if len(data) > MAX_IDENTITY_BYTES:
-            raise fail("too_large", "service_identity")
+            raise CapturedRunError("too_large", "service_identity")
         if self.configuration_digest != digest_invarlock(configuration):
-            raise fail("configuration_digest_mismatch", "service_identity.configuration_digest")
+            raise CapturedRunError(
+                "configuration_digest_mismatch", "service_identity.configuration_digest"
+            )
         if isinstance(window, Mapping):
             window = _nested(
                 lambda doc: ObservationWindow(doc["started_at"], doc["ended_at"]), window
@@ -279,12 +293,12 @@ class ServiceIdentity:
 
     def to_canonical(self) -> bytes:
         """Return the canonical bytes (final LF included); their digest is :attr:`digest`."""
-        return frozen_canonical(self._document())
+        return frozen_canonical(self._document(), error=CapturedRunError)
 
     @classmethod
     def from_document(cls, document: object) -> ServiceIdentity:
         """Build from a parsed descriptor object; see :func:`validate_service_identity`."""
-        doc = check_members(document, "service_identity", _MEMBERS)
+        doc = check_closed(document, "service_identity", _MEMBERS, error=CapturedRunError)
         return cls(
             kind=doc["kind"],
             provider=doc["provider"],
@@ -315,8 +329,10 @@ class ServiceIdentity:
     ) -> ServiceIdentity:
         """Build a descriptor, computing ``configuration_digest`` from ``configuration``."""
         if not isinstance(configuration, Mapping):
-            raise fail("invalid_type", "service_identity.configuration")
-        frozen = freeze_json(configuration, "service_identity.configuration")
+            raise CapturedRunError("invalid_type", "service_identity.configuration")
+        frozen = freeze_json(
+            configuration, "service_identity.configuration", error=CapturedRunError
+        )
         return cls(
             provider=provider,
             service=service,
@@ -333,7 +349,7 @@ class ServiceIdentity:
 
 def _nested(build: Any, document: object) -> Any:
     """Build a nested descriptor part, rooting its error fields under ``service_identity``."""
-    with rebased("service_identity", "service_identity"):
+    with rebased("service_identity", "service_identity", error=CapturedRunError):
         return build(document)
 
 
@@ -354,7 +370,7 @@ def validate_service_identity(value: object) -> ServiceIdentity:
     if isinstance(value, ServiceIdentity):
         return value
     if not isinstance(value, Mapping):
-        raise fail("invalid_type", "service_identity")
+        raise CapturedRunError("invalid_type", "service_identity")
     return ServiceIdentity.from_document(value)
 
 
@@ -377,5 +393,5 @@ def evaluated_subject_digest(run: _Subject) -> str:
         return run.service_identity.digest
     digest = run.artifact_digest
     if digest is None:
-        raise fail("artifact_digest_required", "artifact_digest")
+        raise CapturedRunError("artifact_digest_required", "artifact_digest")
     return digest

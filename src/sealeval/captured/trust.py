@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from sealeval._validate import check_closed
 from sealeval.canonical import DecodeLimits, decode, digest_invarlock, is_digest
 from sealeval.captured.policy import (
     ComparisonPolicy,
@@ -316,18 +317,6 @@ def _strict_object(data: bytes, limit: int, where: str) -> dict[str, Any]:
     return value
 
 
-def _closed(value: object, where: str, members: tuple[str, ...]) -> Mapping[str, Any]:
-    if not isinstance(value, Mapping):
-        raise _fail("invalid_type", where)
-    for key in value:
-        if key not in members:
-            raise _fail("unknown_field", where)
-    for key in members:
-        if key not in value:
-            raise _fail("missing_field", where)
-    return value
-
-
 def parse_trust_profile(document: object) -> tuple[TrustAnchors, str, str, str]:
     """Check the closed profile schema; return ``(anchors, identity, policy path, key path)``.
 
@@ -338,13 +327,17 @@ def parse_trust_profile(document: object) -> tuple[TrustAnchors, str, str, str]:
     """
     if not isinstance(document, Mapping):
         raise _fail("not_object", "trust_profile")
-    top = _closed(document, "trust_profile", _TOP)
+    top = check_closed(document, "trust_profile", _TOP, error=TrustInputError)
     for member, expected in (("format", TRUST_PROFILE_FORMAT), ("kind", TRUST_PROFILE_KIND)):
         if type(top[member]) is not str or top[member] != expected:
             raise _fail("invalid_constant", f"trust_profile.{member}")
-    policy = _closed(top["policy"], "trust_profile.policy", ("path",))
-    anchors = _closed(top["anchors"], "trust_profile.anchors", ANCHOR_NAMES)
-    verifier = _closed(top["verifier"], "trust_profile.verifier", _VERIFIER)
+    policy = check_closed(top["policy"], "trust_profile.policy", ("path",), error=TrustInputError)
+    anchors = check_closed(
+        top["anchors"], "trust_profile.anchors", ANCHOR_NAMES, error=TrustInputError
+    )
+    verifier = check_closed(
+        top["verifier"], "trust_profile.verifier", _VERIFIER, error=TrustInputError
+    )
     if not is_safe_relative_path(policy["path"]):
         raise _fail("invalid_path", "trust_profile.policy.path")
     for name in ANCHOR_NAMES:

@@ -9,12 +9,13 @@ only — nothing the pack says about itself selects what it is checked
 against — and returns a :class:`VerificationOutcome`. In order:
 
 1. **Examination** (:func:`~sealeval.captured.pack_reader.read_evidence_pack`):
-   identification, inventory, canonical bytes, schemas, digests, ledger,
-   signature, request re-normalization, report bindings. A refusal is a
+   identification, inventory, signature, then — before any payload is read —
+   the recipient's authentication (the pack is signed, by the expected
+   signer: 6), then canonical bytes, schemas, digests, ledger, request
+   re-normalization, report bindings. A refusal is a
    contract (4) or integrity (6) outcome; before the manifest was identified
    no receipt may be written (:attr:`VerificationOutcome.identified`).
-2. **Recipient checks**: the pack is signed (6); its signer is the expected
-   signer (6); the baseline, subject and request digests equal the anchors
+2. **Recipient checks**: the baseline, subject and request digests equal the anchors
    and the pack's policy digest equals the **recipient's** policy digest,
    in this order (6, the first mismatching anchor is named); the recipient
    policy's canonical bytes equal ``inputs/policy.json`` (6).
@@ -48,13 +49,16 @@ from sealeval.captured.intervals import required_bootstrap_draws
 from sealeval.captured.pack_reader import (
     DECISION_ORDERS,
     REFERENCE_PACK_LIMITS,
+    Authenticator,
     EvidencePack,
     EvidencePackError,
     PackLimits,
+    PackManifest,
     ReportValidator,
     read_evidence_pack,
 )
 from sealeval.captured.policy import ComparisonPolicy, ComparisonPolicyError, check_runtime
+from sealeval.captured.signing import VerifyKey
 from sealeval.captured.trust import RecipientInputs
 from sealeval.errors import CanonicalError, CapturedError, SealevalError
 
@@ -249,13 +253,40 @@ def required_draws(pack: EvidencePack, policy: ComparisonPolicy) -> int:
     return required_bootstrap_draws(counts, policy.bootstrap_metric_count)
 
 
+class _UnauthenticatedError(Exception):
+    """Steps 4.1-4.2 refused during examination: the refusal and the manifest digest."""
+
+    def __init__(self, error: VerificationError, manifest_digest: str) -> None:
+        super().__init__(error.code)
+        self.error = error
+        self.manifest_digest = manifest_digest
+
+
+def _authenticator(recipient: RecipientInputs) -> Authenticator:
+    """Return steps 4.1-4.2 (signed, expected signer) for the reader to run before payloads.
+
+    The reader calls it right after the signature envelope is verified, so an
+    unsigned or wrongly signed pack is refused before any payload is read or
+    decoded (hostile-input rule: authenticate before spending memory).
+    """
+    expected = recipient.anchors.signer_fingerprint
+
+    def authenticate(manifest: PackManifest, digest: str, signer: VerifyKey | None) -> None:
+        if not manifest.signed or signer is None:
+            raise _UnauthenticatedError(
+                _fail("unsigned_evidence", "manifest.authentication"), digest
+            )
+        if manifest.signing_key_fingerprint != expected:
+            raise _UnauthenticatedError(
+                _fail("signer_mismatch", "anchors.signer_fingerprint"), digest
+            )
+
+    return authenticate
+
+
 def _recipient_checks(pack: EvidencePack, recipient: RecipientInputs) -> None:
-    """Run steps 4.1-4.4: signed, expected signer, anchors in order, recipient policy bytes."""
-    if not pack.signed:
-        raise _fail("unsigned_evidence", "manifest.authentication")
+    """Run steps 4.3-4.4: anchors in order, recipient policy bytes (4.1-4.2 ran in the reader)."""
     anchors = recipient.anchors
-    if pack.signing_key_fingerprint != anchors.signer_fingerprint:
-        raise _fail("signer_mismatch", "anchors.signer_fingerprint")
     for role, expected, where in (
         ("baseline", anchors.baseline_run_digest, "anchors.baseline_run_digest"),
         ("subject", anchors.subject_run_digest, "anchors.subject_run_digest"),
@@ -373,10 +404,15 @@ def verify_evidence_pack(
             validate_report=validate_report,
             limits=limits,
             decision_order=decision_order,
+            authenticate=_authenticator(recipient),
         )
     except EvidencePackError as error:
         return VerificationOutcome(
             error.status, REPLAY_NOT_STARTED, error.manifest_digest, error=error
+        )
+    except _UnauthenticatedError as refusal:
+        return VerificationOutcome(
+            STATUS_INTEGRITY, REPLAY_NOT_STARTED, refusal.manifest_digest, error=refusal.error
         )
     try:
         _recipient_checks(pack, recipient)

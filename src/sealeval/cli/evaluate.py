@@ -10,7 +10,8 @@ invarlock specification (see ``docs/evidence-pack.md`` and
     sealeval evaluate --keygen DIR [--json]
     sealeval evaluate --freeze-cases FILE [--case-set-output FILE] [--json]
 
-The request (strict YAML) names both runs — a canonical run (adapter
+The pipeline itself is :mod:`sealeval.captured.evaluate` (this module parses
+options, calls it and prints). The request (strict YAML) names both runs — a canonical run (adapter
 ``invarlock``) or a native export read by :func:`sealeval.captured.importers.load_run`
 — the approved policy and the evidence destination (which must not exist).
 ``evaluate`` loads and normalizes the request, compares the runs, and
@@ -36,23 +37,20 @@ import click
 from click.core import ParameterSource
 
 from sealeval.captured.case_set import parse_case_set, write_case_set
-from sealeval.captured.comparison import (
-    DEFAULT_MAX_BOOTSTRAP_DRAWS,
-    ComparisonReport,
-    compare_runs,
+from sealeval.captured.comparison import DEFAULT_MAX_BOOTSTRAP_DRAWS, ComparisonReport
+from sealeval.captured.evaluate import (
+    PREFLIGHT_FORMAT,
+    RESULT_FORMAT,
+    Evaluation,
+    evaluate_request,
+    failure_document,
+    native_run_loader,
+    preflight_request,
 )
-from sealeval.captured.importers import load_run
-from sealeval.captured.pack import build_evidence_pack
-from sealeval.captured.pack_reader import (
-    REFERENCE_PACK_LIMITS,
-    UNCAPPED_PACK_LIMITS,
-)
-from sealeval.captured.policy import ComparisonPolicy
-from sealeval.captured.request import PairedCheck, PreflightResult, SourceSpec, preflight
-from sealeval.captured.run import INVARLOCK_LIMITS, UNLIMITED, Limits, Run, read_file_bytes
+from sealeval.captured.run import INVARLOCK_LIMITS, read_file_bytes
 from sealeval.captured.signing import generate_key_directory
 from sealeval.cli._common import CONTEXT_SETTINGS, EXIT_ERROR, EXIT_OK, decision_order_option
-from sealeval.cli.verify import dump_json, metric_lines
+from sealeval.cli.verify import dump_json, metric_lines, printable
 from sealeval.errors import CanonicalError, CapturedError, SealevalError
 
 __all__ = [
@@ -67,10 +65,6 @@ __all__ = [
 
 #: ``--fail-on-policy`` and the decision is not ``pass``.
 EXIT_POLICY_NOT_PASSED: Final = 7
-#: ``format_version`` of the evaluation result (``--json``).
-RESULT_FORMAT: Final = "invarlock/evaluation-result-v2"
-#: ``format_version`` of the preflight result (``--preflight --json``).
-PREFLIGHT_FORMAT: Final = "invarlock/evaluation-preflight-v3"
 #: ``format_version`` of a setup action's result (``--keygen``/``--freeze-cases --json``).
 SETUP_FORMAT: Final = "invarlock/evaluation-setup-v1"
 
@@ -102,26 +96,6 @@ class EvaluateError(CapturedError):
             "case_set_output_without_freeze",
             "invalid_json",
         }
-    )
-
-
-def native_run_loader(path: Path, side: SourceSpec, *, limits: Limits) -> Run:
-    """Load a non-``invarlock`` side with :func:`sealeval.captured.importers.load_run`.
-
-    The side's declared ``source``, ``run_id``, ``artifact_digest``,
-    ``service_identity``, ``score_provenance`` and ``input_projection`` are
-    passed through; normalization then checks them against the run.
-    """
-    return load_run(
-        path,
-        side.adapter,
-        source=side.source,
-        run_id=side.run_id,
-        artifact_digest=side.artifact_digest,
-        service_identity=side.service_identity,
-        score_provenance=side.score_provenance,
-        input_projection=side.input_projection,
-        limits=limits,
     )
 
 
@@ -216,86 +190,10 @@ def _setup(
 # Evaluation
 
 
-def _paired_check(budget: int, decision_order: str) -> PairedCheck:
-    """Return the comparison engine's preflight: a dry comparison in memory (nothing written)."""
-
-    def check(baseline: Run, subject: Run, policy: ComparisonPolicy) -> Mapping[str, Any]:
-        report = compare_runs(
-            baseline=baseline,
-            subject=subject,
-            policy=policy,
-            max_bootstrap_draws=budget,
-            decision_order=decision_order,
-        )
-        return {
-            "required_bootstrap_draws": report.required_bootstrap_draws,
-            "missing_id_bytes": report.missing_id_bytes,
-        }
-
-    return check
-
-
-def _preflight_document(checked: PreflightResult, budget: int) -> dict[str, Any]:
-    request = checked.request
-    paired = checked.paired or {}
-    return {
-        "format_version": PREFLIGHT_FORMAT,
-        "kind": "captured",
-        "ok": True,
-        "execution_mode": "captured",
-        "requested_authentication": checked.requested_authentication,
-        "baseline_run_digest": request.baseline.digest,
-        "subject_run_digest": request.subject.digest,
-        "policy_digest": request.policy.digest,
-        "request_digest": request.request_digest,
-        "record_count": checked.record_count,
-        "scope_count": checked.scope_count,
-        "required_bootstrap_draws": paired.get("required_bootstrap_draws"),
-        "missing_id_bytes": paired.get("missing_id_bytes"),
-        "max_bootstrap_draws": budget,
-        "checks": list(checked.checks),
-        "output": request.authored.output,
-    }
-
-
-def _evaluate(
-    checked: PreflightResult, budget: int, *, uncapped: bool, decision_order: str
-) -> tuple[dict[str, Any], ComparisonReport]:
-    request = checked.request
-    report = compare_runs(
-        baseline=request.baseline,
-        subject=request.subject,
-        policy=request.policy,
-        max_bootstrap_draws=budget,
-        decision_order=decision_order,
-    )
-    published = build_evidence_pack(
-        request,
-        comparison_report=report.canonical_bytes,
-        signing_key=checked.signing_key,
-        unsigned=checked.signing_key is None,
-        limits=UNCAPPED_PACK_LIMITS if uncapped else REFERENCE_PACK_LIMITS,
-        decision_order=decision_order,
-    )
-    document = {
-        "format_version": RESULT_FORMAT,
-        "kind": "captured",
-        "ok": True,
-        "evidence": request.authored.output,
-        "comparison_id": published.comparison_id,
-        "baseline_run_digest": published.baseline_run_digest,
-        "subject_run_digest": published.subject_run_digest,
-        "policy_digest": published.policy_digest,
-        "authentication": published.authentication,
-        "policy_verdict": published.decision,
-        "decision": published.decision,
-        "pack_manifest_digest": published.pack_manifest_digest,
-        "request_digest": published.request_digest,
-    }
-    return document, report
-
-
-def _evaluation_text(document: Mapping[str, Any], report: ComparisonReport) -> str:
+def _evaluation_text(
+    document: Mapping[str, Any], report: ComparisonReport, signer: str | None = None
+) -> str:
+    """Return the human result: decision, metrics, the digests and command `verify` needs."""
     signing = (
         "Signing: Signed evidence"
         if document["authentication"] == "signed"
@@ -308,7 +206,23 @@ def _evaluation_text(document: Mapping[str, Any], report: ComparisonReport) -> s
         "Independent verification: not performed",
         *metric_lines(report.metric_summaries()),
         f"Evidence: {document['evidence']}",
+        f"Pack manifest digest: {document['pack_manifest_digest']}",
+        f"Baseline run digest: {document['baseline_run_digest']}",
+        f"Subject run digest: {document['subject_run_digest']}",
+        f"Request digest: {document['request_digest']}",
+        f"Policy digest: {document['policy_digest']}",
     ]
+    if signer is not None:
+        lines += [
+            f"Signer fingerprint: {signer}",
+            "Verify (the recipient, with their own policy copy and receipt key):",
+            f"  sealeval verify {printable(str(document['evidence']))} --policy POLICY"
+            f" --expected-baseline-run {document['baseline_run_digest']}"
+            f" --expected-subject-run {document['subject_run_digest']}"
+            f" --expected-request-digest {document['request_digest']}"
+            f" --expected-signer {signer}"
+            " --verifier-signing-key KEY --verifier-identity ID --receipt receipt.json",
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -335,41 +249,28 @@ def _run(
     overrides: Mapping[str, str | None],
     uncapped: bool,
     decision_order: str,
-) -> tuple[dict[str, Any], ComparisonReport | None]:
+) -> Evaluation:
     budget = _budget(max_draws)
     key = signing_key
     if unsigned and ctx.get_parameter_source("signing_key") == ParameterSource.ENVIRONMENT:
         key = None  # an environment-provided key is ignored under --unsigned
-    checked = preflight(
+    pipeline = preflight_request if run_preflight else evaluate_request
+    return pipeline(
         request,
         signing_key=key,
         unsigned=unsigned,
-        request_root=overrides["request_root"],
-        baseline_run=overrides["baseline_run"],
-        subject_run=overrides["subject_run"],
-        output=overrides["output"],
-        run_loader=native_run_loader,
-        paired_check=_paired_check(budget, decision_order) if run_preflight else None,
-        limits=UNLIMITED if uncapped else INVARLOCK_LIMITS,
+        overrides=overrides,
+        max_bootstrap_draws=budget,
+        decision_order=decision_order,
+        uncapped=uncapped,
     )
-    if run_preflight:
-        return _preflight_document(checked, budget), None
-    return _evaluate(checked, budget, uncapped=uncapped, decision_order=decision_order)
 
 
 def _failure(run_preflight: bool, signing_key: str | None, unsigned: bool, error: str) -> str:
-    document: dict[str, Any] = {
-        "format_version": PREFLIGHT_FORMAT if run_preflight else RESULT_FORMAT,
-        "kind": "captured",
-        "ok": False,
-        "errors": [error],
-    }
-    if run_preflight:
-        document["execution_mode"] = "captured"
-        document["requested_authentication"] = (
-            "unsigned_local" if unsigned and signing_key is None else "signed"
-        )
-    return dump_json(document)
+    requested = "unsigned_local" if unsigned and signing_key is None else "signed"
+    return dump_json(
+        failure_document(preflight=run_preflight, requested_authentication=requested, error=error)
+    )
 
 
 def _check_usage(
@@ -470,7 +371,7 @@ def evaluate_command(
     _check_usage(ctx, request, as_json=as_json, case_set_output=case_set_output)
     assert request is not None
     try:
-        document, report = _run(
+        evaluation = _run(
             ctx,
             request,
             signing_key=signing_key,
@@ -492,12 +393,15 @@ def evaluate_command(
         else:
             click.echo(f"sealeval: error: {error}", err=True)
         raise click.exceptions.Exit(EXIT_ERROR) from None
+    document, report = evaluation.document, evaluation.report
     if as_json:
         click.echo(dump_json(document), nl=False)
     elif report is None:
         click.echo(_preflight_text(document), nl=False)
     else:
-        click.echo(_evaluation_text(document, report), nl=False)
+        published = evaluation.published
+        signer = None if published is None else published.signing_key_fingerprint
+        click.echo(_evaluation_text(document, report, signer), nl=False)
     if fail_on_policy and document.get("decision") != "pass":
         raise click.exceptions.Exit(EXIT_POLICY_NOT_PASSED)
     raise click.exceptions.Exit(EXIT_OK)

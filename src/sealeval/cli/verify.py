@@ -8,7 +8,9 @@ specification (see ``docs/verification.md``)::
                     --expected-request-digest D --expected-signer FP
                     --verifier-signing-key KEY --verifier-identity ID --receipt OUT [--json]
 
-The policy, the anchors and the verifier key are the recipient's own (a
+The pipeline itself is :func:`sealeval.captured.verification.verify_with_receipt`
+(this module reads the options, calls it and prints). The policy, the anchors
+and the verifier key are the recipient's own (a
 trust profile, or explicit options — mixing the two is refused); nothing is
 taken from the pack. The pack is examined, checked against the anchors, its
 comparison is replayed and must reproduce the stored report byte for byte,
@@ -37,24 +39,14 @@ from click.core import ParameterSource
 
 from sealeval.canonical import encode_invarlock
 from sealeval.captured.comparison import DEFAULT_MAX_BOOTSTRAP_DRAWS, MetricSummary
-from sealeval.captured.pack_reader import (
-    REFERENCE_PACK_LIMITS,
-    UNCAPPED_PACK_LIMITS,
-)
-from sealeval.captured.receipt import ReceiptError, issue_receipt, publish_receipt
 from sealeval.captured.trust import (
-    RecipientInputs,
     TrustInputError,
     TrustInputs,
-    check_verification_inputs,
     explicit_trust_inputs,
     read_trust_profile,
 )
-from sealeval.captured.verify import (
-    VerificationError,
-    VerificationOutcome,
-    verify_evidence_pack,
-)
+from sealeval.captured.verification import REASONS, verify_with_receipt
+from sealeval.captured.verify import VerificationOutcome
 from sealeval.cli._common import CONTEXT_SETTINGS, EXIT_ERROR, decision_order_option
 from sealeval.errors import SealevalError
 
@@ -62,6 +54,7 @@ __all__ = [
     "REASONS",
     "VERIFY_FORMAT",
     "dump_json",
+    "guidance",
     "metric_lines",
     "printable",
     "verify_command",
@@ -69,13 +62,6 @@ __all__ = [
 
 #: ``format_version`` of the ``--json`` result (the reference's, for drop-in use).
 VERIFY_FORMAT: Final = "invarlock/evidence-pack-verify-v2"
-#: ``reason`` values of an incomplete verification (exit 2).
-REASONS: Final = (
-    "invalid_verification_inputs",
-    "unsupported_scoring_environment",
-    "local_work_budget_exceeded",
-    "receipt_publication_failed",
-)
 #: Explicit trust options (parameter name, option name), in checking order.
 _EXPLICIT: Final = (
     ("policy", "policy"),
@@ -89,6 +75,57 @@ _EXPLICIT: Final = (
 _DRAWS: Final = re.compile(r"[0-9]{1,30}")
 _UNPRINTABLE: Final = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
 _C1: Final = re.compile("[\x7f-\x9f]")
+
+
+#: The option that supplies each explicit trust input (what the user types).
+_OPTION_OF: Final = {
+    "anchors.baseline_run_digest": "--expected-baseline-run",
+    "anchors.subject_run_digest": "--expected-subject-run",
+    "anchors.request_digest": "--expected-request-digest",
+    "anchors.evidence_signer_fingerprint": "--expected-signer",
+    "verifier_identity": "--verifier-identity",
+    "verifier_signing_key": "--verifier-signing-key",
+    "policy": "--policy",
+    "receipt": "--receipt",
+}
+
+
+def guidance(
+    error: SealevalError,
+    *,
+    trust_profile: str | None,
+    options: Mapping[str, Any],
+    receipt: str | None,
+) -> list[str]:
+    """Lines that name what the user must type for a missing input (never a value).
+
+    A missing anchor names every missing anchor's option at once, with the
+    remedy: the digests ``sealeval evaluate`` printed, or a trust profile.
+    """
+    if error.code != "missing_input" or error.field is None:
+        return []
+    if trust_profile is not None:
+        return ["sealeval: the trust profile (--trust-profile) lacks it; see sealeval init trust"]
+    given = {
+        "anchors.baseline_run_digest": options.get("expected_baseline_run"),
+        "anchors.subject_run_digest": options.get("expected_subject_run"),
+        "anchors.request_digest": options.get("expected_request_digest"),
+        "anchors.evidence_signer_fingerprint": options.get("expected_signer"),
+        "verifier_identity": options.get("verifier_identity"),
+        "verifier_signing_key": options.get("verifier_signing_key"),
+        "policy": options.get("policy"),
+        "receipt": receipt,
+    }
+    missing = [option for field, option in _OPTION_OF.items() if given[field] is None]
+    if error.field not in _OPTION_OF or not missing:
+        return []
+    lines = [f"sealeval: missing: {', '.join(missing)}"]
+    if any(option.startswith("--expected-") for option in missing):
+        lines.append(
+            "sealeval: give the digests sealeval evaluate printed, "
+            "or --trust-profile FILE (sealeval init trust writes one)"
+        )
+    return lines
 
 
 class _IncompleteError(Exception):
@@ -165,39 +202,26 @@ def _run(
     receipt: str | None,
     max_draws: str | None,
     options: Mapping[str, Any],
-) -> tuple[VerificationOutcome, RecipientInputs, bool]:
-    """Check inputs, verify, and publish the receipt; return (outcome, inputs, receipt written)."""
+) -> tuple[VerificationOutcome, bool]:
+    """Read the trust inputs, then run the library pipeline; return (outcome, receipt written)."""
     try:
         budget = _budget(max_draws)
         trust = _trust_inputs(ctx, trust_profile, options)
-        recipient = check_verification_inputs(
-            trust, evidence=evidence, receipt=receipt, max_bootstrap_draws=budget
-        )
     except SealevalError as error:
         raise _IncompleteError(error, "invalid_verification_inputs") from None
-    destination = recipient.receipt
-    assert destination is not None
-    if destination.exists() or destination.is_symlink():
-        raise _IncompleteError(
-            ReceiptError("publication_failed", "receipt"), "receipt_publication_failed"
-        )
-    try:
-        outcome = verify_evidence_pack(
-            evidence,
-            recipient,
-            limits=UNCAPPED_PACK_LIMITS if options["uncapped"] else REFERENCE_PACK_LIMITS,
-            decision_order=options["decision_order"],
-        )
-    except VerificationError as error:
-        reason = error.code if error.code in REASONS else "invalid_verification_inputs"
-        raise _IncompleteError(error, reason) from None
-    if not outcome.identified:
-        return outcome, recipient, False
-    try:
-        publish_receipt(destination, issue_receipt(outcome, recipient))
-    except ReceiptError as error:
-        raise _IncompleteError(error, "receipt_publication_failed") from None
-    return outcome, recipient, True
+    done = verify_with_receipt(
+        evidence,
+        trust,
+        receipt=receipt,
+        max_bootstrap_draws=budget,
+        uncapped=options["uncapped"],
+        decision_order=options["decision_order"],
+    )
+    if done.outcome is None:
+        assert done.error is not None
+        assert done.reason is not None
+        raise _IncompleteError(done.error, done.reason)
+    return done.outcome, done.receipt is not None
 
 
 def _result(outcome: VerificationOutcome, receipt_name: str | None) -> dict[str, Any]:
@@ -356,7 +380,7 @@ def verify_command(
     receipt once the manifest is identified), 2 incomplete (no receipt).
     """
     try:
-        outcome, _, written = _run(
+        outcome, written = _run(
             ctx,
             evidence,
             trust_profile=trust_profile,
@@ -369,6 +393,11 @@ def verify_command(
             click.echo(dump_json(_incomplete_result(refusal)), nl=False)
         else:
             click.echo(f"sealeval: error: {refusal.error}", err=True)
+            hints = guidance(
+                refusal.error, trust_profile=trust_profile, options=options, receipt=receipt
+            )
+            for line in hints:
+                click.echo(line, err=True)
         raise click.exceptions.Exit(EXIT_ERROR) from None
     receipt_name = Path(str(receipt)).name if written else None
     if as_json:

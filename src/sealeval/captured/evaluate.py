@@ -1,0 +1,295 @@
+"""The captured evaluation pipeline: preflight, compare, pack, result.
+
+:func:`evaluate_request` is ``sealeval evaluate`` as a library function: it
+loads and normalizes a captured request (:func:`~sealeval.captured.request.preflight`,
+reading native runs through :func:`native_run_loader`), compares the two runs
+(:func:`~sealeval.captured.comparison.compare_runs`), publishes the evidence
+pack atomically and no-clobber
+(:func:`~sealeval.captured.pack.build_evidence_pack`) and returns the
+``invarlock/evaluation-result-v2`` document. :func:`preflight_request` runs
+every check of that pipeline, including a dry comparison in memory, and writes
+nothing (``invarlock/evaluation-preflight-v3``).
+
+Example::
+
+    from sealeval.captured.evaluate import evaluate_request
+
+    outcome = evaluate_request("request.yaml", signing_key="keys/private.pem")
+    print(outcome.document["decision"], outcome.document["evidence"])
+
+Both raise a :class:`~sealeval.errors.SealevalError` subclass (closed code,
+field name, never a value or a path) on any request, input, budget,
+destination or signing problem; :func:`failure_document` is the JSON result
+the CLI prints for such a refusal. The CLI (:mod:`sealeval.cli.evaluate`),
+``bench/`` and ``scripts/interop`` all call these functions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+from sealeval.captured.comparison import (
+    DEFAULT_MAX_BOOTSTRAP_DRAWS,
+    ComparisonReport,
+    compare_runs,
+)
+from sealeval.captured.importers import load_run
+from sealeval.captured.pack import PublishedPack, build_evidence_pack
+from sealeval.captured.pack_reader import REFERENCE_PACK_LIMITS, UNCAPPED_PACK_LIMITS
+from sealeval.captured.policy import ComparisonPolicy
+from sealeval.captured.request import PairedCheck, PreflightResult, SourceSpec, preflight
+from sealeval.captured.run import INVARLOCK_LIMITS, UNLIMITED, Limits, Run
+from sealeval.captured.signing import SigningKey
+
+__all__ = [
+    "PREFLIGHT_FORMAT",
+    "RESULT_FORMAT",
+    "Evaluation",
+    "evaluate_request",
+    "failure_document",
+    "native_run_loader",
+    "paired_check",
+    "preflight_request",
+]
+
+#: ``format_version`` of the evaluation result.
+RESULT_FORMAT: Final = "invarlock/evaluation-result-v2"
+#: ``format_version`` of the preflight result.
+PREFLIGHT_FORMAT: Final = "invarlock/evaluation-preflight-v3"
+
+
+@dataclass(frozen=True, slots=True)
+class Evaluation:
+    """What one pipeline call established.
+
+    Attributes:
+        document: the result document (``invarlock/evaluation-result-v2``, or
+            ``invarlock/evaluation-preflight-v3`` for a preflight); plain JSON
+            values, paths request-relative as the request names them.
+        report: the comparison report (``None`` for a preflight).
+        published: the published pack (``None`` for a preflight).
+        checked: the preflight result the pipeline started from.
+    """
+
+    document: Mapping[str, Any]
+    report: ComparisonReport | None
+    published: PublishedPack | None
+    checked: PreflightResult
+
+
+def native_run_loader(path: Path, side: SourceSpec, *, limits: Limits) -> Run:
+    """Load a non-``invarlock`` side with :func:`sealeval.captured.importers.load_run`.
+
+    The side's declared ``source``, ``run_id``, ``artifact_digest``,
+    ``service_identity``, ``score_provenance`` and ``input_projection`` are
+    passed through; normalization then checks them against the run.
+    """
+    return load_run(
+        path,
+        side.adapter,
+        source=side.source,
+        run_id=side.run_id,
+        artifact_digest=side.artifact_digest,
+        service_identity=side.service_identity,
+        score_provenance=side.score_provenance,
+        input_projection=side.input_projection,
+        limits=limits,
+    )
+
+
+def paired_check(budget: int, decision_order: str) -> PairedCheck:
+    """Return the comparison engine's preflight: a dry comparison in memory (nothing written)."""
+
+    def check(baseline: Run, subject: Run, policy: ComparisonPolicy) -> Mapping[str, Any]:
+        report = compare_runs(
+            baseline=baseline,
+            subject=subject,
+            policy=policy,
+            max_bootstrap_draws=budget,
+            decision_order=decision_order,
+        )
+        return {
+            "required_bootstrap_draws": report.required_bootstrap_draws,
+            "missing_id_bytes": report.missing_id_bytes,
+        }
+
+    return check
+
+
+def _checked(
+    request: str | Path,
+    *,
+    signing_key: str | Path | SigningKey | None,
+    unsigned: bool,
+    overrides: Mapping[str, str | None],
+    paired: PairedCheck | None,
+    uncapped: bool,
+) -> PreflightResult:
+    return preflight(
+        request,
+        signing_key=signing_key,
+        unsigned=unsigned,
+        request_root=overrides.get("request_root"),
+        baseline_run=overrides.get("baseline_run"),
+        subject_run=overrides.get("subject_run"),
+        output=overrides.get("output"),
+        run_loader=native_run_loader,
+        paired_check=paired,
+        limits=UNLIMITED if uncapped else INVARLOCK_LIMITS,
+    )
+
+
+def preflight_document(checked: PreflightResult, budget: int) -> dict[str, Any]:
+    """Return the ``invarlock/evaluation-preflight-v3`` document of a passed preflight."""
+    request = checked.request
+    paired = checked.paired or {}
+    return {
+        "format_version": PREFLIGHT_FORMAT,
+        "kind": "captured",
+        "ok": True,
+        "execution_mode": "captured",
+        "requested_authentication": checked.requested_authentication,
+        "baseline_run_digest": request.baseline.digest,
+        "subject_run_digest": request.subject.digest,
+        "policy_digest": request.policy.digest,
+        "request_digest": request.request_digest,
+        "record_count": checked.record_count,
+        "scope_count": checked.scope_count,
+        "required_bootstrap_draws": paired.get("required_bootstrap_draws"),
+        "missing_id_bytes": paired.get("missing_id_bytes"),
+        "max_bootstrap_draws": budget,
+        "checks": list(checked.checks),
+        "output": request.authored.output,
+    }
+
+
+def result_document(evidence: str, published: PublishedPack) -> dict[str, Any]:
+    """Return the ``invarlock/evaluation-result-v2`` document of a published pack."""
+    return {
+        "format_version": RESULT_FORMAT,
+        "kind": "captured",
+        "ok": True,
+        "evidence": evidence,
+        "comparison_id": published.comparison_id,
+        "baseline_run_digest": published.baseline_run_digest,
+        "subject_run_digest": published.subject_run_digest,
+        "policy_digest": published.policy_digest,
+        "authentication": published.authentication,
+        "policy_verdict": published.decision,
+        "decision": published.decision,
+        "pack_manifest_digest": published.pack_manifest_digest,
+        "request_digest": published.request_digest,
+    }
+
+
+def failure_document(
+    *, preflight: bool, requested_authentication: str, error: str
+) -> dict[str, Any]:
+    """Return the result document of a refused evaluation or preflight.
+
+    Args:
+        preflight: whether the refused call was a preflight.
+        requested_authentication: ``"signed"`` or ``"unsigned_local"`` (preflight only).
+        error: the refusal's message (``<field>: <code>``).
+    """
+    document: dict[str, Any] = {
+        "format_version": PREFLIGHT_FORMAT if preflight else RESULT_FORMAT,
+        "kind": "captured",
+        "ok": False,
+        "errors": [error],
+    }
+    if preflight:
+        document["execution_mode"] = "captured"
+        document["requested_authentication"] = requested_authentication
+    return document
+
+
+def preflight_request(
+    request: str | Path,
+    *,
+    signing_key: str | Path | SigningKey | None = None,
+    unsigned: bool = False,
+    overrides: Mapping[str, str | None] | None = None,
+    max_bootstrap_draws: int = DEFAULT_MAX_BOOTSTRAP_DRAWS,
+    decision_order: str = "reference",
+    uncapped: bool = False,
+) -> Evaluation:
+    """Run every check of :func:`evaluate_request` and write nothing.
+
+    Arguments are those of :func:`evaluate_request`. The comparison runs in
+    memory (its bootstrap-draw requirement and missing-id size are reported);
+    no pack is built.
+    """
+    checked = _checked(
+        request,
+        signing_key=signing_key,
+        unsigned=unsigned,
+        overrides=overrides or {},
+        paired=paired_check(max_bootstrap_draws, decision_order),
+        uncapped=uncapped,
+    )
+    return Evaluation(preflight_document(checked, max_bootstrap_draws), None, None, checked)
+
+
+def evaluate_request(
+    request: str | Path,
+    *,
+    signing_key: str | Path | SigningKey | None = None,
+    unsigned: bool = False,
+    overrides: Mapping[str, str | None] | None = None,
+    max_bootstrap_draws: int = DEFAULT_MAX_BOOTSTRAP_DRAWS,
+    decision_order: str = "reference",
+    uncapped: bool = False,
+) -> Evaluation:
+    """Compare the runs a captured request names and publish its evidence pack.
+
+    Args:
+        request: the request file (strict YAML).
+        signing_key: the Ed25519 private key (PEM path or loaded key) that
+            signs the pack; exactly one of it and ``unsigned``.
+        unsigned: publish ``unsigned_local`` evidence (never verifiable).
+        overrides: optional ``request_root``, ``baseline_run``,
+            ``subject_run`` and ``output`` replacing the request's references
+            (each resolved inside the request root).
+        max_bootstrap_draws: the local work budget in bootstrap draws.
+        decision_order: ``"reference"`` or sealeval's opt-in ``"width_first"``.
+        uncapped: lift the reference's record and run-size caps (the pack then
+            verifies in sealeval only, with the uncapped limits).
+
+    Returns:
+        The :class:`Evaluation` with the ``invarlock/evaluation-result-v2``
+        document, the comparison report and the published pack.
+
+    Raises:
+        SealevalError: any request, input, budget, destination or signing
+            refusal (nothing is published).
+    """
+    checked = _checked(
+        request,
+        signing_key=signing_key,
+        unsigned=unsigned,
+        overrides=overrides or {},
+        paired=None,
+        uncapped=uncapped,
+    )
+    loaded = checked.request
+    report = compare_runs(
+        baseline=loaded.baseline,
+        subject=loaded.subject,
+        policy=loaded.policy,
+        max_bootstrap_draws=max_bootstrap_draws,
+        decision_order=decision_order,
+    )
+    published = build_evidence_pack(
+        loaded,
+        comparison_report=report.canonical_bytes,
+        signing_key=checked.signing_key,
+        unsigned=checked.signing_key is None,
+        limits=UNCAPPED_PACK_LIMITS if uncapped else REFERENCE_PACK_LIMITS,
+        decision_order=decision_order,
+    )
+    document = result_document(loaded.authored.output, published)
+    return Evaluation(document, report, published, checked)

@@ -1,0 +1,205 @@
+"""Private staging folders of pack publication: ownership locks and stale-folder removal.
+
+A pack is written into ``.captured-evidence-<32 hex>`` beside its destination
+and renamed into place (:func:`sealeval.captured.pack.publish_pack`). A
+process killed while staging leaves that folder behind. To tell a dead
+owner's folder from a live one, the publisher first creates the lock file
+``.captured-evidence-<32 hex>.lock`` next to it (exclusively, mode 0600, no
+link followed) and holds an exclusive ``flock`` on it for the whole staging;
+the kernel releases the lock when the process dies, however it dies.
+
+:func:`remove_stale_staging` (run before every publication) removes a staging
+folder only when all of these hold: its name is exactly ours; it is a real
+directory (a symlink is never followed nor removed) owned by the current
+user; its lock file exists, is a regular file owned by the current user; and
+the lock can be taken without waiting (no live process owns it). A folder
+without a lock file (another tool's, or one from before locks existed) is
+left alone. Removal walks with directory descriptors and never follows a
+link. Everything here is best effort: a failure leaves the entry in place and
+never fails the publication.
+
+Without ``fcntl`` (Windows) staging is not locked and nothing is removed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import secrets
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Final
+
+try:  # POSIX
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None  # type: ignore[assignment]
+
+__all__ = [
+    "LOCK_SUFFIX",
+    "STAGING_PREFIX",
+    "remove_stale_staging",
+    "remove_tree",
+    "staging_lock",
+]
+
+#: Name prefix of the private staging directory created beside the destination.
+STAGING_PREFIX: Final = ".captured-evidence-"
+#: Suffix of a staging directory's lock file (beside it, same token).
+LOCK_SUFFIX: Final = ".lock"
+
+_TOKEN_BYTES: Final = 16
+_STAGING_NAME: Final = re.compile(re.escape(STAGING_PREFIX) + r"[0-9a-f]{32}")
+_O_CLOEXEC: Final = getattr(os, "O_CLOEXEC", 0)
+_O_NOFOLLOW: Final = getattr(os, "O_NOFOLLOW", 0)
+_DIR_FLAGS: Final = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _O_NOFOLLOW | _O_CLOEXEC
+_LOCK_CREATE: Final = os.O_RDWR | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC
+_LOCK_OPEN: Final = os.O_RDWR | _O_NOFOLLOW | _O_CLOEXEC | getattr(os, "O_NONBLOCK", 0)
+
+
+@contextlib.contextmanager
+def _directory(parent: int | str | os.PathLike[str]) -> Iterator[int]:
+    """Yield a descriptor of ``parent`` (borrowed when given as one)."""
+    if isinstance(parent, int):
+        yield parent
+        return
+    fd = os.open(Path(parent), _DIR_FLAGS)
+    try:
+        yield fd
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def staging_lock(parent: int | str | os.PathLike[str]) -> Iterator[str]:
+    """Reserve a fresh staging name in ``parent`` and hold its lock; yield the name.
+
+    The caller creates the staging folder under the yielded name and removes
+    or renames it before the block ends; the lock file is removed on exit.
+
+    Raises:
+        OSError: the lock file could not be created or locked.
+    """
+    with _directory(parent) as parent_fd:
+        name = STAGING_PREFIX + secrets.token_hex(_TOKEN_BYTES)
+        lock_name = name + LOCK_SUFFIX
+        fd = os.open(lock_name, _LOCK_CREATE, 0o600, dir_fd=parent_fd)
+        try:
+            if fcntl is not None:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            try:
+                yield name
+            finally:
+                with contextlib.suppress(OSError):
+                    os.unlink(lock_name, dir_fd=parent_fd)
+        finally:
+            os.close(fd)
+
+
+def _names(dir_fd: int) -> list[str]:
+    """List a directory given as a file descriptor."""
+    return os.listdir(dir_fd)
+
+
+def remove_tree(parent_fd: int, name: str) -> None:
+    """Remove a directory tree we created (files first, then directories); links not followed.
+
+    Best effort: entries that cannot be removed stay.
+    """
+    try:
+        fd = os.open(name, _DIR_FLAGS, dir_fd=parent_fd)
+    except OSError:  # never created, already gone, or not a directory (a link)
+        return
+    try:
+        for entry in _names(fd):
+            try:
+                info = os.stat(entry, dir_fd=fd, follow_symlinks=False)
+            except OSError:  # pragma: no cover - removed concurrently
+                continue
+            if stat.S_ISDIR(info.st_mode):
+                remove_tree(fd, entry)
+            else:
+                with contextlib.suppress(OSError):
+                    os.unlink(entry, dir_fd=fd)
+    finally:
+        os.close(fd)
+    with contextlib.suppress(OSError):
+        os.rmdir(name, dir_fd=parent_fd)
+
+
+def _owned(info: os.stat_result) -> bool:
+    return not hasattr(os, "geteuid") or info.st_uid == os.geteuid()
+
+
+def _remove_if_stale(parent_fd: int, name: str) -> bool:
+    """Remove one staging folder when its owner is gone; return whether it was removed."""
+    assert fcntl is not None
+    info = os.stat(name, dir_fd=parent_fd, follow_symlinks=False)
+    if not stat.S_ISDIR(info.st_mode) or not _owned(info):
+        return False
+    try:
+        lock_fd = os.open(name + LOCK_SUFFIX, _LOCK_OPEN, dir_fd=parent_fd)
+    except OSError:  # no lock file (not ours to judge), a link, or unreadable
+        return False
+    try:
+        lock_info = os.fstat(lock_fd)
+        if not stat.S_ISREG(lock_info.st_mode) or not _owned(lock_info):
+            return False
+        try:
+            fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:  # held: a live process is staging
+            return False
+        remove_tree(parent_fd, name)
+        with contextlib.suppress(OSError):
+            os.unlink(name + LOCK_SUFFIX, dir_fd=parent_fd)
+        return True
+    finally:
+        os.close(lock_fd)
+
+
+def _remove_orphan_lock(parent_fd: int, lock_name: str) -> None:
+    """Remove a lock file whose folder is gone (killed after the rename) once it is free."""
+    assert fcntl is not None
+    try:
+        lock_fd = os.open(lock_name, _LOCK_OPEN, dir_fd=parent_fd)
+    except OSError:
+        return
+    try:
+        info = os.fstat(lock_fd)
+        if not stat.S_ISREG(info.st_mode) or not _owned(info):
+            return
+        try:
+            fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return
+        with contextlib.suppress(OSError):
+            os.unlink(lock_name, dir_fd=parent_fd)
+    finally:
+        os.close(lock_fd)
+
+
+def remove_stale_staging(parent: int | str | os.PathLike[str]) -> int:
+    """Remove the stale staging folders (and orphan lock files) in ``parent``.
+
+    Returns the number of staging folders removed. Never raises.
+    """
+    if fcntl is None:  # pragma: no cover - Windows: ownership cannot be proven
+        return 0
+    removed = 0
+    try:
+        with _directory(parent) as parent_fd:
+            names = set(_names(parent_fd))
+            for name in sorted(names):
+                if _STAGING_NAME.fullmatch(name) is not None:
+                    with contextlib.suppress(OSError):
+                        removed += _remove_if_stale(parent_fd, name)
+            for name in sorted(names):
+                if name.endswith(LOCK_SUFFIX):
+                    folder = name[: -len(LOCK_SUFFIX)]
+                    if _STAGING_NAME.fullmatch(folder) is not None and folder not in names:
+                        _remove_orphan_lock(parent_fd, name)
+    except OSError:
+        return removed
+    return removed

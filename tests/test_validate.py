@@ -1,0 +1,254 @@
+"""The one validation toolkit refuses with the caller's error class, code and field.
+
+Every check of :mod:`sealeval._validate` is run with two different families'
+error classes; the refusal must be exactly that class (not a sibling, not a
+base), carry the rule's code and the caller's field, and never echo the
+submitted value.
+"""
+
+from __future__ import annotations
+
+import types
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from sealeval import _validate
+from sealeval.canonical import encode_invarlock, frozen_canonical, frozen_digest, plain_canonical
+from sealeval.captured.errors import CapturedRunError
+from sealeval.captured.pack_reader import EvidencePackError
+from sealeval.captured.receipt import ReceiptError
+from sealeval.captured.request import CapturedRequestError
+from sealeval.captured.trust import TrustInputError
+from sealeval.errors import SealevalError
+
+CANARY = "PHI-CANARY-7f3a-jane-doe-MRN-0042"
+FIELD = "outer.inner"
+
+Check = Callable[[type[SealevalError]], object]
+
+# (rule id, the call given an error class, the expected code)
+REFUSALS: list[tuple[str, Check, str]] = [
+    (
+        "closed-not-object",
+        lambda e: _validate.check_closed([CANARY], FIELD, ("a",), error=e),
+        "invalid_type",
+    ),
+    (
+        "closed-unknown",
+        lambda e: _validate.check_closed({"a": 1, CANARY: 2}, FIELD, ("a",), error=e),
+        "unknown_field",
+    ),
+    (
+        "closed-missing",
+        lambda e: _validate.check_closed({"b": CANARY}, FIELD, ("a",), ("b",), error=e),
+        "missing_field",
+    ),
+    (
+        "text-type",
+        lambda e: _validate.check_text(7, FIELD, error=e),
+        "invalid_type",
+    ),
+    (
+        "text-too-long",
+        lambda e: _validate.check_text(CANARY * 10, FIELD, error=e),
+        "invalid_text",
+    ),
+    (
+        "text-control",
+        lambda e: _validate.check_text(CANARY + "\x00", FIELD, error=e),
+        "invalid_text",
+    ),
+    (
+        "text-blank",
+        lambda e: _validate.check_text(" \t", FIELD, error=e, blank=False),
+        "invalid_text",
+    ),
+    (
+        "text-surrogate",
+        lambda e: _validate.check_text(CANARY + "\ud800", FIELD, error=e),
+        "invalid_json_value",
+    ),
+    (
+        "digest",
+        lambda e: _validate.check_digest("sha256:" + CANARY, FIELD, error=e),
+        "invalid_digest",
+    ),
+    (
+        "digest-null-not-allowed",
+        lambda e: _validate.check_digest(None, FIELD, error=e),
+        "invalid_digest",
+    ),
+    (
+        "string-map-type",
+        lambda e: _validate.check_string_map([CANARY], FIELD, error=e),
+        "invalid_type",
+    ),
+    (
+        "string-map-members",
+        lambda e: _validate.check_string_map(
+            {f"k{i}": CANARY for i in range(_validate.MAX_MEMBERS + 1)}, FIELD, error=e
+        ),
+        "too_many_members",
+    ),
+    (
+        "string-map-value",
+        lambda e: _validate.check_string_map({"k": 1}, FIELD, error=e),
+        "invalid_type",
+    ),
+    (
+        "freeze-nan",
+        lambda e: _validate.freeze_json({"x": float("nan")}, FIELD, error=e),
+        "invalid_json_value",
+    ),
+    (
+        "freeze-key",
+        lambda e: _validate.freeze_json({1: CANARY}, FIELD, error=e),
+        "invalid_json_value",
+    ),
+    (
+        "freeze-deep",
+        lambda e: _validate.freeze_json([[[CANARY]]], FIELD, error=e, max_depth=2),
+        "too_deep",
+    ),
+    (
+        "freeze-type",
+        lambda e: _validate.freeze_json({CANARY}, FIELD, error=e),
+        "invalid_json_value",
+    ),
+    (
+        "frozen-canonical",
+        lambda e: frozen_canonical({"x": {CANARY}}, error=e),
+        "invalid_json_value",
+    ),
+    (
+        "frozen-digest",
+        lambda e: frozen_digest([float("inf")], error=e),
+        "invalid_json_value",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    "error", [CapturedRunError, CapturedRequestError], ids=lambda e: e.__name__
+)
+@pytest.mark.parametrize(("call", "code"), [r[1:] for r in REFUSALS], ids=[r[0] for r in REFUSALS])
+def test_each_check_refuses_with_the_callers_class_and_code(
+    call: Check, code: str, error: type[SealevalError]
+) -> None:
+    with pytest.raises(SealevalError) as caught:
+        call(error)
+    assert type(caught.value) is error
+    assert caught.value.code == code
+    assert caught.value.field in (FIELD, None)
+    assert CANARY not in str(caught.value)
+    assert CANARY not in repr(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("error", "codes"),
+    [
+        (EvidencePackError, ("invalid_field", "unknown_field", "missing_field")),
+        (ReceiptError, ("schema_violation",) * 3),
+        (TrustInputError, ("invalid_type", "unknown_field", "missing_field")),
+    ],
+    ids=lambda value: value.__name__ if isinstance(value, type) else "-".join(value),
+)
+def test_closed_object_codes_are_the_callers(
+    error: type[SealevalError], codes: tuple[str, str, str]
+) -> None:
+    """A family names its own closed-object codes; the order of the rules is fixed."""
+    type_code, unknown_code, missing_code = codes
+
+    def check(value: object) -> object:
+        if len(set(codes)) == 1:
+            return _validate.check_exact(value, FIELD, ("a", "b"), error=error, code=type_code)
+        return _validate.check_closed(
+            value,
+            FIELD,
+            ("a",),
+            ("b",),
+            error=error,
+            type_code=type_code,
+            unknown_code=unknown_code,
+            missing_code=missing_code,
+        )
+
+    for value, expected in (
+        ([CANARY], type_code),
+        ({"a": 1, "b": 2, CANARY: 3}, unknown_code),  # unknown is checked before missing
+        ({"b": CANARY}, missing_code),
+    ):
+        with pytest.raises(SealevalError) as caught:
+            check(value)
+        assert type(caught.value) is error
+        assert (caught.value.code, caught.value.field) == (expected, FIELD)
+        assert CANARY not in str(caught.value)
+
+
+def test_accepted_values_come_back_checked_and_frozen() -> None:
+    document = {"a": 1, "b": [1, {"c": None}]}
+    assert _validate.check_closed(document, FIELD, ("a",), ("b",), error=CapturedRunError) is (
+        document
+    )
+    assert _validate.check_exact({"a": 1}, FIELD, ("a",), error=ReceiptError, code="x") == {"a": 1}
+    assert _validate.check_digest(None, FIELD, error=CapturedRunError, nullable=True) is None
+    digest = "sha256:" + "0" * 64
+    assert _validate.check_digest(digest, FIELD, error=CapturedRunError) == digest
+    assert _validate.check_text("x\ty", FIELD, error=CapturedRunError, controls=True) == "x\ty"
+    frozen = _validate.freeze_json(document, FIELD, error=CapturedRunError)
+    assert isinstance(frozen, types.MappingProxyType)
+    assert frozen["b"] == (1, {"c": None})
+    assert _validate.thaw_json(frozen) == document
+    assert frozen_canonical(frozen, error=CapturedRunError) == encode_invarlock(document)
+    assert plain_canonical(document) == encode_invarlock(document)[:-1]
+    assert plain_canonical({"x": float("nan")}) is None
+    assert _validate.plain_json(document)
+    assert not _validate.plain_json(frozen)
+    shared = _validate.check_string_map({"k": "v"}, FIELD, error=CapturedRunError)
+    assert shared is _validate.check_string_map({"k": "v"}, FIELD, error=CapturedRunError)
+
+
+def test_rebased_moves_the_field_and_keeps_the_class() -> None:
+    for inner, expected in (
+        ("case", "cases[2]"),
+        ("case.id", "cases[2].id"),
+        ("case[1]", "cases[2][1]"),
+        ("other", "cases[2].other"),
+        (None, "cases[2]"),
+    ):
+        with (
+            pytest.raises(CapturedRequestError) as caught,
+            _validate.rebased("case", "cases[2]", error=CapturedRequestError),
+        ):
+            raise CapturedRequestError("invalid_type", inner)
+        assert type(caught.value) is CapturedRequestError
+        assert (caught.value.code, caught.value.field) == ("invalid_type", expected)
+    # another family's refusal passes through untouched
+    with (
+        pytest.raises(CapturedRunError) as other,
+        _validate.rebased("case", "cases[2]", error=CapturedRequestError),
+    ):
+        raise CapturedRunError("invalid_type", "case.id")
+    assert other.value.field == "case.id"
+
+
+def test_transitional_bindings_refuse_as_captured_run_errors() -> None:
+    """captured.errors keeps bound names for modules not yet moved; they are the toolkit."""
+    from sealeval.captured import errors  # noqa: PLC0415
+
+    calls: list[Callable[[], Any]] = [
+        lambda: errors.check_members([CANARY], FIELD, ("a",)),
+        lambda: errors.check_text(CANARY * 10, FIELD),
+        lambda: errors.frozen_canonical({CANARY}),
+    ]
+    for call in calls:
+        with pytest.raises(CapturedRunError) as caught:
+            call()
+        assert type(caught.value) is CapturedRunError
+        assert CANARY not in str(caught.value)
+    assert errors.fail("too_large", FIELD).field == FIELD
+    with pytest.raises(CapturedRunError) as moved, errors.rebased("a", "b"):
+        raise errors.fail("invalid_type", "a.c")
+    assert moved.value.field == "b.c"
