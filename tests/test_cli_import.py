@@ -78,7 +78,8 @@ def test_vector_through_the_cli(case: dict[str, Any], tmp_path: Path) -> None:
             pytest.fail("vector case shape not understood")
         assert result.exit_code == 2
         assert result.stdout == ""
-        match = _ERROR.fullmatch(result.stderr)
+        # the first line is the refusal; an unknown --adapter adds the valid names
+        match = _ERROR.fullmatch(result.stderr.splitlines(keepends=True)[0])
         assert match is not None, result.stderr
         assert match.group(2) == message_code(case["name"], expected["error"]["message"])
         assert not output.exists()
@@ -143,7 +144,7 @@ def test_refusals_print_field_and_code_only(tmp_path: Path) -> None:
     for message, options in cases_.items():
         result = _invoke(path, *options, "-o", output)
         assert result.exit_code == 2, message
-        assert result.stderr == f"sealeval: error: {message}\n"
+        assert result.stderr.splitlines()[0] == f"sealeval: error: {message}"
         assert result.stdout == ""
         assert not output.exists()
 

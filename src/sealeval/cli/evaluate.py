@@ -190,10 +190,8 @@ def _setup(
 # Evaluation
 
 
-def _evaluation_text(
-    document: Mapping[str, Any], report: ComparisonReport, signer: str | None = None
-) -> str:
-    """Return the human result: decision, metrics, the digests and command `verify` needs."""
+def _evaluation_text(document: Mapping[str, Any], report: ComparisonReport) -> str:
+    """Return the human result (the reference's lines: decision, signing, metrics, evidence)."""
     signing = (
         "Signing: Signed evidence"
         if document["authentication"] == "signed"
@@ -206,6 +204,16 @@ def _evaluation_text(
         "Independent verification: not performed",
         *metric_lines(report.metric_summaries()),
         f"Evidence: {document['evidence']}",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def next_steps(document: Mapping[str, Any], signer: str | None) -> str:
+    """Return what ``verify`` needs: every digest and the verify command line.
+
+    Printed on standard error so that standard output keeps the reference's lines.
+    """
+    lines = [
         f"Pack manifest digest: {document['pack_manifest_digest']}",
         f"Baseline run digest: {document['baseline_run_digest']}",
         f"Subject run digest: {document['subject_run_digest']}",
@@ -223,6 +231,8 @@ def _evaluation_text(
             f" --expected-signer {signer}"
             " --verifier-signing-key KEY --verifier-identity ID --receipt receipt.json",
         ]
+    else:
+        lines.append("Unsigned local evidence cannot be verified (sign with --signing-key KEY).")
     return "\n".join(lines) + "\n"
 
 
@@ -399,9 +409,10 @@ def evaluate_command(
     elif report is None:
         click.echo(_preflight_text(document), nl=False)
     else:
+        click.echo(_evaluation_text(document, report), nl=False)
         published = evaluation.published
         signer = None if published is None else published.signing_key_fingerprint
-        click.echo(_evaluation_text(document, report, signer), nl=False)
+        click.echo(next_steps(document, signer), nl=False, err=True)
     if fail_on_policy and document.get("decision") != "pass":
         raise click.exceptions.Exit(EXIT_POLICY_NOT_PASSED)
     raise click.exceptions.Exit(EXIT_OK)

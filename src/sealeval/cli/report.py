@@ -129,6 +129,13 @@ def _publish(path: Path, data: bytes, where: str) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the JSON result, not Markdown.")
 @click.option("--uncapped", is_flag=True, help="Read a pack built with evaluate --uncapped.")
 @decision_order_option("Read a pack built with evaluate --decision-order width_first.")
+@click.option(
+    "--compat",
+    type=click.Choice(["invarlock"]),
+    default=None,
+    help="Write Markdown and JUnit with the reference's exact wording (invarlock's bytes) "
+    "and print the Markdown even when writing files, as the reference does.",
+)
 def report_command(
     evidence: str,
     *,
@@ -139,6 +146,7 @@ def report_command(
     as_json: bool,
     uncapped: bool,
     decision_order: str,
+    compat: str | None,
 ) -> None:
     """Render the stored comparison of a captured evidence pack.
 
@@ -146,8 +154,11 @@ def report_command(
     pack but performs no replay, no scoring and no verification, so it
     confers no verification authority. Exit 0 when rendered, 2 on any
     failure (a pack that fails examination, an inconsistent report, an
-    unusable destination).
+    unusable destination). Markdown goes to standard output only when no
+    file is written (and without --json); --compat invarlock prints it
+    always, as the reference does.
     """
+    wording = "invarlock" if compat == "invarlock" else "sealeval"
     given = {"html": html_path, "junit": junit_path, "markdown": markdown_path}
     requested = {fmt: path for fmt, path in given.items() if path is not None}
     written: dict[str, str] = {}
@@ -159,10 +170,10 @@ def report_command(
             limits=UNCAPPED_PACK_LIMITS if uncapped else REFERENCE_PACK_LIMITS,
             decision_order=decision_order,
         )
-        markdown = render_markdown(pack, explain=explain)
+        markdown = render_markdown(pack, explain=explain, wording=wording)
         rendered = {
             "html": lambda: render_html(pack).encode("utf-8"),
-            "junit": lambda: render_junit(pack),
+            "junit": lambda: render_junit(pack, wording=wording),
             "markdown": lambda: markdown.encode("utf-8"),
         }
         outputs = {fmt: rendered[fmt]() for fmt in FORMATS if fmt in destinations}
@@ -194,5 +205,5 @@ def report_command(
             errors=[],
         )
         click.echo(encode_result(document), nl=False)
-    else:
+    elif not written or compat == "invarlock":
         click.echo(markdown, nl=False)
