@@ -160,3 +160,30 @@ def test_report_compat_keeps_the_reference_wording(published: str) -> None:
         ours.replace("# sealeval", "# InvarLock").replace("sealeval verify", "invarlock verify")
         == markdown
     )
+
+
+@pytest.fixture
+def starters(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    for kind in ("policy", "request"):
+        assert _invoke("init", kind)[0] == 0
+    return tmp_path
+
+
+def test_evaluate_without_a_key_names_the_options(starters: Path) -> None:
+    code, out, err = _invoke("evaluate", "request.yaml")
+    assert code == 2
+    assert out == ""
+    lines = err.splitlines()
+    assert lines[0] == "sealeval: error: signing_key: signing_key_required"
+    assert "--signing-key KEY" in lines[1]
+    assert "--unsigned" in lines[1]
+
+
+def test_evaluate_into_an_existing_folder_names_the_remedy(starters: Path) -> None:
+    (starters / "evidence").mkdir()
+    code, _, err = _invoke("evaluate", "request.yaml", "--unsigned")
+    assert code == 2
+    lines = err.splitlines()
+    assert lines[0].endswith(": output_exists")
+    assert "--output DIR" in lines[1]

@@ -208,6 +208,26 @@ def _evaluation_text(document: Mapping[str, Any], report: ComparisonReport) -> s
     return "\n".join(lines) + "\n"
 
 
+#: What the user can type to get past a refusal (code -> remedy), printed after the error.
+_REMEDIES: Final = {
+    "too_many_records": "runs beyond invarlock's envelope (50,000 records, 128 MiB) need "
+    "--uncapped (on evaluate, verify and report)",
+    "too_many_cases": "runs beyond invarlock's envelope need --uncapped "
+    "(on evaluate, verify and report)",
+    "signing_key_required": "give --signing-key KEY (sealeval evaluate --keygen DIR makes one) "
+    "or --unsigned",
+    "signing_mode_conflict": "give either --signing-key KEY or --unsigned, not both",
+    "output_exists": "the evidence folder exists: remove it or give --output DIR",
+}
+
+
+def remedy(error: SealevalError) -> str | None:
+    """Return the remedy line for a refusal, naming options (never a value), or ``None``."""
+    if error.code == "too_large" and (error.field or "").startswith("comparison."):
+        return _REMEDIES["too_many_records"]
+    return _REMEDIES.get(error.code)
+
+
 def next_steps(document: Mapping[str, Any], signer: str | None) -> str:
     """Return what ``verify`` needs: every digest and the verify command line.
 
@@ -402,6 +422,9 @@ def evaluate_command(
             click.echo(_failure(run_preflight, signing_key, unsigned, str(error)), nl=False)
         else:
             click.echo(f"sealeval: error: {error}", err=True)
+            hint = remedy(error)
+            if hint is not None:
+                click.echo(f"sealeval: {hint}", err=True)
         raise click.exceptions.Exit(EXIT_ERROR) from None
     document, report = evaluation.document, evaluation.report
     if as_json:
