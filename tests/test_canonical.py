@@ -7,6 +7,7 @@ import contextlib
 import hashlib
 import json
 import math
+import tracemalloc
 import types
 from typing import Any
 
@@ -15,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from _vectors import cases, decode_input, load
+from sealeval import canonical
 from sealeval.canonical import (
     DecodeLimits,
     decode,
@@ -367,3 +369,70 @@ def test_depth_check_agrees_with_the_full_walk(value: Any, max_depth: int) -> No
     assert outcome(lambda: _check_depth(value, max_depth)) == walked
     data = json.dumps(value).encode()
     assert outcome(lambda: decode(data, limits=limits)) == walked
+
+
+# ---------------------------------------------------------------------------
+# #13 item 3: container amplification is refused before decoding
+
+
+class _NeverDecode:
+    def decode(self, text: str) -> object:
+        raise AssertionError("decoded although the counts are over the limits")
+
+
+def test_containers_are_counted_before_decoding(monkeypatch: pytest.MonkeyPatch) -> None:
+    data = b'{"samples":[' + b"[]," * 5000 + b"[]]}"
+    limits = DecodeLimits(max_containers=1000)
+    monkeypatch.setattr(canonical, "_DECODER", _NeverDecode())
+    with pytest.raises(CanonicalError) as caught:
+        decode(data, limits=limits)
+    assert caught.value.code == "too_many_containers"
+    with pytest.raises(CanonicalError) as caught:
+        decode(b"[" + b"0," * 5000 + b"0]", limits=DecodeLimits(max_items=1000))
+    assert caught.value.code == "too_many_items"
+
+
+def test_brackets_and_commas_inside_strings_do_not_count() -> None:
+    text = '"' + '[{,\\"' * 2000 + '"'
+    limits = DecodeLimits(max_containers=2, max_items=3)
+    assert decode(f'{{"a": [{text}, {text}]}}', limits=limits) == {"a": [json.loads(text)] * 2}
+    with pytest.raises(CanonicalError) as caught:
+        decode(f"[[{text}], [], []]", limits=limits)
+    assert caught.value.code == "too_many_containers"
+
+
+@pytest.mark.parametrize(
+    ("containers", "items", "document", "code"),
+    [
+        (3, 100, "[[],[]]", None),
+        (2, 100, "[[],[]]", "too_many_containers"),
+        (10, 3, "[1,2,3]", None),
+        (10, 2, "[1,2,3]", "too_many_items"),
+        (10, 2, '{"a":1,"b":2}', None),
+        (10, 1, '{"a":1,"b":2}', "too_many_items"),
+    ],
+)
+def test_container_and_item_limits_are_exact(
+    containers: int, items: int, document: str, code: str | None
+) -> None:
+    limits = DecodeLimits(max_containers=containers, max_items=items)
+    if code is None:
+        assert decode(document, limits=limits) == json.loads(document)
+        return
+    with pytest.raises(CanonicalError) as caught:
+        decode(document, limits=limits)
+    assert caught.value.code == code
+
+
+def test_default_limits_refuse_the_amplification_probe_in_bounded_memory() -> None:
+    """5M empty arrays (15 MB) are refused by the default container bound before decoding."""
+    data = b'{"samples":[' + b"[]," * 5_000_000 + b"[]]}"
+    tracemalloc.start()
+    try:
+        with pytest.raises(CanonicalError) as caught:
+            decode(data)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert caught.value.code == "too_many_containers"
+    assert peak < 4 * len(data)  # decoding would have cost about 20x the input

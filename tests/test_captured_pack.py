@@ -31,6 +31,8 @@ import sealeval.captured.pack as pack_module
 import sealeval.captured.pack_reader as reader_module
 import sealeval.captured.signing as signing_module
 from _vectors import PROJECT_ROOT, cases, load, vectors_dir
+from sealeval._fs import FileSystemError
+from sealeval._fs import _write as fs_module
 from sealeval.canonical import digest_bytes, encode_invarlock
 from sealeval.captured.errors import CapturedRunError
 from sealeval.captured.pack import (
@@ -1212,7 +1214,7 @@ def test_destination_created_concurrently_is_never_clobbered(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     if noreplace == "claimed-directory":
-        monkeypatch.setattr(pack_module, "_NOREPLACE", None)
+        monkeypatch.setattr(fs_module, "_NOREPLACE", None)
     destination = tmp_path / "pack"
     original = pack_module._stage
 
@@ -1232,7 +1234,7 @@ def test_destination_created_concurrently_is_never_clobbered(
 def test_claimed_directory_fallback_publishes(
     loaded_main: tuple[CapturedRequest, bytes], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(pack_module, "_NOREPLACE", None)
+    monkeypatch.setattr(fs_module, "_NOREPLACE", None)
     published = publish_pack(_prepare(loaded_main), tmp_path / "pack")
     assert read_evidence_pack(published.path).manifest_digest == published.pack_manifest_digest
     assert sorted(p.name for p in tmp_path.iterdir()) == ["pack"]
@@ -1246,7 +1248,7 @@ def test_unsupported_noreplace_falls_back(
         ctypes.set_errno(errno.EINVAL)
         return -1
 
-    monkeypatch.setattr(pack_module, "_NOREPLACE", (unsupported, 1))
+    monkeypatch.setattr(fs_module, "_NOREPLACE", (unsupported, 1))
     published = publish_pack(_prepare(loaded_main), tmp_path / "pack")
     read_evidence_pack(published.path)
 
@@ -1478,16 +1480,16 @@ def test_generate_signing_key_removes_the_first_file_on_failure(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
 
-    original = signing_module._write_new_file
+    original = signing_module.create_exclusive
     calls = {"n": 0}
 
-    def write(dir_fd: int | None, name: str, data: bytes) -> None:
+    def write(dir_fd: int, name: str, data: bytes, *, mode: int = 0o600) -> int:
         calls["n"] += 1
         if calls["n"] == 2:
-            raise SigningKeyError("output_unwritable", "output")
-        original(dir_fd, name, data)
+            raise FileSystemError("output_unwritable", "output")
+        return original(dir_fd, name, data, mode=mode)
 
-    monkeypatch.setattr(signing_module, "_write_new_file", write)
+    monkeypatch.setattr(signing_module, "create_exclusive", write)
     with pytest.raises(SigningKeyError):
         generate_signing_key(tmp_path / "private.pem", tmp_path / "public.pem")
     assert list(tmp_path.iterdir()) == []
@@ -1500,6 +1502,18 @@ def test_generate_signing_key_removes_the_first_file_on_failure(
 def test_generate_key_directory(tmp_path: Path) -> None:
     generated = generate_key_directory(tmp_path / "keys")
     assert stat.S_IMODE((tmp_path / "keys").stat().st_mode) == 0o700
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "linked").symlink_to(tmp_path / "outside")
+    for write in (
+        lambda: generate_key_directory(tmp_path / "linked" / "keys"),
+        lambda: generate_signing_key(tmp_path / "linked" / "a.pem", tmp_path / "b.pem"),
+        lambda: generate_signing_key(tmp_path / "a.pem", tmp_path / "linked" / "b.pem"),
+    ):
+        with pytest.raises(SigningKeyError) as unsafe:
+            write()
+        assert unsafe.value.code == "unsafe_destination"
+    assert list((tmp_path / "outside").iterdir()) == []
+    assert not (tmp_path / "a.pem").exists()
     for name in ("private.pem", "public.pem"):
         assert stat.S_IMODE((tmp_path / "keys" / name).stat().st_mode) == 0o600
     assert load_signing_key(generated.private_key).fingerprint == generated.fingerprint
@@ -1563,7 +1577,7 @@ def test_staged_names_are_private(
     loaded_main: tuple[CapturedRequest, bytes], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     seen: list[str] = []
-    original = pack_module._rename_noreplace
+    original = pack_module.rename_noreplace
 
     def rename(dir_fd: int, old: str, new: str) -> None:
         seen.append(old)
@@ -1571,7 +1585,7 @@ def test_staged_names_are_private(
         assert stat.S_IMODE(mode) == 0o700
         original(dir_fd, old, new)
 
-    monkeypatch.setattr(pack_module, "_rename_noreplace", rename)
+    monkeypatch.setattr(pack_module, "rename_noreplace", rename)
     publish_pack(_prepare(loaded_main), tmp_path / "pack")
     assert len(seen) == 1
     assert seen[0].startswith(STAGING_PREFIX)
@@ -1801,7 +1815,7 @@ def test_noreplace_rename_errors(
         ctypes.set_errno(error)
         return -1
 
-    monkeypatch.setattr(pack_module, "_NOREPLACE", (failing, 1))
+    monkeypatch.setattr(fs_module, "_NOREPLACE", (failing, 1))
     with pytest.raises(EvidencePackBuildError) as caught:
         publish_pack(_prepare(loaded_main), tmp_path / "pack")
     assert caught.value.code == code
@@ -1818,7 +1832,7 @@ def test_claimed_directory_rename_errors(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(pack_module, "_NOREPLACE", None)
+    monkeypatch.setattr(fs_module, "_NOREPLACE", None)
     real_rename = os.rename
 
     def rename(old: Any, new: Any, **kwargs: Any) -> None:
@@ -1865,13 +1879,13 @@ def test_key_and_envelope_details(tmp_path: Path) -> None:
     (tmp_path / "file").write_text("x")
     with pytest.raises(SigningKeyError) as caught:
         generate_signing_key(tmp_path / "file" / "a.pem", tmp_path / "b.pem")
-    assert caught.value.code == "output_unwritable"
+    assert caught.value.code == "unsafe_destination"
     with pytest.raises(SigningKeyError) as caught:
         generate_signing_key(tmp_path / "..", tmp_path / "b.pem")
-    assert caught.value.code in ("output_exists", "output_unwritable")
+    assert caught.value.code == "unsafe_destination"
     with pytest.raises(SigningKeyError) as caught:
         generate_key_directory(tmp_path / "file" / "..")
-    assert caught.value.code == "output_unwritable"
+    assert caught.value.code == "unsafe_destination"
 
 
 def test_width_first_report_envelope_is_opt_in(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import shutil
 import stat
 from pathlib import Path
 from typing import Any
@@ -481,7 +482,7 @@ def test_issued_rejection_receipts_verify(tmp_path: Path) -> None:
     )
     assert statement["verdict"]["verification_status"] == 6
     assert repr(ReceiptCheck(ok=True, verifier_fingerprint=None, error=None)) == (
-        "ReceiptCheck(ok=True, error=None)"
+        "ReceiptCheck(ok=True, error=None, pack_rechecked=False)"
     )
 
 
@@ -501,3 +502,44 @@ def test_receipt_errors_never_echo_values(tmp_path: Path) -> None:
     texts += [*result.errors, repr(result)]
     assert texts
     assert all(CANARY not in text for text in texts)
+
+
+# ---------------------------------------------------------------------------
+# The pack re-check (#13: a valid receipt said nothing about edited payloads)
+
+
+def _edited_copy(tmp_path: Path) -> Path:
+    copy = tmp_path / "evidence"
+    shutil.copytree(V / "packs" / MAIN / "evidence", copy)
+    subject = copy / "records" / "subject.json"
+    subject.chmod(0o644)
+    data = bytearray(subject.read_bytes())
+    index = data.index(b'"')
+    data[index + 1] = ord("Z") if data[index + 1] != ord("Z") else ord("Y")
+    subject.write_bytes(bytes(data))
+    return copy
+
+
+def test_receipt_check_says_payloads_were_not_rechecked(tmp_path: Path) -> None:
+    edited = _edited_copy(tmp_path)
+    result = _check(MAIN_RECEIPT, evidence=edited)
+    assert result.ok
+    assert result.pack_rechecked is False
+    assert "pack_rechecked=False" in repr(result)
+
+
+def test_receipt_recheck_refuses_edited_payloads(tmp_path: Path) -> None:
+    edited = _edited_copy(tmp_path)
+    assert _code(_check(MAIN_RECEIPT, evidence=edited, recheck_pack=True)) == (
+        "pack_mismatch",
+        "pack",
+    )
+    with pytest.raises(ReceiptError) as caught:
+        check_receipt(MAIN_RECEIPT, evidence=edited, recheck_pack=True, **MAIN_EXPECTATIONS)
+    assert caught.value.code == "pack_mismatch"
+
+
+def test_receipt_recheck_accepts_the_untouched_pack() -> None:
+    result = _check(MAIN_RECEIPT, recheck_pack=True)
+    assert result.ok
+    assert result.pack_rechecked is True

@@ -531,3 +531,40 @@ def test_walk_never_reads_outside_while_a_directory_is_swapped(tmp_path: Path) -
     finally:
         swapper.terminate()
         swapper.join()
+
+
+def test_depth_bound_is_inclusive(tmp_path: Path) -> None:
+    (tmp_path / "a" / "b" / "c").mkdir(parents=True)
+    assert len(_walk(tmp_path, max_depth=3)) == 3
+    with pytest.raises(FileSystemError) as error:
+        _walk(tmp_path, max_depth=2)
+    assert _code(error) == "too_deep"
+
+
+def test_exclusive_writer_streams_and_discards(tmp_path: Path) -> None:
+    with _fs.ExclusiveWriter(tmp_path / "run.json", mode=0o600) as writer:
+        writer.write(b"a")
+        writer.write(b"b")
+        assert not (tmp_path / "run.json").exists()
+        writer.publish()
+    assert (tmp_path / "run.json").read_bytes() == b"ab"
+    assert [p.name for p in tmp_path.iterdir()] == ["run.json"]
+
+    def interrupted() -> None:
+        with _fs.ExclusiveWriter(tmp_path / "other") as writer:
+            writer.write(b"partial")
+            raise RuntimeError
+
+    with pytest.raises(RuntimeError):
+        interrupted()
+    assert [p.name for p in tmp_path.iterdir()] == ["run.json"]
+    with _fs.ExclusiveWriter(tmp_path / "late") as writer:
+        (tmp_path / "late").write_bytes(b"theirs")
+        with pytest.raises(FileSystemError) as error:
+            writer.publish()
+        assert _code(error) == "output_exists"
+    assert (tmp_path / "late").read_bytes() == b"theirs"
+    with pytest.raises(FileSystemError) as error:
+        writer.write(b"after")
+    assert _code(error) == "output_unwritable"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["late", "run.json"]

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import multiprocessing
 import os
+import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -20,6 +23,7 @@ from sealeval.manifest import components
 from sealeval.manifest.components import (
     CHUNK_SIZE,
     TREE_DIGEST_HEADER,
+    TreeLimits,
     digest_config_document,
     digest_file,
     digest_tree,
@@ -70,18 +74,82 @@ def test_file_changed_while_read_is_refused(
 ) -> None:
     path = tmp_path / "growing.bin"
     path.write_bytes(b"a" * 10)
-    real = components._hash_open_file
+    real = os.readv
+    grown: list[bool] = []
 
-    def read_then_grow(fd: int, hasher: object, buffer: bytearray) -> int:
-        count = real(fd, hasher, buffer)
-        with path.open("ab") as handle:
-            handle.write(b"more")
+    def read_then_grow(fd: int, buffers: list[memoryview]) -> int:
+        count = real(fd, buffers)
+        if not grown:
+            grown.append(True)
+            with path.open("ab") as handle:
+                handle.write(b"more")
         return count
 
-    monkeypatch.setattr(components, "_hash_open_file", read_then_grow)
+    monkeypatch.setattr(os, "readv", read_then_grow)
     with pytest.raises(ComponentDigestError) as caught:
         digest_file(path)
     assert caught.value.code == "file_changed"
+
+
+def test_rewrite_with_restored_mtime_during_the_read_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """#13 item 6, deterministic: same size, inode and mtime; only ctime changes."""
+    path = tmp_path / "weights.bin"
+    path.write_bytes(b"A" * 100)
+    info = path.stat()
+    real = os.readv
+    rewritten: list[bool] = []
+
+    def read_then_rewrite(fd: int, buffers: list[memoryview]) -> int:
+        count = real(fd, buffers)
+        if not rewritten:
+            rewritten.append(True)
+            time.sleep(0.01)  # a coarse clock must see the change time move
+            with path.open("r+b") as handle:
+                handle.write(b"B")
+            os.utime(path, ns=(info.st_atime_ns, info.st_mtime_ns))
+        return count
+
+    monkeypatch.setattr(os, "readv", read_then_rewrite)
+    with pytest.raises(ComponentDigestError) as caught:
+        digest_file(path)
+    assert caught.value.code == "file_changed"
+    assert path.stat().st_mtime_ns == info.st_mtime_ns
+
+
+def _rewrite_keeping_mtime(path: str, seconds: float) -> None:
+    info = os.stat(path)
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        with open(path, "r+b") as handle:
+            handle.write(b"B")
+        os.utime(path, ns=(info.st_atime_ns, info.st_mtime_ns))
+        with open(path, "r+b") as handle:
+            handle.write(b"A")
+        os.utime(path, ns=(info.st_atime_ns, info.st_mtime_ns))
+
+
+def test_in_place_rewrite_with_restored_mtime_is_refused(tmp_path: Path) -> None:
+    """#13 item 6: size, inode and mtime unchanged; the change time gives it away."""
+    path = tmp_path / "weights.bin"
+    path.write_bytes(b"A" * (16 << 20))
+    writer = multiprocessing.get_context("spawn").Process(
+        target=_rewrite_keeping_mtime, args=(str(path), 20.0)
+    )
+    writer.start()
+    try:
+        codes: set[str] = set()
+        deadline = time.monotonic() + 15
+        while not codes and time.monotonic() < deadline:
+            try:
+                digest_file(path)
+            except ComponentDigestError as error:
+                codes.add(error.code)
+    finally:
+        writer.terminate()
+        writer.join()
+    assert codes == {"file_changed"}
 
 
 # ---------------------------------------------------------------------------
@@ -102,7 +170,7 @@ def _build_model(root: Path) -> None:
 def _independent_tree_digest() -> str:
     """The tree digest of ``_build_model`` computed from the documented format."""
     entries = [
-        ["l", "config-link.json", "config.json"],
+        ["l", "config-link.json", "config.json", "config.json"],
         ["f", "config.json", 13, _sha(b'{"layers": 2}'), False],
         ["d", "empty"],
         ["f", "run.sh", 10, _sha(b"#!/bin/sh\n"), True],
@@ -168,7 +236,8 @@ def test_symlink_to_the_root_is_recorded_not_followed(tmp_path: Path) -> None:
     root = tmp_path / "model"
     root.mkdir()
     (root / "self").symlink_to(root)
-    expected = _sha(TREE_DIGEST_HEADER + encode_openmed(["l", "self", "."]).encode() + b"\n")
+    line = encode_openmed(["l", "self", ".", str(root)]).encode()
+    expected = _sha(TREE_DIGEST_HEADER + line + b"\n")
     assert digest_tree(root) == expected
 
 
@@ -214,6 +283,134 @@ def test_tree_refusals(tmp_path: Path, make: object, code: str) -> None:
     assert str(tmp_path) not in str(caught.value) + repr(caught.value)
 
 
+def _loop_pair(root: Path) -> None:
+    (root / "a").symlink_to("b")
+    (root / "b").symlink_to("a")
+
+
+def _loop_triple(root: Path) -> None:
+    (root / "a").symlink_to("b")
+    (root / "b").symlink_to("c")
+    (root / "c").symlink_to("a")
+
+
+@pytest.mark.parametrize("make", [_loop_pair, _loop_triple], ids=["pair", "triple"])
+def test_symlink_loops_are_refused(tmp_path: Path, make: object) -> None:
+    """#13 item 5: loops were accepted and two different loops digested equally."""
+    root = tmp_path / "model"
+    root.mkdir()
+    make(root)  # type: ignore[operator]
+    with pytest.raises(ComponentDigestError) as caught:
+        digest_tree(root)
+    assert caught.value.code == "symlink_loop"
+
+
+def test_link_text_is_part_of_the_digest(tmp_path: Path) -> None:
+    """Two links to the same target with different texts digest differently."""
+    digests = set()
+    for index, text in enumerate(["config.json", "./config.json", "sub/../config.json"]):
+        root = tmp_path / f"m{index}"
+        (root / "sub").mkdir(parents=True)
+        (root / "config.json").write_text("{}")
+        (root / "link").symlink_to(text)
+        digests.add(digest_tree(root))
+    assert len(digests) == 3
+
+
+def _make_chain(root: Path, depth: int) -> None:
+    fd = os.open(root, os.O_RDONLY)
+    try:
+        for _ in range(depth):
+            os.mkdir("d", dir_fd=fd)
+            child = os.open("d", os.O_RDONLY, dir_fd=fd)
+            os.close(fd)
+            fd = child
+    finally:
+        os.close(fd)
+
+
+def _remove_chain(root: Path) -> None:
+    fds = [os.open(root, os.O_RDONLY)]
+    try:
+        while "d" in os.listdir(fds[-1]):
+            fds.append(os.open("d", os.O_RDONLY | os.O_NOFOLLOW, dir_fd=fds[-1]))
+        while len(fds) > 1:
+            os.close(fds.pop())
+            os.rmdir("d", dir_fd=fds[-1])
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
+def test_deep_tree_is_a_closed_refusal() -> None:
+    """#13 item 4: 1,000 levels gave a RecursionError; now ``too_deep`` (iterative walk)."""
+    root = Path(tempfile.mkdtemp(prefix="sealeval-deep-"))  # not tmp_path: rmtree recurses
+    try:
+        _make_chain(root, 1000)
+        with pytest.raises(ComponentDigestError) as caught:
+            digest_tree(root)
+        assert caught.value.code == "too_deep"
+        assert digest_tree(root, limits=TreeLimits(max_depth=1000)).startswith("sha256:")
+    finally:
+        _remove_chain(root)
+        root.rmdir()
+
+
+def test_entry_bound_is_a_closed_refusal(tmp_path: Path) -> None:
+    for index in range(5):
+        (tmp_path / str(index)).write_text("x")
+    with pytest.raises(ComponentDigestError) as caught:
+        digest_tree(tmp_path, limits=TreeLimits(max_entries=4))
+    assert caught.value.code == "too_many_entries"
+
+
+def _swap_loop(base: str, seconds: float) -> None:
+    victim = os.path.join(base, "model", "sub")
+    parked = os.path.join(base, "parked")
+    outside = os.path.join(base, "outside")
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        os.rename(victim, parked)
+        os.symlink(outside, victim)
+        os.unlink(victim)
+        os.rename(parked, victim)
+
+
+def test_tree_digest_race_never_digests_outside(tmp_path: Path) -> None:
+    """#13 item 1: a directory swapped for a symlink mid-walk; refuse or digest the inside."""
+    root = tmp_path / "model"
+    (root / "sub").mkdir(parents=True)
+    (root / "sub" / "weights.bin").write_bytes(b"inside")
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "weights.bin").write_bytes(b"OUTSIDE")
+    clean = digest_tree(root)
+    (tmp_path / "empty").mkdir()
+    empty = digest_tree(tmp_path / "empty")
+    outside_view = tmp_path / "copy"
+    (outside_view / "sub").mkdir(parents=True)
+    (outside_view / "sub" / "weights.bin").write_bytes(b"OUTSIDE")
+    leaked = digest_tree(outside_view)
+    swapper = multiprocessing.get_context("spawn").Process(
+        target=_swap_loop, args=(str(tmp_path), 20.0)
+    )
+    swapper.start()
+    digests: set[str] = set()
+    codes: set[str] = set()
+    try:
+        deadline = time.monotonic() + 8
+        while time.monotonic() < deadline:
+            try:
+                digests.add(digest_tree(root))
+            except ComponentDigestError as error:
+                codes.add(error.code)
+    finally:
+        swapper.terminate()
+        swapper.join()
+    assert leaked not in digests
+    assert digests <= {clean, empty}
+    assert codes <= {"file_changed", "symlink_escapes_tree", "not_found"}
+
+
 def test_tree_root_refusals(tmp_path: Path) -> None:
     (tmp_path / "file").write_text("x")
     for path, code in [(tmp_path / "missing", "not_found"), (tmp_path / "file", "not_directory")]:
@@ -228,7 +425,7 @@ def test_unreadable_directory_is_refused(tmp_path: Path, monkeypatch: pytest.Mon
     def refuse(_path: object) -> list[bytes]:
         raise PermissionError
 
-    monkeypatch.setattr(components.os, "listdir", refuse)
+    monkeypatch.setattr(os, "scandir", refuse)
     with pytest.raises(ComponentDigestError) as caught:
         digest_tree(tmp_path / "model")
     assert caught.value.code == "unreadable"

@@ -637,11 +637,11 @@ def test_file_reads_fail_closed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
         raise PermissionError(CANARY)
 
     with monkeypatch.context() as patch:
-        patch.setattr(Path, "open", broken)
+        patch.setattr(os, "read", broken)
         with pytest.raises(SessionConfigError, match=r"^randomization_key: unreadable$"):
             config_module._read_bytes(target, "randomization_key", 100)
     with monkeypatch.context() as patch:
-        patch.setattr(Path, "stat", broken)
+        patch.setattr(os, "open", broken)
         with pytest.raises(SessionConfigError, match=r"^randomization_key: unreadable$"):
             config_module._read_bytes(target, "randomization_key", 100)
     usage_file = config_module.LedgerUsageFile(tmp_path / "missing" / "usage.json")

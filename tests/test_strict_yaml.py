@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from _vectors import cases, load
+from sealeval import strict_yaml
 from sealeval.errors import YamlError
 from sealeval.strict_yaml import (
     DEFAULT_YAML_LIMITS,
@@ -680,3 +681,65 @@ def test_fuzz_arbitrary_text_only_raises_yaml_error(document: str) -> None:
 @given(st.binary(max_size=80))
 def test_fuzz_arbitrary_bytes_only_raises_yaml_error(document: bytes) -> None:
     _load_or_refuse(document)
+
+
+# ---------------------------------------------------------------------------
+# #13 item 10: libyaml (fast) and the pure parser give the same values and codes
+
+needs_libyaml = pytest.mark.skipif(
+    not strict_yaml.LIBYAML_AVAILABLE, reason="PyYAML built without libyaml"
+)
+
+
+def _outcome(document: bytes | str, use_libyaml: bool, **options: Any) -> Any:
+    try:
+        return ("value", load_strict_yaml(document, use_libyaml=use_libyaml, **options))
+    except YamlError as error:
+        return ("refused", error.code)
+
+
+@needs_libyaml
+@pytest.mark.parametrize(("document", "code", "options"), REJECTIONS)
+def test_libyaml_refuses_with_the_same_code(
+    document: bytes | str, code: str, options: dict[str, Any]
+) -> None:
+    assert _outcome(document, True, **options) == ("refused", code)
+
+
+@needs_libyaml
+@pytest.mark.parametrize(("document", "expected"), ACCEPTED)
+def test_libyaml_accepts_the_same_values(document: bytes | str, expected: Any) -> None:
+    kind, value = _outcome(document, True)
+    assert kind == "value"
+    assert _same(value, expected)
+
+
+@needs_libyaml
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_yaml_alphabet, max_size=40).map("".join))
+def test_libyaml_and_pure_parser_agree_on_fuzzed_documents(document: str) -> None:
+    limits = YamlLimits(max_nodes=200, max_depth=8)
+    pure = _outcome(document, False, limits=limits)
+    fast = _outcome(document, True, limits=limits)
+    if pure[0] == "value":
+        assert fast[0] == "value"
+        assert _same(fast[1], pure[1])
+    else:
+        assert fast == pure
+
+
+@needs_libyaml
+def test_reserved_directive_is_refused_by_both() -> None:
+    for use_libyaml in (False, True):
+        assert _outcome("%FOO bar\n---\na: 1\n", use_libyaml) == ("refused", "tag_or_directive")
+
+
+def test_default_parser_is_libyaml_when_installed(monkeypatch: pytest.MonkeyPatch) -> None:
+    used: list[str] = []
+    real_c, real_python = strict_yaml._c_events, strict_yaml._python_events
+    monkeypatch.setattr(strict_yaml, "_c_events", lambda text: (used.append("c"), real_c(text))[1])
+    monkeypatch.setattr(
+        strict_yaml, "_python_events", lambda text: (used.append("py"), real_python(text))[1]
+    )
+    assert load_strict_yaml("a: 1\n") == {"a": 1}
+    assert used == (["c"] if strict_yaml.LIBYAML_AVAILABLE else ["py"])

@@ -18,7 +18,8 @@ type outside JSON (``dict``/read-only mapping, ``list``/``tuple``, ``str``,
 :func:`decode` is the one strict decoder for every JSON input: UTF-8 only, no
 byte-order mark, RFC 8259 grammar, duplicate keys, ``NaN``/``Infinity``,
 overflowing numbers, over-long integers, unpaired surrogate escapes, and the
-configured size, depth and string-length limits are refused with a closed
+configured size, depth, string-length, container and item limits (the last
+two checked on the bytes before decoding) are refused with a closed
 :class:`~sealeval.errors.CanonicalError` code. The decoded value uses ``dict``,
 ``list``, ``str``, ``int``, ``float``, ``bool`` and ``None``; integers and
 floats keep their distinction (``1`` vs ``1.0``).
@@ -60,6 +61,8 @@ _BOM: Final = b"\xef\xbb\xbf"
 # A lone surrogate can only enter a decoded value through a \uD800-\uDFFF escape
 # (raw surrogates are not valid UTF-8), so the walk is needed only when one occurs.
 _SURROGATE_ESCAPE: Final = re.compile(rb"\\u[dD][89a-fA-F]")
+# One JSON string (escapes included), unrolled so that matching stays linear.
+_STRING: Final = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
 
 
 def is_digest(value: object) -> bool:
@@ -181,15 +184,22 @@ class DecodeLimits:
         max_depth: deepest accepted nesting of arrays and objects (a scalar
             document has depth 0, ``[0]`` has depth 1).
         max_string_length: longest accepted string or key, in code points.
+        max_containers: most arrays and objects in one document (checked on
+            the bytes *before* decoding: ``[[],[],...]`` cannot amplify 3 bytes
+            into a 56-byte list per element).
+        max_items: most array elements and object members in one document
+            (checked before decoding, like ``max_containers``).
     """
 
     max_bytes: int = 134_217_728
     max_depth: int = 128
     max_string_length: int = 16_777_216
+    max_containers: int = 4_194_304
+    max_items: int = 16_777_216
 
     def __post_init__(self) -> None:
         """Refuse limits that are not positive integers."""
-        for name in ("max_bytes", "max_depth", "max_string_length"):
+        for name in ("max_bytes", "max_depth", "max_string_length", "max_containers", "max_items"):
             value = getattr(self, name)
             if type(value) is not int or value < 1:
                 raise ValueError("DecodeLimits: every limit must be a positive int")
@@ -277,6 +287,25 @@ def _walk_decoded(
                 stack.append((child, depth + 1))
 
 
+def _check_counts(raw: bytes, limits: DecodeLimits) -> None:
+    """Refuse too many containers or items before anything is decoded.
+
+    Counting brackets and commas in the raw bytes gives upper bounds at C
+    speed; only when a bound is over its limit are strings blanked out (a
+    bracket inside a string is not a container) and the exact counts taken.
+    """
+    containers = raw.count(b"[") + raw.count(b"{")
+    items = raw.count(b",") + containers
+    if containers <= limits.max_containers and items <= limits.max_items:
+        return
+    structure = _STRING.sub(b'""', raw)
+    containers = structure.count(b"[") + structure.count(b"{")
+    if containers > limits.max_containers:
+        raise CanonicalError("too_many_containers")
+    if structure.count(b",") + containers > limits.max_items:
+        raise CanonicalError("too_many_items")
+
+
 def decode(
     data: bytes | bytearray | memoryview | str, *, limits: DecodeLimits = DEFAULT_LIMITS
 ) -> Any:
@@ -304,6 +333,7 @@ def decode(
         raise CanonicalError("too_large")
     if raw.startswith(_BOM):
         raise CanonicalError("byte_order_mark")
+    _check_counts(raw, limits)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:

@@ -49,7 +49,7 @@ __all__ = [
     "error_classes",
 ]
 
-_FIELD = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\[\]-]{0,127}")
+_FIELD = re.compile(r"(?:--)?[A-Za-z0-9_][A-Za-z0-9_.\[\]-]{0,127}")
 _REGISTRY: list[type[SealevalError]] = []
 
 
@@ -143,6 +143,8 @@ class CanonicalError(SealevalError):
             "non_standard_constant",
             "non_finite_number",
             "string_too_long",
+            "too_many_containers",
+            "too_many_items",
         }
     )
 
@@ -208,8 +210,11 @@ class ComponentDigestError(ManifestError):
             "not_directory",
             "symlink_escapes_tree",
             "dangling_symlink",
+            "symlink_loop",
             "special_file",
             "undecodable_name",
+            "too_deep",
+            "too_many_entries",
             "file_changed",
             "unreadable",
             "unknown_kind",
@@ -311,6 +316,22 @@ class UsageError(SealevalError):
             "duplicate_component",
             "demo_dir_not_ours",
             "unknown_suite",
+            # click usage errors, reduced (sealeval.cli._common.closed_usage_errors)
+            "unknown_option",
+            "missing_option",
+            "missing_argument",
+            "invalid_choice",
+            "invalid_value",
+            "invalid_option_usage",
+            "invalid_argument",
+            "unexpected_argument",
+            "unknown_command",
+            "missing_command",
+            # operating-system errors that escaped a command
+            "not_found",
+            "permission_denied",
+            "no_space",
+            "os_error",
             "model_signature_incomplete",
             "model_signature_needs_directory",
         }

@@ -39,18 +39,23 @@ Refusals are :class:`EvidencePackBuildError` (message ``<field>: <code>``).
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
-import errno
 import hashlib
 import os
 import stat
-import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from sealeval._fs import (
+    DIR_FLAGS,
+    FileSystemError,
+    create_exclusive,
+    fsync_directory,
+    open_destination_parent,
+    rename_noreplace,
+    translated,
+)
 from sealeval._validate import freeze_json
 from sealeval.canonical import decode, digest_bytes, encode_invarlock
 from sealeval.captured.errors import CapturedRunError
@@ -107,8 +112,7 @@ __all__ = [
 _FILE_MODE: Final = 0o444
 _DIR_MODE: Final = 0o700
 _CHUNK: Final = 1_048_576
-_O_CLOEXEC: Final = getattr(os, "O_CLOEXEC", 0)
-_DIR_FLAGS: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | _O_CLOEXEC
+_DIR_FLAGS: Final = DIR_FLAGS
 
 
 class EvidencePackBuildError(CapturedError):
@@ -447,73 +451,8 @@ class PublishedPack:
         return f"PublishedPack(pack_manifest_digest={self.pack_manifest_digest!r})"
 
 
-def _load_noreplace() -> tuple[Any, int] | None:
-    """Return the platform's no-replace rename ``(function, flag)``, if the C library has one."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-    except OSError:  # pragma: no cover - every supported platform has a C library
-        return None
-    if sys.platform == "darwin":  # pragma: no cover - exercised on macOS only
-        name, flag = "renameatx_np", 0x4  # RENAME_EXCL
-    else:
-        name, flag = "renameat2", 0x1  # RENAME_NOREPLACE
-    function = getattr(libc, name, None)
-    if function is None:  # pragma: no cover - glibc < 2.28, musl
-        return None
-    function.argtypes = [
-        ctypes.c_int,
-        ctypes.c_char_p,
-        ctypes.c_int,
-        ctypes.c_char_p,
-        ctypes.c_uint,
-    ]
-    function.restype = ctypes.c_int
-    return function, flag
-
-
-#: The no-replace rename in use (``None``: the claimed-directory fallback).
-_NOREPLACE: tuple[Any, int] | None = _load_noreplace()
-_UNSUPPORTED: Final = frozenset(
-    {errno.ENOSYS, errno.EINVAL, getattr(errno, "ENOTSUP", -1), getattr(errno, "EOPNOTSUPP", -1)}
-)
-
-
-def _rename_claimed(dir_fd: int, old: str, new: str) -> None:
-    """Claim ``new`` with an exclusive mkdir, then rename ``old`` onto the empty claim."""
-    try:
-        os.mkdir(new, _DIR_MODE, dir_fd=dir_fd)
-    except FileExistsError:
-        raise _fail("output_exists", "output") from None
-    except OSError:
-        raise _fail("output_unwritable", "output") from None
-    try:
-        os.rename(old, new, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
-    except OSError as error:
-        with contextlib.suppress(OSError):
-            os.rmdir(new, dir_fd=dir_fd)  # only succeeds while the claim is still empty
-        exists = error.errno in (errno.EEXIST, errno.ENOTEMPTY)
-        raise _fail("output_exists" if exists else "output_unwritable", "output") from None
-
-
-def _rename_noreplace(dir_fd: int, old: str, new: str) -> None:
-    """Atomically rename ``old`` to ``new`` in one directory, never replacing ``new``."""
-    noreplace = _NOREPLACE
-    if noreplace is not None:
-        function, flag = noreplace
-        result = function(dir_fd, os.fsencode(old), dir_fd, os.fsencode(new), flag)
-        if result == 0:
-            return
-        code = ctypes.get_errno()
-        if code in (errno.EEXIST, errno.ENOTEMPTY):
-            raise _fail("output_exists", "output")
-        if code not in _UNSUPPORTED:
-            raise _fail("output_unwritable", "output")
-    _rename_claimed(dir_fd, old, new)
-
-
 def _fsync(fd: int) -> None:
-    with contextlib.suppress(OSError):
-        os.fsync(fd)
+    fsync_directory(fd)
 
 
 def _relative_destination(destination: Path, anchor: Path | None) -> tuple[Path, tuple[str, ...]]:
@@ -534,48 +473,17 @@ def _relative_destination(destination: Path, anchor: Path | None) -> tuple[Path,
     return anchor, parts
 
 
-def _child_directory(fd: int, name: str) -> int:
-    """Open (creating with mode 0700 when missing) a real child directory, no symlink."""
-    try:
-        return os.open(name, _DIR_FLAGS, dir_fd=fd)
-    except FileNotFoundError:
-        pass
-    except OSError as error:
-        if error.errno in (errno.ELOOP, errno.ENOTDIR):
-            raise _fail("unsafe_destination", "output") from None
-        raise _fail("output_unwritable", "output") from None  # pragma: no cover - EACCES
-    try:
-        os.mkdir(name, _DIR_MODE, dir_fd=fd)
-    except FileExistsError:  # pragma: no cover - created concurrently; opened (no-follow) below
-        pass
-    except OSError:  # pragma: no cover - EACCES, read-only file system
-        raise _fail("output_unwritable", "output") from None
-    _fsync(fd)
-    try:
-        return os.open(name, _DIR_FLAGS, dir_fd=fd)
-    except OSError:  # pragma: no cover - replaced by a symlink concurrently
-        raise _fail("unsafe_destination", "output") from None
-
-
 def _open_parent(destination: Path, anchor: Path | None) -> tuple[int, str]:
     """Open the destination's parent below ``anchor`` without following symlinks.
 
     Missing ancestors are created with mode 0700. Returns ``(fd, final name)``.
+    The walk is ``sealeval._fs.open_destination_parent`` below the anchor.
     """
     base, parts = _relative_destination(destination, anchor)
-    try:
-        fd = os.open(base, os.O_RDONLY | os.O_DIRECTORY | _O_CLOEXEC)
-    except OSError:
-        raise _fail("output_unwritable", "output") from None
-    try:
-        for part in parts[:-1]:
-            child = _child_directory(fd, part)
-            os.close(fd)
-            fd = child
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd, parts[-1]
+    with translated(EvidencePackBuildError, "output", default="output_unwritable"):
+        return open_destination_parent(
+            Path(*parts), anchor=base, create_parents=True, directory_mode=_DIR_MODE
+        )
 
 
 def _names(dir_fd: int) -> list[str]:
@@ -585,20 +493,14 @@ def _names(dir_fd: int) -> list[str]:
 
 def _write_file(dir_fd: int, name: str, chunks: Iterable[bytes]) -> tuple[str, int]:
     """Create ``name`` exclusively (mode 0600), write, chmod 0444, fsync; return (digest, size)."""
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | _O_CLOEXEC
-    fd = os.open(name, flags, 0o600, dir_fd=dir_fd)
     hasher = hashlib.sha256()
-    size = 0
-    try:
-        with os.fdopen(os.dup(fd), "wb", buffering=_CHUNK) as handle:
-            for chunk in chunks:
-                hasher.update(chunk)
-                size += len(chunk)
-                handle.write(chunk)
-        os.fchmod(fd, _FILE_MODE)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+
+    def hashed() -> Iterable[bytes]:
+        for chunk in chunks:
+            hasher.update(chunk)
+            yield chunk
+
+    size = create_exclusive(dir_fd, name, hashed(), mode=_FILE_MODE)
     return "sha256:" + hasher.hexdigest(), size
 
 
@@ -686,7 +588,7 @@ def publish_pack(
         raise _fail("invalid_type", "pack")
     target = Path(destination)
     base = None if anchor is None else Path(anchor)
-    parent_fd, name = _open_parent(target, base)
+    parent_fd, name = _open_parent(target, base)  # the name must not exist
     try:
         try:
             os.stat(name, dir_fd=parent_fd, follow_symlinks=False)
@@ -701,11 +603,12 @@ def publish_pack(
             with staging_lock(parent_fd) as staging:
                 try:
                     _stage(parent_fd, staging, staged)
-                    _rename_noreplace(parent_fd, staging, name)
+                    with translated(EvidencePackBuildError, "output", default="output_unwritable"):
+                        rename_noreplace(parent_fd, staging, name)
                 except BaseException:
                     remove_tree(parent_fd, staging)
                     raise
-        except OSError:
+        except (OSError, FileSystemError):
             raise _fail("output_unwritable", "output") from None
         _fsync(parent_fd)
     finally:

@@ -27,16 +27,19 @@ from __future__ import annotations
 
 import base64
 import binascii
-import errno
 import os
 import re
-import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Final
 
-from sealeval._io import publish_exclusive
+from sealeval._fs import (
+    FileSystemError,
+    open_directory,
+    publish_exclusive,
+    read_regular,
+    translated,
+)
 from sealeval._validate import check_exact
 from sealeval.canonical import DecodeLimits, decode, digest_bytes, encode_invarlock, is_digest
 from sealeval.captured.pack_reader import (
@@ -45,9 +48,12 @@ from sealeval.captured.pack_reader import (
     MAX_MANIFEST_DETECT_BYTES,
     PACK_FORMAT,
     PACK_KIND,
+    REFERENCE_PACK_LIMITS,
     ROLES,
     EvidencePackError,
+    PackLimits,
     parse_manifest,
+    read_evidence_pack,
 )
 from sealeval.captured.policy import (
     ComparisonPolicy,
@@ -67,7 +73,7 @@ from sealeval.captured.verify import (
     VerificationOutcome,
     scoring_assurance,
 )
-from sealeval.errors import CanonicalError, CapturedError, OutputError
+from sealeval.errors import CanonicalError, CapturedError
 
 __all__ = [
     "MAX_RECEIPT_BYTES",
@@ -261,17 +267,17 @@ def issue_receipt(outcome: VerificationOutcome, recipient: RecipientInputs) -> b
 def publish_receipt(destination: str | os.PathLike[str], data: bytes) -> None:
     """Write receipt bytes no-clobber (mode 0600); missing parent directories get mode 0700.
 
+    The destination follows the one output rule of ``sealeval._fs``: no
+    component of its folder may be a symlink, the name must not exist, the
+    bytes are published atomically.
+
     Raises:
-        ReceiptError: ``publication_failed`` (the destination exists, or it
-            cannot be written).
+        ReceiptError: ``publication_failed`` (the destination exists, a
+            folder component is a symlink, or it cannot be written).
     """
-    path = Path(destination)
     try:
-        for ancestor in reversed(path.parents):
-            if not os.path.lexists(ancestor):
-                ancestor.mkdir(mode=0o700)
-        publish_exclusive(path, data, mode=0o600)
-    except (OutputError, OSError):
+        publish_exclusive(destination, data, mode=0o600, create_parents=True)
+    except FileSystemError:
         raise _fail("publication_failed", "receipt") from None
 
 
@@ -444,6 +450,10 @@ class ReceiptCheck:
         verifier_fingerprint: the verifier key's fingerprint when ``ok``, else ``None``.
         error: the first refusal when not ``ok``, else ``None``.
         statement: the accepted statement when ``ok``, else ``None``.
+        pack_rechecked: whether every payload file of the pack was re-examined
+            (``recheck_pack=True`` on a positive receipt). When ``False`` an
+            ``ok`` result vouches for the receipt and the pack's
+            ``manifest.json`` only: payload files may have been edited since.
     """
 
     ok: bool
@@ -451,11 +461,14 @@ class ReceiptCheck:
     error: ReceiptError | None
     statement: Mapping[str, Any] | None = None
     signed: bool = True
+    pack_rechecked: bool = False
 
     def __repr__(self) -> str:
         """Show the result and the refusal code only."""
         code = None if self.error is None else self.error.code
-        return f"ReceiptCheck(ok={self.ok!r}, error={code!r})"
+        return (
+            f"ReceiptCheck(ok={self.ok!r}, error={code!r}, pack_rechecked={self.pack_rechecked!r})"
+        )
 
     @property
     def errors(self) -> tuple[str, ...]:
@@ -464,28 +477,8 @@ class ReceiptCheck:
 
 
 def _read_limited(path: str | os.PathLike[str], limit: int, where: str) -> bytes:
-    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | _O_CLOEXEC
-    try:
-        fd = os.open(path, flags)
-    except FileNotFoundError:
-        raise _fail("not_found", where) from None
-    except OSError as error:
-        if error.errno in (errno.ELOOP, errno.EISDIR, errno.ENXIO):
-            raise _fail("not_regular_file", where) from None
-        raise _fail("unreadable", where) from None  # pragma: no cover - EACCES
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise _fail("not_regular_file", where)
-        os.set_blocking(fd, True)
-        with os.fdopen(os.dup(fd), "rb") as handle:
-            data: bytes = handle.read(limit + 1)
-    except OSError:  # pragma: no cover - an I/O error after a successful open
-        raise _fail("unreadable", where) from None
-    finally:
-        os.close(fd)
-    if len(data) > limit:
-        raise _fail("too_large", where)
-    return data
+    with translated(ReceiptError, where, {"file_changed": "unreadable"}):
+        return read_regular(path, limit=limit)
 
 
 def _strict_object(data: bytes, limit: int, where: str) -> dict[str, Any]:
@@ -512,26 +505,14 @@ def _recipient_policy(policy: ComparisonPolicy | str | os.PathLike[str]) -> Comp
 
 def _identified_manifest(evidence: str | os.PathLike[str]) -> tuple[bytes, dict[str, Any]]:
     """Read ``manifest.json`` by the detection rules (regular, ≤256 KiB, format and kind)."""
-    directory_flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | _O_CLOEXEC
     try:
-        root = os.open(evidence, directory_flags)
-    except OSError:
-        raise _fail("pack_unidentified", "pack") from None
-    try:
+        root = open_directory(evidence)
         try:
-            fd = os.open(MANIFEST_NAME, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=root)
-        except OSError:
-            raise _fail("pack_unidentified", "pack") from None
-        try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                raise _fail("pack_unidentified", "pack")
-            os.set_blocking(fd, True)
-            with os.fdopen(os.dup(fd), "rb") as handle:
-                data: bytes = handle.read(MAX_MANIFEST_DETECT_BYTES + 1)
+            data = read_regular(MANIFEST_NAME, limit=MAX_MANIFEST_DETECT_BYTES, dir_fd=root)
         finally:
-            os.close(fd)
-    finally:
-        os.close(root)
+            os.close(root)
+    except FileSystemError:
+        raise _fail("pack_unidentified", "pack") from None
     try:
         document = _strict_object(data, MAX_MANIFEST_DETECT_BYTES, "pack")
     except ReceiptError:
@@ -604,6 +585,14 @@ def _verify_signature(
     return key
 
 
+def _receipt_bytes(receipt: str | os.PathLike[str] | bytes) -> bytes:
+    if isinstance(receipt, bytes | bytearray):
+        if len(receipt) > MAX_RECEIPT_BYTES:
+            raise _fail("too_large", "receipt")
+        return bytes(receipt)
+    return _read_limited(receipt, MAX_RECEIPT_BYTES, "receipt")
+
+
 def check_receipt(
     receipt: str | os.PathLike[str] | bytes,
     *,
@@ -616,6 +605,9 @@ def check_receipt(
     expected_verifier_identity: str,
     expected_verifier_fingerprint: str,
     expected_trust_profile_digest: str | None,
+    recheck_pack: bool = False,
+    pack_limits: PackLimits = REFERENCE_PACK_LIMITS,
+    decision_order: str = "reference",
 ) -> Mapping[str, Any]:
     """Re-verify a receipt against the caller's expectations; return its statement.
 
@@ -642,9 +634,19 @@ def check_receipt(
         expected_verifier_fingerprint: the verifier key's fingerprint.
         expected_trust_profile_digest: the trust profile digest, or ``None``
             when the receipt was issued from explicit options.
+        recheck_pack: also re-examine the whole pack for a positive receipt
+            (every payload file re-hashed against the manifest, the signature,
+            the bindings: :func:`~sealeval.captured.pack_reader.read_evidence_pack`).
+            Without it only ``manifest.json`` is checked, so payload files
+            edited after the receipt was issued go unnoticed here (their
+            digests no longer match the manifest, which ``sealeval verify``
+            detects).
+        pack_limits: the envelope of the re-check (see ``read_evidence_pack``).
+        decision_order: the decision order of the re-check.
 
     Raises:
-        ReceiptError: the first refusal (see the class).
+        ReceiptError: the first refusal (see the class); ``pack: pack_mismatch``
+            also when the re-check refuses the pack or finds another manifest.
     """
     expected = {
         "baseline_run_digest": expected_baseline_run_digest,
@@ -654,13 +656,7 @@ def check_receipt(
         "verifier_fingerprint": expected_verifier_fingerprint,
     }
     _expectations(expected, expected_verifier_identity, expected_trust_profile_digest)
-    if isinstance(receipt, bytes | bytearray):
-        data = bytes(receipt)
-        if len(data) > MAX_RECEIPT_BYTES:
-            raise _fail("too_large", "receipt")
-    else:
-        data = _read_limited(receipt, MAX_RECEIPT_BYTES, "receipt")
-    document = _strict_object(data, MAX_RECEIPT_BYTES, "receipt")
+    document = _strict_object(_receipt_bytes(receipt), MAX_RECEIPT_BYTES, "receipt")
     approved = _recipient_policy(policy)
     statement = parse_receipt(document)
     if statement["subject"]["run_digest"] != expected_subject_run_digest:
@@ -685,7 +681,21 @@ def check_receipt(
     _verify_signature(document, statement, expected_verifier_fingerprint)
     if integrity_ok:
         _check_pack(manifest_bytes, manifest_document, anchors)
+        if recheck_pack:
+            _recheck_pack(evidence, statement["pack_manifest_digest"], pack_limits, decision_order)
     return statement
+
+
+def _recheck_pack(
+    evidence: str | os.PathLike[str], manifest_digest: str, limits: PackLimits, order: str
+) -> None:
+    """Re-examine every file of the pack; it must still be the pack the receipt names."""
+    try:
+        pack = read_evidence_pack(evidence, limits=limits, decision_order=order)
+    except EvidencePackError:
+        raise _fail("pack_mismatch", "pack") from None
+    if pack.manifest_digest != manifest_digest:
+        raise _fail("pack_mismatch", "pack")
 
 
 def verify_receipt(
@@ -700,8 +710,17 @@ def verify_receipt(
     expected_verifier_identity: str,
     expected_verifier_fingerprint: str,
     expected_trust_profile_digest: str | None,
+    recheck_pack: bool = False,
+    pack_limits: PackLimits = REFERENCE_PACK_LIMITS,
+    decision_order: str = "reference",
 ) -> ReceiptCheck:
-    """Re-verify a receipt (see :func:`check_receipt`) and return the result instead of raising."""
+    """Re-verify a receipt (see :func:`check_receipt`) and return the result instead of raising.
+
+    By default only the pack's ``manifest.json`` is checked against the
+    receipt, and the result says so (``pack_rechecked=False``): payload files
+    edited since the receipt was issued are not detected. Pass
+    ``recheck_pack=True`` to re-examine every file of the pack as well.
+    """
     try:
         statement = check_receipt(
             receipt,
@@ -714,6 +733,9 @@ def verify_receipt(
             expected_verifier_identity=expected_verifier_identity,
             expected_verifier_fingerprint=expected_verifier_fingerprint,
             expected_trust_profile_digest=expected_trust_profile_digest,
+            recheck_pack=recheck_pack,
+            pack_limits=pack_limits,
+            decision_order=decision_order,
         )
     except ReceiptError as error:
         return ReceiptCheck(ok=False, verifier_fingerprint=None, error=error)
@@ -722,4 +744,5 @@ def verify_receipt(
         verifier_fingerprint=expected_verifier_fingerprint,
         error=None,
         statement=statement,
+        pack_rechecked=recheck_pack and bool(statement["verdict"]["integrity_ok"]),
     )

@@ -25,11 +25,9 @@ from __future__ import annotations
 import base64
 import binascii
 import contextlib
-import errno
 import hashlib
 import os
 import re
-import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,6 +45,15 @@ from cryptography.hazmat.primitives.serialization import (
     load_pem_public_key,
 )
 
+from sealeval._fs import (
+    FileSystemError,
+    create_exclusive,
+    fsync_directory,
+    open_destination_parent,
+    open_directory,
+    read_regular,
+    translated,
+)
 from sealeval.canonical import encode_invarlock
 from sealeval.errors import CapturedError
 
@@ -119,6 +126,7 @@ class SigningKeyError(CapturedError):
             "output_exists",
             "output_parent_missing",
             "output_unwritable",
+            "unsafe_destination",
         }
     )
 
@@ -287,33 +295,8 @@ def _read_key_file(path: str | os.PathLike[str], where: str) -> bytes:
     text = os.fspath(path)
     if not isinstance(text, str) or ".." in Path(text).parts:
         raise _fail("unsafe_path", where)
-    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
-    try:
-        fd = os.open(text, flags)
-    except FileNotFoundError:
-        raise _fail("not_found", where) from None
-    except OSError as error:
-        code = "not_regular_file" if error.errno in (errno.ELOOP, errno.EISDIR) else "unreadable"
-        raise _fail(code, where) from None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise _fail("not_regular_file", where)
-        os.set_blocking(fd, True)
-        chunks: list[bytes] = []
-        size = 0
-        while True:
-            chunk = os.read(fd, MAX_KEY_FILE_BYTES + 1 - size)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-            if size > MAX_KEY_FILE_BYTES:
-                raise _fail("too_large", where)
-    except OSError:  # pragma: no cover - an I/O error after a successful open
-        raise _fail("unreadable", where) from None
-    finally:
-        os.close(fd)
-    return b"".join(chunks)
+    with translated(SigningKeyError, where, {"file_changed": "unreadable"}):
+        return read_regular(text, limit=MAX_KEY_FILE_BYTES)
 
 
 def load_signing_key(path: str | os.PathLike[str]) -> SigningKey:
@@ -358,44 +341,6 @@ class GeneratedKey:
     fingerprint: str
 
 
-def _write_new_file(dir_fd: int | None, name: str, data: bytes) -> None:
-    """Create ``name`` exclusively (no symlink followed), mode 0600, write, fsync."""
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
-    try:
-        fd = os.open(name, flags, 0o600, dir_fd=dir_fd)
-    except FileExistsError:  # pragma: no cover - created concurrently after the check
-        raise _fail("output_exists", "output") from None
-    except FileNotFoundError:  # pragma: no cover - removed concurrently
-        raise _fail("output_parent_missing", "output") from None
-    except OSError:  # pragma: no cover - EACCES, read-only file system
-        raise _fail("output_unwritable", "output") from None
-    try:
-        os.fchmod(fd, 0o600)
-        view = memoryview(data)
-        while view:
-            written = os.write(fd, view)
-            view = view[written:]
-        os.fsync(fd)
-    except OSError:  # pragma: no cover - disk full or I/O error
-        raise _fail("output_unwritable", "output") from None
-    finally:
-        os.close(fd)
-
-
-def _fsync_dir_fd(fd: int) -> None:
-    with contextlib.suppress(OSError):
-        os.fsync(fd)
-
-
-def _open_parent(path: Path) -> int:
-    try:
-        return os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))
-    except FileNotFoundError:
-        raise _fail("output_parent_missing", "output") from None
-    except OSError:
-        raise _fail("output_unwritable", "output") from None
-
-
 def generate_signing_key(
     private_path: str | os.PathLike[str], public_path: str | os.PathLike[str]
 ) -> GeneratedKey:
@@ -407,33 +352,62 @@ def generate_signing_key(
 
     Raises:
         SigningKeyError: ``output_exists``, ``output_parent_missing``,
+            ``unsafe_destination`` (a symlinked folder component),
             ``output_unwritable`` (field ``output``).
     """
     key = SigningKey.generate()
     private = Path(private_path)
     public = Path(public_path)
-    if os.path.lexists(private) or os.path.lexists(public):
-        raise _fail("output_exists", "output")
-    if private.name in ("", ".", "..") or public.name in ("", ".", ".."):
-        raise _fail("output_unwritable", "output")
-    private_dir = _open_parent(private)
-    try:
-        public_dir = _open_parent(public)
+    with translated(SigningKeyError, "output", default="output_unwritable"):
+        private_dir, private_name = open_destination_parent(private)
         try:
-            _write_new_file(private_dir, private.name, key.private_pem())
+            public_dir, public_name = open_destination_parent(public)
             try:
-                _write_new_file(public_dir, public.name, key.public_key.pem.encode("ascii"))
-            except BaseException:
-                with contextlib.suppress(OSError):
-                    os.unlink(private.name, dir_fd=private_dir)
-                raise
-            _fsync_dir_fd(private_dir)
-            _fsync_dir_fd(public_dir)
+                create_exclusive(private_dir, private_name, key.private_pem())
+                try:
+                    public_pem = key.public_key.pem.encode("ascii")
+                    create_exclusive(public_dir, public_name, public_pem)
+                except BaseException:
+                    with contextlib.suppress(OSError):
+                        os.unlink(private_name, dir_fd=private_dir)
+                    raise
+                fsync_directory(private_dir)
+                fsync_directory(public_dir)
+            finally:
+                os.close(public_dir)
         finally:
-            os.close(public_dir)
-    finally:
-        os.close(private_dir)
+            os.close(private_dir)
     return GeneratedKey(private_key=private, public_key=public, fingerprint=key.fingerprint)
+
+
+def _fill_key_directory(parent_fd: int, name: str) -> SigningKey:
+    """Create ``name`` (0700) in ``parent_fd`` with both key files; remove it all on failure."""
+    try:
+        os.mkdir(name, 0o700, dir_fd=parent_fd)
+    except FileExistsError:
+        raise FileSystemError("output_exists", "output") from None
+    except OSError:
+        raise FileSystemError("output_unwritable", "output") from None
+    try:
+        dir_fd = open_directory(name, dir_fd=parent_fd)
+        try:
+            os.fchmod(dir_fd, 0o700)
+            key = SigningKey.generate()
+            create_exclusive(dir_fd, PRIVATE_KEY_NAME, key.private_pem())
+            create_exclusive(dir_fd, PUBLIC_KEY_NAME, key.public_key.pem.encode("ascii"))
+            fsync_directory(dir_fd)
+        except BaseException:
+            for leaf in (PRIVATE_KEY_NAME, PUBLIC_KEY_NAME):
+                with contextlib.suppress(OSError):
+                    os.unlink(leaf, dir_fd=dir_fd)
+            raise
+        finally:
+            os.close(dir_fd)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.rmdir(name, dir_fd=parent_fd)
+        raise
+    return key
 
 
 def generate_key_directory(directory: str | os.PathLike[str]) -> GeneratedKey:
@@ -446,44 +420,17 @@ def generate_key_directory(directory: str | os.PathLike[str]) -> GeneratedKey:
 
     Raises:
         SigningKeyError: ``output_exists``, ``output_parent_missing``,
+            ``unsafe_destination`` (a symlinked folder component),
             ``output_unwritable`` (field ``output``).
     """
     target = Path(directory)
-    if target.name in ("", ".", ".."):
-        raise _fail("output_unwritable", "output")
-    parent_fd = _open_parent(target)
-    try:
+    with translated(SigningKeyError, "output", default="output_unwritable"):
+        parent_fd, name = open_destination_parent(target)
         try:
-            os.mkdir(target.name, 0o700, dir_fd=parent_fd)
-        except FileExistsError:
-            raise _fail("output_exists", "output") from None
-        except OSError:  # pragma: no cover - EACCES, read-only file system
-            raise _fail("output_unwritable", "output") from None
-        try:
-            flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
-            dir_fd = os.open(target.name, flags, dir_fd=parent_fd)
-            try:
-                os.fchmod(dir_fd, 0o700)
-                key = SigningKey.generate()
-                _write_new_file(dir_fd, PRIVATE_KEY_NAME, key.private_pem())
-                _write_new_file(dir_fd, PUBLIC_KEY_NAME, key.public_key.pem.encode("ascii"))
-                _fsync_dir_fd(dir_fd)
-            except BaseException:
-                for name in (PRIVATE_KEY_NAME, PUBLIC_KEY_NAME):
-                    with contextlib.suppress(OSError):
-                        os.unlink(name, dir_fd=dir_fd)
-                raise
-            finally:
-                os.close(dir_fd)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.rmdir(target.name, dir_fd=parent_fd)
-            raise
-        _fsync_dir_fd(parent_fd)
-    except OSError:  # pragma: no cover - EACCES, read-only file system
-        raise _fail("output_unwritable", "output") from None
-    finally:
-        os.close(parent_fd)
+            key = _fill_key_directory(parent_fd, name)
+            fsync_directory(parent_fd)
+        finally:
+            os.close(parent_fd)
     return GeneratedKey(
         private_key=target / PRIVATE_KEY_NAME,
         public_key=target / PUBLIC_KEY_NAME,

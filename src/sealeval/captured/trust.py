@@ -31,15 +31,14 @@ value or a path), or the owning layer's error for the policy
 
 from __future__ import annotations
 
-import errno
 import os
 import re
-import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from sealeval._fs import read_below, read_regular, translated
 from sealeval._validate import check_closed
 from sealeval.canonical import DecodeLimits, decode, digest_invarlock, is_digest
 from sealeval.captured.policy import (
@@ -93,9 +92,6 @@ _IDENTITY: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/-]{0,255}")
 _SAFE_PATH: Final = re.compile(r"[A-Za-z0-9._/-]{1,512}")
 _TOP: Final = ("format", "kind", "policy", "anchors", "verifier")
 _VERIFIER: Final = ("identity", "signing_key_path")
-_O_CLOEXEC: Final = getattr(os, "O_CLOEXEC", 0)
-_DIR_FLAGS: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | _O_CLOEXEC
-_FILE_FLAGS: Final = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | _O_CLOEXEC
 _JSON_CODES: Final[Mapping[str, str]] = {
     "too_large": "too_large",
     "string_too_long": "too_large",
@@ -240,71 +236,12 @@ class TrustInputs:
         return f"TrustInputs(mode={mode!r})"
 
 
-def _open_below(base: Path, relative: str, where: str) -> int:
-    """Open ``base/relative`` with every component opened without following symlinks."""
-    try:
-        fd = os.open(base, os.O_RDONLY | os.O_DIRECTORY | _O_CLOEXEC)
-    except OSError:
-        raise _fail("not_found", where) from None
-    parts = relative.split("/")
-    try:
-        for part in parts[:-1]:
-            try:
-                child = os.open(part, _DIR_FLAGS, dir_fd=fd)
-            except FileNotFoundError:
-                raise _fail("not_found", where) from None
-            except OSError as error:
-                if error.errno in (errno.ELOOP, errno.ENOTDIR):
-                    raise _fail("not_regular_file", where) from None
-                raise _fail("unreadable", where) from None  # pragma: no cover - EACCES
-            os.close(fd)
-            fd = child
-        return _open_leaf(parts[-1], where, fd)
-    finally:
-        os.close(fd)
-
-
-def _open_leaf(name: str | os.PathLike[str], where: str, dir_fd: int | None = None) -> int:
-    try:
-        fd = os.open(name, _FILE_FLAGS, dir_fd=dir_fd)
-    except FileNotFoundError:
-        raise _fail("not_found", where) from None
-    except OSError as error:
-        if error.errno in (errno.ELOOP, errno.EISDIR, errno.ENOTDIR, errno.ENXIO):
-            raise _fail("not_regular_file", where) from None
-        raise _fail("unreadable", where) from None  # pragma: no cover - EACCES
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise _fail("not_regular_file", where)
-    return fd
-
-
-def _read_fd(fd: int, limit: int, where: str) -> bytes:
-    try:
-        os.set_blocking(fd, True)
-        chunks: list[bytes] = []
-        size = 0
-        while True:
-            chunk = os.read(fd, min(1 << 20, limit + 1 - size))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-            if size > limit:
-                raise _fail("too_large", where)
-    except OSError:  # pragma: no cover - an I/O error after a successful open
-        raise _fail("unreadable", where) from None
-    finally:
-        os.close(fd)
-    return b"".join(chunks)
-
-
 def _read_reference(reference: _FileReference, limit: int, where: str) -> bytes:
-    if reference.base is not None and reference.relative is not None:
-        fd = _open_below(reference.base, reference.relative, where)
-    else:
-        fd = _open_leaf(reference.path, where)
-    return _read_fd(fd, limit, where)
+    """Read a named file through ``sealeval._fs`` (no-follow, never blocks, bounded, stable)."""
+    with translated(TrustInputError, where):
+        if reference.base is not None and reference.relative is not None:
+            return read_below(reference.base, reference.relative, limit=limit)
+        return read_regular(reference.path, limit=limit)
 
 
 def _strict_object(data: bytes, limit: int, where: str) -> dict[str, Any]:
@@ -371,10 +308,9 @@ def read_trust_profile(path: str | os.PathLike[str]) -> TrustInputs:
     if absolute.name in ("", ".", ".."):
         raise _fail("not_regular_file", "trust_profile")
     directory = Path(os.path.realpath(absolute.parent))
-    fd = _open_below(directory, absolute.name, "trust_profile")
-    document = _strict_object(
-        _read_fd(fd, MAX_PROFILE_BYTES, "trust_profile"), MAX_PROFILE_BYTES, "trust_profile"
-    )
+    with translated(TrustInputError, "trust_profile"):
+        data = read_below(directory, absolute.name, limit=MAX_PROFILE_BYTES)
+    document = _strict_object(data, MAX_PROFILE_BYTES, "trust_profile")
     anchors, identity, policy_path, key_path = parse_trust_profile(document)
     try:
         profile_digest = digest_invarlock(document)

@@ -2,7 +2,10 @@
 
 Exit codes: 0 success (eligible), 1 a negative verdict (not eligible), 2 a
 usage or input error. Errors print ``sealeval: error: <field>: <code>`` to
-standard error and never echo submitted values.
+standard error and never echo submitted values -- click's usage errors too
+(an unknown option, a bad choice, an extra argument are reduced to closed
+codes by :func:`sealeval.cli._common.closed_usage_errors`), and an ``OSError``
+that escapes a command becomes ``file: <code>`` without a traceback.
 
 Commands are imported when first used (``sealeval verify`` does not import
 the session store, the gates or numpy-heavy modules it never calls); the
@@ -13,12 +16,12 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Mapping
-from typing import Final
+from typing import Any, Final
 
 import click
 
 from sealeval import __version__
-from sealeval.cli._common import CONTEXT_SETTINGS
+from sealeval.cli._common import CONTEXT_SETTINGS, closed_usage_errors
 
 __all__ = ["cli", "main"]
 
@@ -73,6 +76,22 @@ class _LazyGroup(click.Group):
     def list_commands(self, ctx: click.Context) -> list[str]:
         """Return every command name, sorted (as click lists them)."""
         return sorted({*COMMANDS, *self._loaded})
+
+    def make_context(
+        self,
+        info_name: str | None,
+        args: list[str],
+        parent: click.Context | None = None,
+        **extra: Any,
+    ) -> click.Context:
+        """Parse the root's own options; usage errors in the closed-code format."""
+        with closed_usage_errors():
+            return super().make_context(info_name, args, parent, **extra)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        """Run a command; usage errors and stray OS errors in the closed-code format."""
+        with closed_usage_errors():
+            return super().invoke(ctx)
 
 
 @click.group(cls=_LazyGroup, context_settings=CONTEXT_SETTINGS)

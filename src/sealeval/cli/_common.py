@@ -2,20 +2,23 @@
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import functools
 import sys
-from collections.abc import Callable
-from typing import Final, ParamSpec, TypeVar
+from collections.abc import Callable, Iterator
+from typing import IO, Any, Final, ParamSpec, TypeVar
 
 import click
 
-from sealeval.errors import SealevalError
+from sealeval.errors import SealevalError, UsageError
 
 __all__ = [
     "CONTEXT_SETTINGS",
     "EXIT_ERROR",
     "EXIT_NEGATIVE",
     "EXIT_OK",
+    "closed_usage_errors",
     "decision_order_option",
     "fail",
     "refusals_exit",
@@ -46,7 +49,7 @@ def fail(error: SealevalError) -> click.exceptions.Exit:
 
 
 def refusals_exit(command: Callable[P, R]) -> Callable[P, R]:
-    """Turn any :class:`SealevalError` raised by a command into exit status 2."""
+    """Turn any :class:`SealevalError` (or stray ``OSError``) of a command into exit status 2."""
 
     @functools.wraps(command)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
@@ -54,6 +57,10 @@ def refusals_exit(command: Callable[P, R]) -> Callable[P, R]:
             return command(*args, **kwargs)
         except SealevalError as error:
             raise fail(error) from None
+        except OSError as error:
+            if error.errno == errno.EPIPE:
+                raise
+            raise fail(UsageError(_os_code(error), "file")) from None
 
     return wrapper
 
@@ -76,3 +83,110 @@ def decision_order_option(help_text: str) -> Callable[[Callable[P, R]], Callable
 def is_terminal() -> bool:
     """Return whether standard error is an interactive terminal."""
     return sys.stderr.isatty()
+
+
+# ---------------------------------------------------------------------------
+# Usage errors and operating-system errors in the closed-code format
+
+
+class ClosedUsageError(click.ClickException):
+    """A usage or I/O refusal already reduced to ``<field>: <code>`` (exit 2)."""
+
+    exit_code = EXIT_ERROR
+
+    def __init__(self, error: SealevalError, choices: tuple[str, ...] = ()) -> None:
+        """Keep the closed error and the declared choices (never the typed value)."""
+        super().__init__(str(error))
+        self.error = error
+        self.choices = choices
+
+    def show(self, file: IO[Any] | None = None) -> None:
+        """Print ``sealeval: error: <field>: <code>`` (plus the valid choices)."""
+        suffix = f" (choose from: {', '.join(self.choices)})" if self.choices else ""
+        click.echo(f"sealeval: error: {self.error}{suffix}", err=True, file=file)
+
+
+def _declared_name(param: click.Parameter | None) -> str | None:
+    """Return the parameter's declared long name (library text), never what was typed."""
+    if param is None:
+        return None
+    if isinstance(param, click.Option):
+        longs = [opt for opt in param.opts if opt.startswith("--")]
+        return (longs or list(param.opts) or [param.name or "option"])[0]
+    return param.name
+
+
+def _declared_choices(param: click.Parameter | None) -> tuple[str, ...]:
+    if param is not None and isinstance(param.type, click.Choice):
+        return tuple(str(choice) for choice in param.type.choices)
+    return ()
+
+
+def _closed_usage(error: click.UsageError) -> ClosedUsageError | None:
+    """Map one click usage error to a closed code, or ``None`` for a library-authored message."""
+    if isinstance(error, click.NoSuchOption):
+        return ClosedUsageError(UsageError("unknown_option", "option"))
+    if isinstance(error, click.MissingParameter):
+        param = error.param
+        code = "missing_argument" if isinstance(param, click.Argument) else "missing_option"
+        return ClosedUsageError(UsageError(code, _declared_name(param) or "argument"))
+    if isinstance(error, click.BadParameter):
+        param = error.param
+        choices = _declared_choices(param)
+        code = "invalid_choice" if choices else "invalid_value"
+        return ClosedUsageError(UsageError(code, _declared_name(param) or "option"), choices)
+    if isinstance(error, click.BadOptionUsage):
+        return ClosedUsageError(UsageError("invalid_option_usage", "option"))
+    if isinstance(error, click.BadArgumentUsage):
+        return ClosedUsageError(UsageError("invalid_argument", "argument"))
+    return next(
+        (
+            ClosedUsageError(UsageError(code, field))
+            for prefix, code, field in _CLICK_TEMPLATES
+            if error.message.startswith(prefix)
+        ),
+        None,
+    )
+
+
+#: Click's own plain usage errors (they quote what was typed) and their codes.
+_CLICK_TEMPLATES: Final = (
+    ("Got unexpected extra argument", "unexpected_argument", "argument"),
+    ("No such command", "unknown_command", "command"),
+    ("Missing command", "missing_command", "command"),
+)
+
+
+def _os_code(error: OSError) -> str:
+    if isinstance(error, FileNotFoundError):
+        return "not_found"
+    if isinstance(error, PermissionError):
+        return "permission_denied"
+    if error.errno == errno.ENOSPC:
+        return "no_space"
+    return "os_error"
+
+
+@contextlib.contextmanager
+def closed_usage_errors() -> Iterator[None]:
+    """Reduce click usage errors and stray ``OSError`` exceptions to the closed-code format.
+
+    Click's own messages quote what was typed (an unknown option, a bad
+    choice, an extra argument); this replaces them with
+    ``sealeval: error: <option>: <code>`` (exit 2), naming only the declared
+    option and, for a choice, the valid choices. A ``click.UsageError``
+    raised by a command with its own constant message is left as it is. An
+    ``OSError`` that escaped a command becomes ``file: <code>`` with no
+    traceback and no path.
+    """
+    try:
+        yield
+    except click.UsageError as error:
+        closed = _closed_usage(error)
+        if closed is None:
+            raise
+        raise closed from None
+    except OSError as error:
+        if error.errno == errno.EPIPE:
+            raise
+        raise ClosedUsageError(UsageError(_os_code(error), "file")) from None

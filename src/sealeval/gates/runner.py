@@ -14,25 +14,24 @@ core in :mod:`sealeval.gates.candidate`:
    way and hashed from the opened descriptor;
 9. a second snapshot, compared field by field with the first;
 10-13. manifest, gates and signed packet (pure core);
-14. the bundle is written to a file created exclusively (``O_CREAT |
-    O_EXCL | O_NOFOLLOW``: an existing file or symlink, even dangling, is
-    refused with ``output_unavailable``).
+14. the bundle is published exclusively by ``sealeval._fs`` (temporary
+    file, fsync, hard link into place): an existing file or symlink, even
+    dangling, or a symlinked folder component is refused with
+    ``output_unavailable``.
 
 No path, file name, key byte or timestamp reaches a document or an error.
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import os
-import stat
 import subprocess
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Final
 
+from sealeval._fs import FileSystemError, open_regular, publish_exclusive
 from sealeval.gates.candidate import (
     ARTIFACT_NAMES,
     CandidateDecision,
@@ -164,19 +163,10 @@ SnapshotFunction = Callable[[str | os.PathLike[str] | None, str, str | None], Re
 
 def _open_regular(path: str | os.PathLike[str]) -> int | None:
     """Open ``path`` read-only without following a final symlink; ``None`` unless regular."""
-    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
     try:
-        fd = os.open(path, flags)
-    except (OSError, ValueError):
+        return open_regular(path)
+    except FileSystemError:
         return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            os.close(fd)
-            return None
-    except OSError:
-        os.close(fd)
-        return None
-    return fd
 
 
 def read_regular_file(
@@ -262,25 +252,16 @@ def write_exclusive(path: str | os.PathLike[str], data: bytes) -> None:
     """Create ``path`` exclusively and write ``data``.
 
     Fails if anything exists at ``path`` (a file, a directory, a symlink, even
-    a dangling one) or if the directory is missing; a partly written file is
-    removed.
+    a dangling one), if the directory is missing or if any component of its
+    folder is a symlink (``sealeval._fs.publish_exclusive``: temporary file,
+    fsync, link into place; nothing partial is ever visible).
 
     Raises:
         CandidateRunnerError: ``output_unavailable``.
     """
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
     try:
-        fd = os.open(path, flags, 0o644)
-    except (OSError, ValueError):
-        raise CandidateRunnerError("output_unavailable") from None
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-    except OSError:
-        with contextlib.suppress(OSError):
-            Path(path).unlink()
+        publish_exclusive(path, data, mode=0o644)
+    except FileSystemError:
         raise CandidateRunnerError("output_unavailable") from None
 
 

@@ -7,12 +7,15 @@ its entries are specified in ``docs/decisions/component-digests.md``; in short:
 * the tree digest is SHA-256 over the header line ``sealeval.tree_digest.v1``
   followed by one canonical JSON line per entry (directories, regular files
   with size, content digest and executable bit, and symlinks that stay inside
-  the tree, recorded by their resolved target, never followed);
+  the tree, recorded by their resolved target and their link text, never
+  followed);
 * entries are visited depth first, siblings in the byte order of their UTF-8
   names, a directory before its contents; paths use ``/``;
-* a symlink whose target leaves the tree, a dangling symlink, a special file
-  (FIFO, socket, device) or a name that is not UTF-8 is refused;
-* a file that changes while it is read is refused.
+* a symlink whose target leaves the tree, a dangling symlink, a symlink loop,
+  a special file (FIFO, socket, device) or a name that is not UTF-8 is refused;
+* a file that changes while it is read is refused (ctime included);
+* the walk itself is :func:`sealeval._fs.walk_tree`: directory descriptors,
+  iterative, bounded depth and entry count (:class:`TreeLimits`).
 
 A configuration document (JSON or YAML) is parsed strictly and digested in
 the openmed canonical form, so formatting, key order and the choice between
@@ -23,11 +26,20 @@ from __future__ import annotations
 
 import hashlib
 import os
-import stat
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Literal
 
+from sealeval._fs import (
+    DEFAULT_MAX_DEPTH,
+    DEFAULT_MAX_ENTRIES,
+    FileSystemError,
+    digest_regular,
+    read_regular,
+    translated,
+    walk_tree,
+)
 from sealeval.canonical import DecodeLimits, decode, digest_openmed, encode_openmed
 from sealeval.errors import (
     CanonicalError,
@@ -42,6 +54,7 @@ __all__ = [
     "CONFIG_MAX_BYTES",
     "TREE_DIGEST_HEADER",
     "ConfigFormat",
+    "TreeLimits",
     "digest_config_document",
     "digest_file",
     "digest_tree",
@@ -61,140 +74,76 @@ _CONFIG_SUFFIXES: Final[dict[str, ConfigFormat]] = {
 }
 
 
-def _hash_open_file(fd: int, hasher: Any, buffer: bytearray) -> int:
-    """Feed an open file into ``hasher``; return the number of bytes read."""
-    view = memoryview(buffer)
-    total = 0
-    while True:
-        count = os.readv(fd, [view])
-        if count == 0:
-            return total
-        hasher.update(view[:count])
-        total += count
+@dataclass(frozen=True, slots=True)
+class TreeLimits:
+    """Bounds of a tree digest walk (``too_deep`` / ``too_many_entries`` beyond them)."""
+
+    max_depth: int = DEFAULT_MAX_DEPTH
+    max_entries: int = DEFAULT_MAX_ENTRIES
 
 
-def _file_sha256(
-    path: str | bytes | os.PathLike[str], *, follow_symlinks: bool, buffer: bytearray
-) -> tuple[str, int, bool]:
-    """Return (hex digest, size, executable) of a regular file, refusing changes."""
-    flags = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0)
-    if not follow_symlinks:
-        flags |= os.O_NOFOLLOW
-    try:
-        fd = os.open(path, flags)
-    except FileNotFoundError:
-        raise ComponentDigestError("not_found", "path") from None
-    except OSError:
-        raise ComponentDigestError("unreadable", "path") from None
-    try:
-        before = os.fstat(fd)
-        if not stat.S_ISREG(before.st_mode):
-            raise ComponentDigestError("not_regular_file", "path")
-        hasher = hashlib.sha256()
-        try:
-            size = _hash_open_file(fd, hasher, buffer)
-        except OSError:
-            raise ComponentDigestError("unreadable", "path") from None
-        after = os.fstat(fd)
-    finally:
-        os.close(fd)
-    if (
-        size != before.st_size
-        or after.st_size != before.st_size
-        or after.st_mtime_ns != before.st_mtime_ns
-        or after.st_ino != before.st_ino
-    ):
-        raise ComponentDigestError("file_changed", "path")
-    executable = bool(before.st_mode & (stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH))
-    return hasher.hexdigest(), size, executable
+_FILE_RENAMES: Final[dict[str, str]] = {"too_large": "unreadable"}
+_TREE_RENAMES: Final[dict[str, str]] = {
+    "not_regular_file": "file_changed",  # a listed file replaced by something else
+}
 
 
 def digest_file(path: str | os.PathLike[str]) -> str:
     """Return ``sha256:<hex>`` of a regular file's bytes, streamed.
 
+    A path naming a symlink is followed (the user named it); the open never
+    blocks, so a FIFO, socket or device is refused before anything is read.
+
     Raises:
         ComponentDigestError: ``not_found``, ``not_regular_file``,
             ``unreadable`` or ``file_changed`` (field ``path``).
     """
-    hex_digest, _, _ = _file_sha256(path, follow_symlinks=True, buffer=bytearray(CHUNK_SIZE))
-    return "sha256:" + hex_digest
+    with translated(ComponentDigestError, "path", _FILE_RENAMES):
+        return "sha256:" + digest_regular(path, follow_symlinks=True).hex
 
 
-def _utf8_name(name: bytes) -> str:
-    try:
-        return name.decode("utf-8")
-    except UnicodeDecodeError:
-        raise ComponentDigestError("undecodable_name", "path") from None
-
-
-def _subtree(
-    directory: bytes, prefix: str, root_prefix: bytes, buffer: bytearray
-) -> Iterator[list[Any]]:
-    """Yield the entries below ``directory`` in walk order (see module docstring)."""
-    try:
-        names = sorted(os.listdir(directory))
-    except OSError:
-        raise ComponentDigestError("unreadable", "path") from None
-    for name in names:
-        absolute = os.path.join(directory, name)
-        relative = prefix + _utf8_name(name)
-        try:
-            info = os.lstat(absolute)
-        except OSError:
-            raise ComponentDigestError("file_changed", "path") from None
-        if stat.S_ISLNK(info.st_mode):
-            target = os.path.realpath(absolute)
-            if target + b"/" == root_prefix:
-                yield ["l", relative, "."]
-                continue
-            if not target.startswith(root_prefix):
-                raise ComponentDigestError("symlink_escapes_tree", "path")
-            if not os.path.lexists(target):
-                raise ComponentDigestError("dangling_symlink", "path")
-            yield ["l", relative, _utf8_name(target[len(root_prefix) :])]
-        elif stat.S_ISDIR(info.st_mode):
-            yield ["d", relative]
-            yield from _subtree(absolute, relative + "/", root_prefix, buffer)
-        elif stat.S_ISREG(info.st_mode):
-            hex_digest, size, executable = _file_sha256(
-                absolute, follow_symlinks=False, buffer=buffer
-            )
-            if size != info.st_size:
-                raise ComponentDigestError("file_changed", "path")
-            yield ["f", relative, size, "sha256:" + hex_digest, executable]
+def _tree_lines(root: str | os.PathLike[str], limits: TreeLimits) -> Iterator[list[Any]]:
+    """Yield the entry arrays of a tree in walk order (see module docstring)."""
+    buffer = bytearray(CHUNK_SIZE)
+    for entry in walk_tree(root, max_depth=limits.max_depth, max_entries=limits.max_entries):
+        if entry.kind == "d":
+            yield ["d", entry.path]
+        elif entry.kind == "l":
+            yield ["l", entry.path, entry.link_target, entry.link_text]
         else:
-            raise ComponentDigestError("special_file", "path")
+            found = digest_regular(
+                entry.name, dir_fd=entry.dir_fd, expected=entry.info, buffer=buffer
+            )
+            if found.size != entry.info.st_size:
+                raise FileSystemError("file_changed", "path")
+            yield ["f", entry.path, found.size, "sha256:" + found.hex, found.executable]
 
 
-def digest_tree(path: str | os.PathLike[str]) -> str:
+def digest_tree(path: str | os.PathLike[str], *, limits: TreeLimits | None = None) -> str:
     """Return the tree digest of a directory (see the module docstring).
 
     The root itself may be named through a symlink (it is resolved once);
-    inside the tree symlinks are recorded, never followed.
+    inside the tree every directory is opened by descriptor without following
+    links, symlinks are recorded (resolved target and link text), never
+    followed. The walk is iterative and bounded by ``limits``.
 
     Raises:
         ComponentDigestError: ``not_found``, ``not_directory``,
-            ``symlink_escapes_tree``, ``dangling_symlink``, ``special_file``,
-            ``undecodable_name``, ``unreadable`` or ``file_changed``.
+            ``symlink_escapes_tree``, ``dangling_symlink``, ``symlink_loop``,
+            ``special_file``, ``undecodable_name``, ``too_deep``,
+            ``too_many_entries``, ``unreadable`` or ``file_changed``.
     """
-    return digest_tree_entries(_walk_tree(path))
+    with translated(ComponentDigestError, "path", _TREE_RENAMES):
+        return digest_tree_entries(_tree_lines(path, limits or TreeLimits()))
 
 
-def _walk_tree(path: str | os.PathLike[str]) -> Iterator[list[Any]]:
-    root = os.path.realpath(os.fsencode(os.fspath(path)))
-    if not os.path.lexists(root):
-        raise ComponentDigestError("not_found", "path")
-    if not os.path.isdir(root):
-        raise ComponentDigestError("not_directory", "path")
-    root_prefix = root.rstrip(b"/") + b"/"
-    return _subtree(root, "", root_prefix, bytearray(CHUNK_SIZE))
-
-
-def tree_entries(path: str | os.PathLike[str]) -> tuple[tuple[Any, ...], ...]:
+def tree_entries(
+    path: str | os.PathLike[str], *, limits: TreeLimits | None = None
+) -> tuple[tuple[Any, ...], ...]:
     """Return the entries :func:`digest_tree` hashes, in walk order, from one walk.
 
     Each entry is ``("d", path)``, ``("f", path, size, "sha256:<hex>",
-    executable)`` or ``("l", path, target)``. Pass them to
+    executable)`` or ``("l", path, target, link text)``. Pass them to
     :func:`digest_tree_entries` to get the tree digest of the same walk (the
     model-signature check compares the files and seals the digest without
     reading the tree twice).
@@ -202,7 +151,8 @@ def tree_entries(path: str | os.PathLike[str]) -> tuple[tuple[Any, ...], ...]:
     Raises:
         ComponentDigestError: as :func:`digest_tree`.
     """
-    return tuple(tuple(entry) for entry in _walk_tree(path))
+    with translated(ComponentDigestError, "path", _TREE_RENAMES):
+        return tuple(tuple(entry) for entry in _tree_lines(path, limits or TreeLimits()))
 
 
 def digest_tree_entries(entries: Iterable[Sequence[Any]]) -> str:
@@ -214,24 +164,9 @@ def digest_tree_entries(entries: Iterable[Sequence[Any]]) -> str:
 
 
 def _read_bounded(path: Path, limit: int) -> bytes:
-    try:
-        info = path.stat()
-    except FileNotFoundError:
-        raise ConfigDocumentError("not_found", "path") from None
-    except OSError:
-        raise ConfigDocumentError("unreadable", "path") from None
-    if not stat.S_ISREG(info.st_mode):
-        raise ConfigDocumentError("not_regular_file", "path")
-    if info.st_size > limit:
-        raise ConfigDocumentError("too_large", "path")
-    try:
-        with path.open("rb") as handle:
-            data = handle.read(limit + 1)
-    except OSError:
-        raise ConfigDocumentError("unreadable", "path") from None
-    if len(data) > limit:
-        raise ConfigDocumentError("too_large", "path")
-    return data
+    """Read a configuration document (a named symlink is followed; FIFOs never block)."""
+    with translated(ConfigDocumentError, "path", {"file_changed": "unreadable"}):
+        return read_regular(path, limit=limit, follow_symlinks=True)
 
 
 def load_config_document(

@@ -36,14 +36,13 @@ import importlib
 import math
 import os
 import re
-import secrets
-import stat
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, NoReturn
 
+from sealeval._fs import read_regular, replace_atomic, translated
 from sealeval.canonical import is_digest
 from sealeval.errors import ConfigDocumentError, SessionError
 from sealeval.manifest.components import load_config_document
@@ -527,25 +526,9 @@ def _build(field: str, action: Callable[[], Any]) -> Any:
 
 
 def _read_bytes(path: Path, field: str, limit: int) -> bytes:
-    """Read a regular file of at most ``limit`` bytes, verbatim."""
-    try:
-        info = path.stat()
-    except FileNotFoundError:
-        _fail("not_found", field)
-    except OSError:
-        _fail("unreadable", field)
-    if not stat.S_ISREG(info.st_mode):
-        _fail("not_regular_file", field)
-    if info.st_size > limit:
-        _fail("too_large", field)
-    data: bytes | None = None
-    with contextlib.suppress(OSError), path.open("rb") as handle:
-        data = handle.read(limit + 1)
-    if data is None:
-        _fail("unreadable", field)
-    if len(data) > limit:
-        _fail("too_large", field)
-    return data
+    """Read a regular file of at most ``limit`` bytes, verbatim (``sealeval._fs``: never blocks)."""
+    with translated(SessionConfigError, field, {"file_changed": "unreadable"}):
+        return read_regular(path, limit=limit, follow_symlinks=True)
 
 
 def read_session_config(path: str | os.PathLike[str]) -> tuple[SessionConfig, Path]:
@@ -714,15 +697,6 @@ def load_session_inputs(config: SessionConfig, base: Path) -> SessionInputs:
 _USAGE_FIELD: Final = "feedback.ledger_usage"
 
 
-def _fsync_directory(directory: Path) -> None:
-    with contextlib.suppress(OSError):
-        fd = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-
 class LedgerUsageFile:
     """The ledger usage file: exclusively locked, read strictly, replaced atomically.
 
@@ -774,27 +748,8 @@ class LedgerUsageFile:
     def write(self, usage: LedgerUsage) -> None:
         """Replace the file atomically (temporary file, fsync, rename, fsync folder)."""
         data = usage.to_json().encode("ascii")
-        parent = self._path.parent
-        temporary = parent / f".{self._path.name}.{secrets.token_hex(8)}.tmp"
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
-        written = False
-        try:
-            fd = os.open(temporary, flags, 0o600)
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(data)
-                handle.flush()
-                os.fsync(handle.fileno())
-            temporary.replace(self._path)
-            written = True
-        except OSError:
-            pass
-        finally:
-            if not written:
-                with contextlib.suppress(OSError):
-                    temporary.unlink()
-        if not written:
-            _fail("unwritable", _USAGE_FIELD)
-        _fsync_directory(parent)
+        with translated(SessionConfigError, _USAGE_FIELD, default="unwritable"):
+            replace_atomic(self._path, data, mode=0o600)
 
 
 class PersistedLedger:

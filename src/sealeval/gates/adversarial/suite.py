@@ -47,6 +47,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from sealeval._fs import APPEND_FLAGS
 from sealeval.gates.adversarial.calls import AdversarialAttempt, BoundaryAdapter, BoundaryVerdict
 from sealeval.gates.adversarial.corpus import DEFAULT_FIXTURES
 from sealeval.gates.adversarial.fixture import (
@@ -82,7 +83,6 @@ PROBE_TIMEOUT_SECONDS: Final = 0.5
 
 _MARKER: Final = b"dispatched\n"
 # Never follow a link planted at the probe path; close the descriptor on exec.
-_NO_FOLLOW: Final = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
 # ---------------------------------------------------------------------------
@@ -161,8 +161,7 @@ class _Probes:
             path = self._file(fixture.case_id)
 
             def write() -> None:
-                flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | _NO_FOLLOW
-                descriptor = os.open(path, flags, 0o600)
+                descriptor = os.open(path, APPEND_FLAGS, 0o600)
                 try:
                     os.write(descriptor, _MARKER)
                 finally:

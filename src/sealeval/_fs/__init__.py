@@ -1,0 +1,126 @@
+"""The one hardened file-system edge: every sealeval read and write of a named file goes here.
+
+Jobs (each has exactly this one home):
+
+* **no-follow open** -- :func:`open_regular` opens with ``O_NOFOLLOW |
+  O_NONBLOCK | O_CLOEXEC`` (a FIFO, a socket or a device never blocks the
+  open), checks the descriptor with ``fstat`` and refuses anything that is not a regular
+  file before a byte is read; then the descriptor is made blocking again;
+* **bounded read** -- :func:`read_fd_bounded` refuses a file whose stated size
+  is over the limit before reading, and never reads more than ``limit + 1``
+  bytes (a file growing while read is refused too);
+* **stable read** -- :func:`read_regular` and :func:`digest_regular` compare
+  device, inode, size, modification *and change* time before and after the
+  read (restoring the modification time with ``utime`` still changes ``ctime``);
+* **directory fsync** -- :func:`fsync_directory`;
+* **safe destination** -- :func:`open_destination_parent` walks every component
+  of a destination's parent with directory descriptors (``O_DIRECTORY |
+  O_NOFOLLOW``), so a symlinked parent anywhere in the chain is refused, and
+  the final name must not exist (not even as a dangling symlink);
+* **exclusive atomic publish** -- :func:`publish_exclusive` writes a temporary
+  file beside the destination, fsyncs it, hard-links it into place (``link``
+  never replaces anything) and fsyncs the folder; a staged directory is
+  published with :func:`rename_noreplace`; a rewritten state file with
+  :func:`replace_atomic`;
+* **confined tree walk** -- :func:`walk_tree` walks a directory iteratively
+  with descriptors (``openat`` with ``O_NOFOLLOW | O_DIRECTORY``, checking the
+  opened directory is the one listed), with bounded depth and entry count; a
+  symlink is never followed: its link text is read and resolved *lexically
+  inside the tree* (escapes, dangling targets and loops are refused).
+
+Error design: every function raises :class:`~sealeval.errors.FileSystemError`,
+a family-neutral error with the closed codes below and field ``path`` (or
+``output`` for writers). A caller turns it into its own family's error with
+:func:`translated`, a context manager that maps codes (identity by default) --
+so each module keeps its documented wire codes while the checks live here::
+
+    with translated(SigningKeyError, "signing_key", {"symlink": "not_regular_file"}):
+        data = read_regular(path, limit=MAX_KEY_FILE_BYTES)
+
+Codes: ``not_found``, ``not_regular_file``, ``not_directory``, ``unreadable``,
+``too_large``, ``file_changed``, ``special_file``, ``symlink_escapes_tree``,
+``dangling_symlink``, ``symlink_loop``, ``undecodable_name``, ``too_deep``,
+``too_many_entries``, ``output_exists``, ``output_parent_missing``,
+``output_unwritable``, ``unsafe_destination``, ``unsupported_platform``.
+Every ``OSError`` is mapped to one of them; none is chained (``from None``)
+and no path or name ever appears in a message.
+
+Layout: this face re-exports everything; ``_base`` (flags, limits,
+:func:`translated`), ``_read`` (opening and reading), ``_write``
+(destinations and publication) and ``_walk`` (the tree walk) hold the code.
+
+Portability: the package imports everywhere. POSIX-only flags are looked up
+with ``getattr`` (0 when absent). Where ``O_NOFOLLOW`` is missing (Windows) the
+final component is checked with ``lstat`` first (best effort, racy); the tree
+walk and the destination walk need ``dir_fd`` support and raise
+``unsupported_platform`` without it.
+"""
+
+from __future__ import annotations
+
+from sealeval._fs._base import (
+    APPEND_FLAGS,
+    CHUNK_SIZE,
+    DEFAULT_MAX_DEPTH,
+    DEFAULT_MAX_ENTRIES,
+    DIR_FLAGS,
+    HAS_DIR_FD,
+    MAX_SYMLINK_HOPS,
+    READ_FLAGS,
+    translated,
+)
+from sealeval._fs._read import (
+    FileDigest,
+    FileSignature,
+    digest_regular,
+    fsync_directory,
+    open_directory,
+    open_directory_below,
+    open_regular,
+    read_below,
+    read_fd_bounded,
+    read_regular,
+    signature,
+)
+from sealeval._fs._walk import TreeEntry, walk_tree
+from sealeval._fs._write import (
+    ExclusiveWriter,
+    create_exclusive,
+    open_destination_parent,
+    publish_exclusive,
+    rename_noreplace,
+    replace_atomic,
+)
+from sealeval.errors import FileSystemError
+
+__all__ = [
+    "APPEND_FLAGS",
+    "CHUNK_SIZE",
+    "DEFAULT_MAX_DEPTH",
+    "DEFAULT_MAX_ENTRIES",
+    "DIR_FLAGS",
+    "HAS_DIR_FD",
+    "MAX_SYMLINK_HOPS",
+    "READ_FLAGS",
+    "ExclusiveWriter",
+    "FileDigest",
+    "FileSignature",
+    "FileSystemError",
+    "TreeEntry",
+    "create_exclusive",
+    "digest_regular",
+    "fsync_directory",
+    "open_destination_parent",
+    "open_directory",
+    "open_directory_below",
+    "open_regular",
+    "publish_exclusive",
+    "read_below",
+    "read_fd_bounded",
+    "read_regular",
+    "rename_noreplace",
+    "replace_atomic",
+    "signature",
+    "translated",
+    "walk_tree",
+]

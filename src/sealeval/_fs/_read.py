@@ -1,0 +1,282 @@
+"""Reading: no-follow open, regular-file check, bounded and stable reads, directories."""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import hashlib
+import os
+import stat
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from sealeval._fs._base import (
+    _NOT_REGULAR_ERRNOS,
+    _O_CLOEXEC,
+    _O_DIRECTORY,
+    _O_NOFOLLOW,
+    _O_NONBLOCK,
+    CHUNK_SIZE,
+    DIR_FLAGS,
+    READ_FLAGS,
+    _fail,
+)
+from sealeval.errors import FileSystemError
+
+
+class FileSignature(NamedTuple):
+    """What must not change while a file is read."""
+
+    device: int
+    inode: int
+    size: int
+    mtime_ns: int
+    ctime_ns: int
+
+
+def signature(info: os.stat_result) -> FileSignature:
+    """Return the identity and change signature of a ``stat`` result."""
+    return FileSignature(info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+
+
+def _open_error(error: OSError) -> FileSystemError:
+    if isinstance(error, FileNotFoundError):
+        return _fail("not_found")
+    if error.errno in _NOT_REGULAR_ERRNOS:
+        return _fail("not_regular_file")
+    return _fail("unreadable")  # ENOTDIR (a file used as a folder), EACCES, EIO, ...
+
+
+def open_regular(
+    path: str | bytes | os.PathLike[str],
+    *,
+    dir_fd: int | None = None,
+    follow_symlinks: bool = False,
+) -> int:
+    """Open a regular file read-only and return a blocking descriptor.
+
+    The open never blocks (``O_NONBLOCK``) and, unless ``follow_symlinks``,
+    never follows a final symlink. Anything but a regular file (a directory,
+    FIFO, socket, device or symlink) is refused before a byte is read.
+
+    Raises:
+        FileSystemError: ``not_found``, ``not_regular_file`` or ``unreadable``.
+    """
+    flags = READ_FLAGS & ~_O_NOFOLLOW if follow_symlinks else READ_FLAGS
+    try:
+        if (
+            not follow_symlinks
+            and not _O_NOFOLLOW
+            and stat.S_ISLNK(os.stat(path, dir_fd=dir_fd, follow_symlinks=False).st_mode)
+        ):  # pragma: no cover - Windows
+            raise _fail("not_regular_file")
+        fd = os.open(path, flags, dir_fd=dir_fd)
+    except OSError as error:
+        raise _open_error(error) from None
+    except ValueError:  # an embedded NUL: nothing can exist there
+        raise _fail("not_found") from None
+    try:
+        regular = stat.S_ISREG(os.fstat(fd).st_mode)
+        if regular and _O_NONBLOCK:
+            os.set_blocking(fd, True)
+    except OSError:  # pragma: no cover - fstat on a fresh descriptor does not fail
+        regular = False
+    if not regular:
+        os.close(fd)
+        raise _fail("not_regular_file")
+    return fd
+
+
+def read_fd_bounded(fd: int, limit: int) -> bytes:
+    """Read an open regular file to its end, at most ``limit`` bytes.
+
+    A stated size over the limit is refused before reading; so is a file
+    that yields more than ``limit`` bytes (it grew while read).
+
+    Raises:
+        FileSystemError: ``too_large`` or ``unreadable``.
+    """
+    try:
+        if os.fstat(fd).st_size > limit:
+            raise _fail("too_large")
+        chunks: list[bytes] = []
+        total = 0
+        while True:
+            chunk = os.read(fd, min(CHUNK_SIZE, limit + 1 - total))
+            if not chunk:
+                return b"".join(chunks)
+            chunks.append(chunk)
+            total += len(chunk)
+            if total > limit:
+                raise _fail("too_large")
+    except OSError:
+        raise _fail("unreadable") from None
+
+
+def _check_unchanged(fd: int, before: FileSignature, count: int) -> None:
+    try:
+        after = signature(os.fstat(fd))
+    except OSError:  # pragma: no cover - fstat on an open descriptor does not fail
+        raise _fail("unreadable") from None
+    if after != before or count != before.size:
+        raise _fail("file_changed")
+
+
+def read_regular(
+    path: str | bytes | os.PathLike[str],
+    *,
+    limit: int,
+    dir_fd: int | None = None,
+    follow_symlinks: bool = False,
+) -> bytes:
+    """Read a whole regular file (no-follow, bounded, stable) in one call.
+
+    Raises:
+        FileSystemError: ``not_found``, ``not_regular_file``, ``too_large``,
+            ``file_changed`` or ``unreadable``.
+    """
+    fd = open_regular(path, dir_fd=dir_fd, follow_symlinks=follow_symlinks)
+    try:
+        before = signature(os.fstat(fd))
+        data = read_fd_bounded(fd, limit)
+        _check_unchanged(fd, before, len(data))
+    finally:
+        os.close(fd)
+    return data
+
+
+def open_directory_below(base: str | os.PathLike[str], parts: Iterable[str]) -> int:
+    """Open ``base`` (the caller's trusted folder), then each of ``parts`` without following.
+
+    Raises:
+        FileSystemError: ``not_found`` (a missing component or base),
+            ``not_regular_file`` (a component is a symlink or a file) or
+            ``unreadable``.
+    """
+    try:
+        fd = os.open(base, os.O_RDONLY | _O_DIRECTORY | _O_CLOEXEC)
+    except (OSError, ValueError):
+        raise _fail("not_found") from None
+    try:
+        for part in parts:
+            try:
+                child = os.open(part, DIR_FLAGS, dir_fd=fd)
+            except FileNotFoundError:
+                raise _fail("not_found") from None
+            except OSError as error:
+                if error.errno in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
+                    raise _fail("not_regular_file") from None
+                raise _fail("unreadable") from None
+            os.close(fd)
+            fd = child
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def read_below(base: str | os.PathLike[str], relative: str, *, limit: int) -> bytes:
+    """Read ``base/relative`` (``/``-separated) with no component below ``base`` followed.
+
+    Raises:
+        FileSystemError: as :func:`open_directory_below` and :func:`read_regular`.
+    """
+    parts = relative.split("/")
+    fd = open_directory_below(base, parts[:-1])
+    try:
+        return read_regular(parts[-1], limit=limit, dir_fd=fd)
+    finally:
+        os.close(fd)
+
+
+@dataclass(frozen=True, slots=True)
+class FileDigest:
+    """SHA-256 of a regular file's bytes with its size and executable bit."""
+
+    hex: str
+    size: int
+    executable: bool
+
+
+def digest_regular(
+    path: str | bytes | os.PathLike[str],
+    *,
+    dir_fd: int | None = None,
+    follow_symlinks: bool = False,
+    expected: os.stat_result | None = None,
+    buffer: bytearray | None = None,
+) -> FileDigest:
+    """Stream a regular file through SHA-256 in constant memory, refusing changes.
+
+    ``expected`` is an earlier ``lstat`` of the same name (a tree walk): the
+    opened file must be that very file (device and inode).
+
+    Raises:
+        FileSystemError: ``not_found``, ``not_regular_file``,
+            ``file_changed`` or ``unreadable``.
+    """
+    fd = open_regular(path, dir_fd=dir_fd, follow_symlinks=follow_symlinks)
+    try:
+        info = os.fstat(fd)
+        before = signature(info)
+        if expected is not None and (expected.st_dev, expected.st_ino) != before[:2]:
+            raise _fail("file_changed")
+        hasher = hashlib.sha256()
+        view = memoryview(buffer if buffer is not None else bytearray(CHUNK_SIZE))
+        total = 0
+        try:
+            while count := os.readv(fd, [view]):
+                hasher.update(view[:count])
+                total += count
+        except OSError:
+            raise _fail("unreadable") from None
+        _check_unchanged(fd, before, total)
+    finally:
+        os.close(fd)
+    executable = bool(info.st_mode & (stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH))
+    return FileDigest(hasher.hexdigest(), total, executable)
+
+
+def open_directory(
+    path: str | bytes | os.PathLike[str],
+    *,
+    dir_fd: int | None = None,
+    follow_symlinks: bool = False,
+) -> int:
+    """Open a directory (no final symlink followed unless asked).
+
+    Raises:
+        FileSystemError: ``not_found``, ``not_directory`` or ``unreadable``.
+    """
+    flags = DIR_FLAGS & ~_O_NOFOLLOW if follow_symlinks else DIR_FLAGS
+    try:
+        fd = os.open(path, flags, dir_fd=dir_fd)
+    except FileNotFoundError:
+        raise _fail("not_found") from None
+    except OSError as error:
+        if error.errno in (errno.ENOTDIR, errno.ELOOP, errno.EMLINK):
+            raise _fail("not_directory") from None
+        raise _fail("unreadable") from None
+    except ValueError:
+        raise _fail("not_found") from None
+    if not _O_DIRECTORY:  # pragma: no cover - Windows has no directory descriptors
+        with contextlib.suppress(OSError):
+            if not stat.S_ISDIR(os.fstat(fd).st_mode):
+                os.close(fd)
+                raise _fail("not_directory")
+    return fd
+
+
+def fsync_directory(directory: int | str | os.PathLike[str]) -> None:
+    """Flush a directory's entries to disk (best effort: some systems refuse it)."""
+    if isinstance(directory, int):
+        with contextlib.suppress(OSError):
+            os.fsync(directory)
+        return
+    with contextlib.suppress(OSError):
+        fd = os.open(directory, os.O_RDONLY | _O_DIRECTORY | _O_CLOEXEC)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
