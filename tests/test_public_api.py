@@ -343,3 +343,15 @@ def test_cli_exit_table_names_every_command() -> None:
     rows = [line for line in text.splitlines() if line.startswith("| `sealeval ")]
     named = {re.match(r"\| `sealeval ([a-z-]+)", row).group(1) for row in rows}  # type: ignore[union-attr]
     assert named == set(COMMANDS)
+
+
+@pytest.mark.parametrize(
+    ("text", "code"),
+    [("x" * 300, "invalid_type"), ("x" * 5000, "invalid_type"), ("a\x00b", "invalid_yaml")],
+    ids=["long", "longer", "nul"],
+)
+def test_text_that_cannot_name_a_file_is_a_document(workspace: Path, text: str, code: str) -> None:
+    with pytest.raises(ComparisonPolicyError) as caught:
+        load_comparison_policy(text)  # document text (a YAML scalar), not a file name
+    assert caught.value.code == code
+    assert text not in str(caught.value)

@@ -536,6 +536,8 @@ def parse_comparison_policy(document: object) -> ComparisonPolicy:
     return ComparisonPolicy(document)  # type: ignore[arg-type]
 
 
+#: Longest ``str`` argument looked up as a file name.
+_MAX_NAME: Final = 4096
 #: Suffixes that make a one-line ``str`` argument a file name, not a document.
 _POLICY_SUFFIXES: Final = (".json", ".yaml", ".yml")
 #: Strict YAML limits of a policy document (the canonical-size bound is checked after).
@@ -546,7 +548,12 @@ def _names_file(data: str) -> bool:
     """Whether a ``str`` argument is a file name rather than document text."""
     if "\n" in data or data.lstrip().startswith(("{", "[")):
         return False
-    return data.endswith(_POLICY_SUFFIXES) or Path(data).is_file()
+    if data.endswith(_POLICY_SUFFIXES):
+        return True
+    try:
+        return len(data) <= _MAX_NAME and Path(data).is_file()
+    except (OSError, ValueError):  # a name the system cannot look up is document text
+        return False
 
 
 def _read_policy_file(path: str | os.PathLike[str]) -> bytes:
