@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 RUN_STAMP := $(VENV)/.sealeval-run
 DEV_STAMP := $(VENV)/.sealeval-dev
 
-.PHONY: demo test lint types unit bench clean contracts interop matrix sysdeps ucd tables vectors-alt
+.PHONY: demo test lint types docs unit bench clean contracts interop matrix sysdeps ucd tables vectors-alt
 
 $(BIN)/python:
 	$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
@@ -47,7 +47,7 @@ demo: $(RUN_STAMP)
 
 ## make test: install what is missing (system packages when root with apt, the dev
 ## extras, the pinned Unicode data), then lint, types and the whole suite with branch coverage
-test: sysdeps lint types unit
+test: sysdeps lint types docs unit
 
 ## make sysdeps: the system packages the suite needs (README "System requirements"):
 ## PostgreSQL server binaries (store and loader tests start a throwaway cluster),
@@ -71,6 +71,10 @@ sysdeps:
 	    exit 1; \
 	  fi; \
 	fi
+
+## make docs: the API reference from the docstrings (mkdocs --strict: warnings are errors)
+docs: $(DEV_STAMP)
+	$(BIN)/mkdocs build --strict --quiet --site-dir .docs-site
 
 lint: $(DEV_STAMP)
 	$(BIN)/ruff check --no-cache src tests bench scripts

@@ -345,7 +345,13 @@ def test_every_refusal_has_its_code(code: str, document: Any) -> None:
 
 
 def test_refusal_table_covers_every_code() -> None:
-    codes = {code for code, _ in _refusals()} | {"too_large", "unsupported_unicode_version"}
+    # invalid_yaml and not_found (policy files and YAML text): tests/test_public_api.py
+    codes = {code for code, _ in _refusals()} | {
+        "too_large",
+        "unsupported_unicode_version",
+        "invalid_yaml",
+        "not_found",
+    }
     assert codes == ComparisonPolicyError.codes
 
 

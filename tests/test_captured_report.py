@@ -244,7 +244,7 @@ def test_report_vector(
         pytest.fail("vector case shape not understood")
     shutil.copytree(VECTORS / given_input["pack_dir"], tmp_path / command[1])
     monkeypatch.chdir(tmp_path)
-    result = _run(command[1:])
+    result = _run([*command[1:], "--compat", "invarlock"])  # the reference's exact bytes
     assert result.exit_code == expected["exit_code"], result.output
     assert result.stdout == encode_invarlock(expected["stdout_json"]).decode("utf-8")
     written = expected["stdout_json"]["written_outputs"]
@@ -337,7 +337,7 @@ def test_junit_loads_in_standard_parsers(name: str, tmp_path: Path) -> None:
     document = junitparser.JUnitXml.fromfile(str(path))
     (suite,) = list(document)
     assert isinstance(suite, junitparser.TestSuite)
-    assert suite.name == "InvarLock recorded policy checks"
+    assert suite.name == "sealeval recorded policy checks"  # the reference's with --compat
     assert (suite.tests, suite.failures, suite.errors) == (len(entries), len(failures), len(errors))
     parsed = list(suite)
     assert len(parsed) == len(entries)
@@ -918,10 +918,12 @@ def test_text_mode_prints_the_markdown(tmp_path: Path, monkeypatch: pytest.Monke
     monkeypatch.chdir(tmp_path)
     plain = (PACKS / "text-20-exact-signed" / "report" / "plain.md").read_text(encoding="utf-8")
     explain = (PACKS / "text-20-exact-signed" / "report" / "explain.md").read_text(encoding="utf-8")
-    result = _run(["evidence"])
+    result = _run(["evidence", "--compat", "invarlock"])
     assert (result.exit_code, result.stdout) == (0, plain)
-    result = _run(["evidence", "--explain", "--html", "r.html"])
+    result = _run(["evidence", "--explain", "--html", "r.html", "--compat", "invarlock"])
     assert (result.exit_code, result.stdout) == (0, explain)
+    quiet = _run(["evidence", "--html", "quiet.html"])  # sealeval's default: files are the output
+    assert (quiet.exit_code, quiet.stdout) == (0, "")
     assert stat.S_IMODE((tmp_path / "r.html").stat().st_mode) == 0o600
     assert (tmp_path / "r.html").read_text(encoding="utf-8") == render_html(
         _pack("text-20-exact-signed")

@@ -188,3 +188,40 @@ def test_make_test_stops_at_once_naming_missing_system_packages(tmp_path: Path) 
     assert lines[0].startswith("make test needs system packages:")
     assert " npm " in lines[0]  # no npm on this PATH
     assert "apt-get install" in lines[0]
+
+
+# Windows has neither fcntl nor these POSIX-only open flags: every module must still
+# import (the flags are looked up where they are used, or through sealeval._fs).
+_NO_POSIX_FLAGS = (
+    "import os\n"
+    "for _name in ('O_DIRECTORY', 'O_NOFOLLOW', 'O_NONBLOCK', 'O_CLOEXEC'):\n"
+    "    if hasattr(os, _name):\n"
+    "        delattr(os, _name)\n"
+)
+
+
+def test_every_module_imports_without_posix_only_flags(tmp_path: Path) -> None:
+    shim = tmp_path / "shim"
+    shim.mkdir()
+    (shim / "sitecustomize.py").write_text(_NO_FCNTL + _NO_POSIX_FLAGS, encoding="utf-8")
+    script = (
+        "import importlib, os, pkgutil\n"
+        "import sealeval\n"
+        "assert not hasattr(os, 'O_NOFOLLOW')\n"
+        "names = [m.name for m in pkgutil.walk_packages(sealeval.__path__, 'sealeval.')\n"
+        "         if not m.name.endswith('__main__')]\n"
+        "for name in names:\n"
+        "    importlib.import_module(name)\n"
+        "print(len(names))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(shim)},
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert int(result.stdout.strip()) > 100

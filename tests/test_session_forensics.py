@@ -20,6 +20,7 @@ from jsonschema import Draft202012Validator
 
 from sealeval._unicode import PinnedTables, shipped_data
 from sealeval.manifest.sealed import COMPONENTS, SealedWorkflowManifest, seal_workflow_manifest
+from sealeval.session import _trigram_engine as trigram_engine
 from sealeval.session import forensics
 from sealeval.session.forensics import (
     CHECKS,
@@ -742,8 +743,8 @@ def _brute_force(
 @contextmanager
 def _engine_settings(extension: int, dense_fraction: int) -> Iterator[None]:
     with (
-        mock.patch.object(forensics, "_EXTENSION", extension),
-        mock.patch.object(forensics, "_DENSE_FRACTION", dense_fraction),
+        mock.patch.object(trigram_engine, "_EXTENSION", extension),
+        mock.patch.object(trigram_engine, "_DENSE_FRACTION", dense_fraction),
     ):
         yield
 
@@ -851,7 +852,7 @@ def test_fast_scan_equals_brute_force_on_longer_texts(
 def test_popcount_fallback_without_numpy_bitwise_count(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delattr(np, "bitwise_count", raising=False)
     words = np.array([0, 1, 2**64 - 1, 0b1011], dtype=np.uint64)
-    assert forensics._popcount(words).tolist() == [0, 1, 64, 3]
+    assert trigram_engine._popcount(words).tolist() == [0, 1, 64, 3]
     _assert_same_as_brute_force(
         ["abc abd abe xyz"],
         ["abc abd", "qqq rrr", "abc qqq"],
@@ -917,11 +918,11 @@ def test_large_alphabets_use_the_sorting_path() -> None:
 
 
 def test_engine_edge_helpers() -> None:
-    assert forensics._ranges(np.array([4]), np.array([0])).tolist() == []
-    assert forensics._ranges(np.array([4, 9]), np.array([2, 1])).tolist() == [4, 5, 9]
-    docs, tokens, vocabulary = forensics._trigram_tokens([])
+    assert trigram_engine._ranges(np.array([4]), np.array([0])).tolist() == []
+    assert trigram_engine._ranges(np.array([4, 9]), np.array([2, 1])).tolist() == [4, 5, 9]
+    docs, tokens, vocabulary = trigram_engine._trigram_tokens([])
     assert (docs.size, tokens.size, vocabulary) == (0, 0, 0)
-    ids, count = forensics._dense_ids(np.array([7, 3, 7, 1 << 40]), 1 << 41)
+    ids, count = trigram_engine._dense_ids(np.array([7, 3, 7, 1 << 40]), 1 << 41)
     assert (ids.tolist(), count) == ([1, 0, 1, 2], 3)
 
 

@@ -15,12 +15,6 @@ fast canonical encoders in :mod:`sealeval.canonical`.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
-from contextlib import AbstractContextManager
-from typing import Any
-
-from sealeval import _validate
-from sealeval import canonical as _canonical
 from sealeval._validate import JsonValue
 from sealeval.errors import CapturedError
 
@@ -87,43 +81,3 @@ class CapturedRunError(CapturedError):
             "invalid_state",
         }
     )
-
-
-# ---------------------------------------------------------------------------
-# Transitional bindings for modules that still import the toolkit from here
-# (captured/importers, captured/comparison, captured/report: owned by other
-# work in progress). New code calls sealeval._validate / sealeval.canonical with
-# ``error=CapturedRunError``; remove these once no module imports them.
-
-
-def fail(code: str, field: str | None = None) -> CapturedRunError:
-    """Return (for ``raise``) an error with a closed code and a library-chosen field."""
-    return CapturedRunError(code, field)
-
-
-def rebased(old_root: str, new_root: str) -> AbstractContextManager[None]:
-    """:func:`sealeval._validate.rebased` for :class:`CapturedRunError`."""
-    return _validate.rebased(old_root, new_root, error=CapturedRunError)
-
-
-def check_members(
-    document: object,
-    field: str,
-    required: Collection[str],
-    optional: Collection[str] = (),
-) -> Mapping[str, Any]:
-    """:func:`sealeval._validate.check_closed` for :class:`CapturedRunError`."""
-    return _validate.check_closed(document, field, required, optional, error=CapturedRunError)
-
-
-def check_text(value: object, field: str, **options: Any) -> str:
-    """:func:`sealeval._validate.check_text` for :class:`CapturedRunError`."""
-    return _validate.check_text(value, field, error=CapturedRunError, **options)
-
-
-def frozen_canonical(value: object) -> bytes:
-    """:func:`sealeval.canonical.frozen_canonical` for :class:`CapturedRunError`."""
-    return _canonical.frozen_canonical(value, error=CapturedRunError)
-
-
-thaw_json = _validate.thaw_json

@@ -8,7 +8,6 @@ exactly the checks it is read with.
 
 from __future__ import annotations
 
-import os
 import re
 import types
 from collections.abc import Callable, Iterator, Mapping
@@ -16,6 +15,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Final
 
+from sealeval._fs import DIR_FLAGS, READ_FLAGS
 from sealeval._validate import check_closed, freeze_json, thaw_json
 from sealeval.canonical import (
     digest_bytes,
@@ -149,9 +149,9 @@ _MANIFEST_REQUIRED: Final = (
 _REPORT_MEMBERS: Final = frozenset({"format", "decision", "bindings", "metrics", "limitations"})
 _WIDTH_FIRST_MEMBERS: Final = _REPORT_MEMBERS | {"decision_rule"}
 _HEX64: Final = re.compile(r"[0-9a-f]{64}")
-_O_CLOEXEC: Final = getattr(os, "O_CLOEXEC", 0)
-_DIR_FLAGS: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | _O_CLOEXEC
-_FILE_FLAGS: Final = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | _O_CLOEXEC
+# The one file-system home's flags (portable: absent POSIX flags are 0 there).
+_DIR_FLAGS: Final = DIR_FLAGS
+_FILE_FLAGS: Final = READ_FLAGS
 _JSON_CODES: Final[Mapping[str, str]] = types.MappingProxyType(
     {
         "too_large": "too_large",

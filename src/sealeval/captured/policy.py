@@ -24,11 +24,14 @@ the schema says integer (``minimum_count: 10.0``) is refused
 
 from __future__ import annotations
 
+import os
 import types
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Final, TypeAlias
 
+from sealeval._fs import read_regular
 from sealeval.canonical import decode, digest_bytes, encode_invarlock, is_digest
 from sealeval.captured.scorers import (
     BINARY_KINDS,
@@ -42,7 +45,8 @@ from sealeval.captured.scorers import (
     check_configuration,
     deterministic_scorer,
 )
-from sealeval.errors import CanonicalError, CapturedError
+from sealeval.errors import CanonicalError, CapturedError, FileSystemError, YamlError
+from sealeval.strict_yaml import YamlLimits, load_strict_yaml
 
 __all__ = [
     "MAX_METRICS",
@@ -56,8 +60,11 @@ __all__ = [
     "PolicySlice",
     "check_runtime",
     "comparison_policy_digest",
+    "is_yaml_policy_name",
     "load_comparison_policy",
+    "load_policy_yaml",
     "parse_comparison_policy",
+    "policy_document",
 ]
 
 POLICY_FORMAT: Final = "invarlock/comparison-policy-v1"
@@ -114,6 +121,8 @@ class ComparisonPolicyError(CapturedError):
             # document structure
             "invalid_type",
             "invalid_json_value",
+            "invalid_yaml",
+            "not_found",
             "too_large",
             "unknown_field",
             "missing_field",
@@ -527,14 +536,102 @@ def parse_comparison_policy(document: object) -> ComparisonPolicy:
     return ComparisonPolicy(document)  # type: ignore[arg-type]
 
 
-def load_comparison_policy(data: bytes | bytearray | memoryview | str) -> ComparisonPolicy:
-    """Strictly decode policy bytes (:func:`sealeval.canonical.decode`) and validate them.
+#: Longest ``str`` argument looked up as a file name.
+_MAX_NAME: Final = 4096
+#: Suffixes that make a one-line ``str`` argument a file name, not a document.
+_POLICY_SUFFIXES: Final = (".json", ".yaml", ".yml")
+#: Strict YAML limits of a policy document (the canonical-size bound is checked after).
+_POLICY_YAML_LIMITS: Final = YamlLimits(max_bytes=16_777_216, max_nodes=200_000, max_depth=64)
+
+
+def _names_file(data: str) -> bool:
+    """Whether a ``str`` argument is a file name rather than document text."""
+    if "\n" in data or data.lstrip().startswith(("{", "[")):
+        return False
+    if data.endswith(_POLICY_SUFFIXES):
+        return True
+    try:
+        return len(data) <= _MAX_NAME and Path(data).is_file()
+    except (OSError, ValueError):  # a name the system cannot look up is document text
+        return False
+
+
+def _read_policy_file(path: str | os.PathLike[str]) -> bytes:
+    """Read a policy file: a regular file (not a symlink) of bounded size."""
+    try:
+        return read_regular(path, limit=MAX_CANONICAL_BYTES)
+    except FileSystemError as error:
+        code = "too_large" if error.code == "too_large" else "not_found"
+        raise _fail(code, "policy") from None
+
+
+def policy_document(data: bytes | bytearray | memoryview | str) -> Any:
+    """Decode policy text: strict JSON when it starts with ``{`` or ``[``, else strict YAML.
+
+    Either way the policy's digest is that of its canonical form, so a YAML
+    policy and the JSON policy with the same content have the same digest.
 
     Raises:
-        CanonicalError: the bytes are not strict JSON.
-        ComparisonPolicyError: the document is not a valid policy.
+        CanonicalError: JSON text that is not strict JSON.
+        ComparisonPolicyError: ``policy: invalid_yaml`` or ``policy: too_large``.
     """
-    return parse_comparison_policy(decode(data))
+    raw = data.encode("utf-8") if isinstance(data, str) else bytes(data)
+    if raw.lstrip(b" \t\r\n")[:1] in (b"{", b"["):
+        return decode(raw)
+    return load_policy_yaml(raw)
+
+
+def is_yaml_policy_name(name: str | os.PathLike[str]) -> bool:
+    """Whether a policy file is read as strict YAML (its name ends in ``.yaml`` or ``.yml``).
+
+    Any other policy file is strict JSON, exactly as the reference reads it.
+    """
+    return os.fspath(name).lower().endswith((".yaml", ".yml"))
+
+
+def load_policy_yaml(data: bytes | bytearray | memoryview | str) -> Any:
+    """Decode a strict YAML policy document (its digest is that of the canonical JSON form).
+
+    Raises:
+        ComparisonPolicyError: ``policy: invalid_yaml`` or ``policy: too_large``.
+    """
+    try:
+        return load_strict_yaml(data, limits=_POLICY_YAML_LIMITS)
+    except YamlError as error:
+        raise _fail(
+            "too_large" if error.code == "too_large" else "invalid_yaml", "policy"
+        ) from None
+
+
+def load_comparison_policy(
+    data: bytes | bytearray | memoryview | str | os.PathLike[str],
+) -> ComparisonPolicy:
+    """Load a policy from a file, or from JSON or strict YAML text, and validate it.
+
+    Args:
+        data: a :class:`~pathlib.Path` (or any path-like), a ``str`` naming an
+            existing file (or a one-line name ending in ``.json``, ``.yaml``
+            or ``.yml``), or the document itself as text or bytes. A file
+            whose name ends in ``.yaml`` or ``.yml`` is strict YAML, any
+            other file strict JSON. Text that
+            starts with ``{`` or ``[`` is strict JSON
+            (:func:`sealeval.canonical.decode`); any other text is strict
+            YAML (:func:`sealeval.strict_yaml.load_strict_yaml`).
+
+    Example:
+        ``load_comparison_policy(Path("policy.yaml")).digest``
+
+    Raises:
+        CanonicalError: the JSON text is not strict JSON.
+        ComparisonPolicyError: ``policy: not_found`` (the named file cannot be
+            read), ``policy: invalid_yaml``, or the document is not a valid policy.
+    """
+    if isinstance(data, os.PathLike) or (isinstance(data, str) and _names_file(data)):
+        raw = _read_policy_file(data)
+        if is_yaml_policy_name(data):
+            return parse_comparison_policy(load_policy_yaml(raw))
+        return parse_comparison_policy(decode(raw))
+    return parse_comparison_policy(policy_document(data))
 
 
 def comparison_policy_digest(document: object) -> str:

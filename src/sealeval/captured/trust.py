@@ -44,6 +44,8 @@ from sealeval.canonical import DecodeLimits, decode, digest_invarlock, is_digest
 from sealeval.captured.policy import (
     ComparisonPolicy,
     ComparisonPolicyError,
+    is_yaml_policy_name,
+    load_policy_yaml,
     parse_comparison_policy,
 )
 from sealeval.captured.signing import SigningKey, SigningKeyError
@@ -452,9 +454,13 @@ def _budget(value: object) -> int | None:
 
 
 def _load_policy(reference: _FileReference) -> ComparisonPolicy:
-    document = _strict_object(
-        _read_reference(reference, MAX_POLICY_BYTES, "policy"), MAX_POLICY_BYTES, "policy"
-    )
+    data = _read_reference(reference, MAX_POLICY_BYTES, "policy")
+    if is_yaml_policy_name(reference.path):  # sealeval: strict YAML policies too
+        document = load_policy_yaml(data)
+        if not isinstance(document, dict):
+            raise _fail("not_object", "policy")
+    else:
+        document = _strict_object(data, MAX_POLICY_BYTES, "policy")
     try:
         return parse_comparison_policy(document)
     except ComparisonPolicyError as error:

@@ -33,6 +33,7 @@ COMMANDS: Final[Mapping[str, tuple[str, str]]] = {
     "evaluate": ("sealeval.cli.evaluate", "evaluate_command"),
     "gates": ("sealeval.cli.gates", "gates"),
     "import": ("sealeval.cli.imports", "import_command"),
+    "init": ("sealeval.cli.init", "init"),
     "manifest": ("sealeval.cli.manifest", "manifest"),
     "plan": ("sealeval.cli.plan", "plan_command"),
     "report": ("sealeval.cli.report", "report_command"),

@@ -50,7 +50,7 @@ from sealeval.captured.evaluate import (
 from sealeval.captured.run import INVARLOCK_LIMITS, read_file_bytes
 from sealeval.captured.signing import generate_key_directory
 from sealeval.cli._common import CONTEXT_SETTINGS, EXIT_ERROR, EXIT_OK, decision_order_option
-from sealeval.cli.verify import dump_json, metric_lines
+from sealeval.cli.verify import dump_json, metric_lines, printable
 from sealeval.errors import CanonicalError, CapturedError, SealevalError
 
 __all__ = [
@@ -191,6 +191,7 @@ def _setup(
 
 
 def _evaluation_text(document: Mapping[str, Any], report: ComparisonReport) -> str:
+    """Return the human result (the reference's lines: decision, signing, metrics, evidence)."""
     signing = (
         "Signing: Signed evidence"
         if document["authentication"] == "signed"
@@ -204,6 +205,54 @@ def _evaluation_text(document: Mapping[str, Any], report: ComparisonReport) -> s
         *metric_lines(report.metric_summaries()),
         f"Evidence: {document['evidence']}",
     ]
+    return "\n".join(lines) + "\n"
+
+
+#: What the user can type to get past a refusal (code -> remedy), printed after the error.
+_REMEDIES: Final = {
+    "too_many_records": "runs beyond invarlock's envelope (50,000 records, 128 MiB) need "
+    "--uncapped (on evaluate, verify and report)",
+    "too_many_cases": "runs beyond invarlock's envelope need --uncapped "
+    "(on evaluate, verify and report)",
+    "signing_key_required": "give --signing-key KEY (sealeval evaluate --keygen DIR makes one) "
+    "or --unsigned",
+    "signing_mode_conflict": "give either --signing-key KEY or --unsigned, not both",
+    "output_exists": "the evidence folder exists: remove it or give --output DIR",
+}
+
+
+def remedy(error: SealevalError) -> str | None:
+    """Return the remedy line for a refusal, naming options (never a value), or ``None``."""
+    if error.code == "too_large" and (error.field or "").startswith("comparison."):
+        return _REMEDIES["too_many_records"]
+    return _REMEDIES.get(error.code)
+
+
+def next_steps(document: Mapping[str, Any], signer: str | None) -> str:
+    """Return what ``verify`` needs: every digest and the verify command line.
+
+    Printed on standard error so that standard output keeps the reference's lines.
+    """
+    lines = [
+        f"Pack manifest digest: {document['pack_manifest_digest']}",
+        f"Baseline run digest: {document['baseline_run_digest']}",
+        f"Subject run digest: {document['subject_run_digest']}",
+        f"Request digest: {document['request_digest']}",
+        f"Policy digest: {document['policy_digest']}",
+    ]
+    if signer is not None:
+        lines += [
+            f"Signer fingerprint: {signer}",
+            "Verify (the recipient, with their own policy copy and receipt key):",
+            f"  sealeval verify {printable(str(document['evidence']))} --policy POLICY"
+            f" --expected-baseline-run {document['baseline_run_digest']}"
+            f" --expected-subject-run {document['subject_run_digest']}"
+            f" --expected-request-digest {document['request_digest']}"
+            f" --expected-signer {signer}"
+            " --verifier-signing-key KEY --verifier-identity ID --receipt receipt.json",
+        ]
+    else:
+        lines.append("Unsigned local evidence cannot be verified (sign with --signing-key KEY).")
     return "\n".join(lines) + "\n"
 
 
@@ -373,6 +422,9 @@ def evaluate_command(
             click.echo(_failure(run_preflight, signing_key, unsigned, str(error)), nl=False)
         else:
             click.echo(f"sealeval: error: {error}", err=True)
+            hint = remedy(error)
+            if hint is not None:
+                click.echo(f"sealeval: {hint}", err=True)
         raise click.exceptions.Exit(EXIT_ERROR) from None
     document, report = evaluation.document, evaluation.report
     if as_json:
@@ -381,6 +433,9 @@ def evaluate_command(
         click.echo(_preflight_text(document), nl=False)
     else:
         click.echo(_evaluation_text(document, report), nl=False)
+        published = evaluation.published
+        signer = None if published is None else published.signing_key_fingerprint
+        click.echo(next_steps(document, signer), nl=False, err=True)
     if fail_on_policy and document.get("decision") != "pass":
         raise click.exceptions.Exit(EXIT_POLICY_NOT_PASSED)
     raise click.exceptions.Exit(EXIT_OK)

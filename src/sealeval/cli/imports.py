@@ -17,6 +17,7 @@ large sources when it is a terminal; otherwise the command is quiet.
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -32,6 +33,7 @@ from sealeval.captured.importers import (
     SPECIFIED_ADAPTERS,
     ImportOptions,
     ImportSummary,
+    adapter_names,
     import_run_streaming,
     load_run,
 )
@@ -40,10 +42,10 @@ from sealeval.captured.importers.jsonl import decode_document, read_source
 from sealeval.captured.importers.registry import FALLBACKS
 from sealeval.captured.run import INVARLOCK_LIMITS, UNLIMITED
 from sealeval.captured.service_identity import validate_service_identity
-from sealeval.cli._common import CONTEXT_SETTINGS, is_terminal, refusals_exit
+from sealeval.cli._common import CONTEXT_SETTINGS, EXIT_ERROR, is_terminal, refusals_exit
 from sealeval.errors import CapturedError, SealevalError
 
-__all__ = ["PROGRESS_MIN_BYTES", "import_command"]
+__all__ = ["PROGRESS_MIN_BYTES", "adapter_suggestion", "import_command"]
 
 #: Sources at least this large get a progress bar (when standard error is a terminal).
 PROGRESS_MIN_BYTES: Final = 8 * 1_048_576
@@ -51,6 +53,25 @@ PROGRESS_MIN_BYTES: Final = 8 * 1_048_576
 _OPTION_FILE_BYTES: Final = 4 * 1_048_576
 #: Redraw the bar at most once per this many bytes processed.
 _PROGRESS_STEP: Final = 1_048_576
+
+
+def adapter_suggestion(typed: str) -> str | None:
+    """Return the valid adapter name closest to ``typed`` (a list entry, never the input)."""
+    names = (AUTO, *adapter_names())
+    close = difflib.get_close_matches(typed.lower(), names, n=1, cutoff=0.5)
+    return close[0] if close else None
+
+
+def _check_adapter(adapter: str) -> None:
+    """Refuse an unknown ``--adapter``, listing the valid names and the closest one (exit 2)."""
+    if adapter == AUTO or adapter in adapter_names():
+        return
+    click.echo("sealeval: error: adapter: unknown_adapter", err=True)
+    click.echo(f"sealeval: valid adapters: {', '.join((AUTO, *adapter_names()))}", err=True)
+    suggestion = adapter_suggestion(adapter)
+    if suggestion is not None:
+        click.echo(f"sealeval: did you mean --adapter {suggestion}?", err=True)
+    raise click.exceptions.Exit(EXIT_ERROR)
 
 
 def _source(spec: str | None) -> dict[str, str] | None:
@@ -220,6 +241,7 @@ def import_command(
     same facts as one JSON object on standard output instead of the digest).
     """
     identity = _json_file(service_identity, "service_identity")
+    _check_adapter(adapter)
     arguments: dict[str, Any] = {
         "source": _source(source_spec),
         "run_id": run_id,

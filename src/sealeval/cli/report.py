@@ -140,6 +140,13 @@ def _publish(path: Path, data: bytes, where: str) -> None:
     help="Opt-in sealeval/comparison-policy-extension-v1: add p-values, flips and how many "
     "more pairs (re-scores the pack's runs).",
 )
+@click.option(
+    "--compat",
+    type=click.Choice(["invarlock"]),
+    default=None,
+    help="Write Markdown and JUnit with the reference's exact wording (invarlock's bytes) "
+    "and print the Markdown even when writing files, as the reference does.",
+)
 def report_command(
     evidence: str,
     *,
@@ -151,6 +158,7 @@ def report_command(
     uncapped: bool,
     decision_order: str,
     extension_path: str | None,
+    compat: str | None,
 ) -> None:
     """Render the stored comparison of a captured evidence pack.
 
@@ -160,7 +168,10 @@ def report_command(
     failure (a pack that fails examination, an inconsistent report, an
     unusable destination). With --extension the opt-in extended
     statistics are added to every format (recomputed from the pack's runs).
+    Markdown goes to standard output only when no file is written (and without
+    --json); --compat invarlock prints it always, as the reference does.
     """
+    wording = "invarlock" if compat == "invarlock" else "sealeval"
     given = {"html": html_path, "junit": junit_path, "markdown": markdown_path}
     requested = {fmt: path for fmt, path in given.items() if path is not None}
     written: dict[str, str] = {}
@@ -178,10 +189,10 @@ def report_command(
                 read_file_bytes(Path(extension_path), _MAX_EXTENSION_BYTES, "extension")
             )
             extended = extended_for_pack(pack, extension)
-        markdown = render_markdown(pack, explain=explain, extended=extended)
+        markdown = render_markdown(pack, explain=explain, extended=extended, wording=wording)
         rendered = {
             "html": lambda: render_html(pack, extended=extended).encode("utf-8"),
-            "junit": lambda: render_junit(pack, extended=extended),
+            "junit": lambda: render_junit(pack, extended=extended, wording=wording),
             "markdown": lambda: markdown.encode("utf-8"),
         }
         outputs = {fmt: rendered[fmt]() for fmt in FORMATS if fmt in destinations}
@@ -213,5 +224,5 @@ def report_command(
             errors=[],
         )
         click.echo(encode_result(document), nl=False)
-    else:
+    elif not written or compat == "invarlock":
         click.echo(markdown, nl=False)

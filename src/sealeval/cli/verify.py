@@ -54,6 +54,7 @@ __all__ = [
     "REASONS",
     "VERIFY_FORMAT",
     "dump_json",
+    "guidance",
     "metric_lines",
     "printable",
     "verify_command",
@@ -74,6 +75,57 @@ _EXPLICIT: Final = (
 _DRAWS: Final = re.compile(r"[0-9]{1,30}")
 _UNPRINTABLE: Final = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
 _C1: Final = re.compile("[\x7f-\x9f]")
+
+
+#: The option that supplies each explicit trust input (what the user types).
+_OPTION_OF: Final = {
+    "anchors.baseline_run_digest": "--expected-baseline-run",
+    "anchors.subject_run_digest": "--expected-subject-run",
+    "anchors.request_digest": "--expected-request-digest",
+    "anchors.evidence_signer_fingerprint": "--expected-signer",
+    "verifier_identity": "--verifier-identity",
+    "verifier_signing_key": "--verifier-signing-key",
+    "policy": "--policy",
+    "receipt": "--receipt",
+}
+
+
+def guidance(
+    error: SealevalError,
+    *,
+    trust_profile: str | None,
+    options: Mapping[str, Any],
+    receipt: str | None,
+) -> list[str]:
+    """Lines that name what the user must type for a missing input (never a value).
+
+    A missing anchor names every missing anchor's option at once, with the
+    remedy: the digests ``sealeval evaluate`` printed, or a trust profile.
+    """
+    if error.code != "missing_input" or error.field is None:
+        return []
+    if trust_profile is not None:
+        return ["sealeval: the trust profile (--trust-profile) lacks it; see sealeval init trust"]
+    given = {
+        "anchors.baseline_run_digest": options.get("expected_baseline_run"),
+        "anchors.subject_run_digest": options.get("expected_subject_run"),
+        "anchors.request_digest": options.get("expected_request_digest"),
+        "anchors.evidence_signer_fingerprint": options.get("expected_signer"),
+        "verifier_identity": options.get("verifier_identity"),
+        "verifier_signing_key": options.get("verifier_signing_key"),
+        "policy": options.get("policy"),
+        "receipt": receipt,
+    }
+    missing = [option for field, option in _OPTION_OF.items() if given[field] is None]
+    if error.field not in _OPTION_OF or not missing:
+        return []
+    lines = [f"sealeval: missing: {', '.join(missing)}"]
+    if any(option.startswith("--expected-") for option in missing):
+        lines.append(
+            "sealeval: give the digests sealeval evaluate printed, "
+            "or --trust-profile FILE (sealeval init trust writes one)"
+        )
+    return lines
 
 
 class _IncompleteError(Exception):
@@ -341,6 +393,11 @@ def verify_command(
             click.echo(dump_json(_incomplete_result(refusal)), nl=False)
         else:
             click.echo(f"sealeval: error: {refusal.error}", err=True)
+            hints = guidance(
+                refusal.error, trust_profile=trust_profile, options=options, receipt=receipt
+            )
+            for line in hints:
+                click.echo(line, err=True)
         raise click.exceptions.Exit(EXIT_ERROR) from None
     receipt_name = Path(str(receipt)).name if written else None
     if as_json:

@@ -10,6 +10,7 @@ from sealeval.manifest.sealed import (
     seal_workflow_manifest,
     verify_at_evaluation_start,
 )
+from sealeval.manifest.snapshot import KINDS, digest_component, snapshot_components
 from sealeval.manifest.tool_inventory import (
     TOOL_INVENTORY_SCHEMA,
     ToolEntry,
@@ -20,6 +21,7 @@ from sealeval.manifest.tool_inventory import (
 
 __all__ = [
     "COMPONENTS",
+    "KINDS",
     "MANIFEST_SCHEMA",
     "REASON_CODES",
     "TOOL_INVENTORY_SCHEMA",
@@ -29,7 +31,9 @@ __all__ = [
     "ToolEntry",
     "ToolInventory",
     "build_tool_inventory",
+    "digest_component",
     "seal_workflow_manifest",
+    "snapshot_components",
     "tool_inventory_digest",
     "verify_at_evaluation_start",
 ]

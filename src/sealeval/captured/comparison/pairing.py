@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from sealeval import _validate, canonical
 from sealeval.captured.comparison.model import (
     _HASH_CHUNK,
     _STRING,
@@ -23,7 +24,7 @@ from sealeval.captured.comparison.model import (
     _FloatArray,
     _IndexArray,
 )
-from sealeval.captured.errors import frozen_canonical, rebased
+from sealeval.captured.errors import CapturedRunError
 from sealeval.captured.policy import (
     ComparisonPolicy,
     MetricScorer,
@@ -53,7 +54,7 @@ def _run(value: object, side: str) -> Run:
     if isinstance(value, Run):
         return value
     if isinstance(value, Mapping):
-        with rebased("run", side):
+        with _validate.rebased("run", side, error=CapturedRunError):
             return run_from_document(value)
     raise ComparisonError("invalid_type", side)
 
@@ -85,7 +86,9 @@ def _same_value(left: object, right: object) -> bool:
         return False
     if kind is str:
         return left == right
-    return frozen_canonical(left) == frozen_canonical(right)
+    return canonical.frozen_canonical(left, error=CapturedRunError) == canonical.frozen_canonical(
+        right, error=CapturedRunError
+    )
 
 
 def _seed_row(record: Record) -> bytes:
@@ -124,7 +127,7 @@ def _seed_row(record: Record) -> bytes:
         "expected": expected,
         "metadata": record.metadata,
     }
-    return frozen_canonical(row)[:-1]
+    return canonical.frozen_canonical(row, error=CapturedRunError)[:-1]
 
 
 class _ScopeHash:

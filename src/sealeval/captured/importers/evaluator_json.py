@@ -24,11 +24,12 @@ without copying the payload, and records are mapped one at a time.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Final
 
-from sealeval.captured.errors import check_members, check_text, fail
+from sealeval._validate import check_closed, check_text
+from sealeval.captured.errors import CapturedRunError
 from sealeval.captured.export import EVALUATOR_NAMES, EXPORT_FORMAT, MAX_EXPORT_DEPTH
 from sealeval.captured.importers.base import ImportOptions, RecordSource
 from sealeval.captured.importers.jsonl import Binding, DocumentImporter, refuse, sniff
@@ -41,6 +42,16 @@ __all__ = ["EvaluatorJsonImporter", "EvaluatorNativeJsonImporter"]
 _MEMBERS: Final = ("format", "evaluator", "source_version", "run_id", "payload")
 
 Prepared = Callable[[], Iterator[dict[str, Any]]]
+
+
+def _check_members(
+    document: object, field: str, required: Any, optional: Any = ()
+) -> Mapping[str, Any]:
+    return check_closed(document, field, required, optional, error=CapturedRunError)
+
+
+def _check_text(value: object, field: str, **options: Any) -> str:
+    return check_text(value, field, error=CapturedRunError, **options)
 
 
 def _depth_within(value: object, limit: int) -> bool:
@@ -60,16 +71,16 @@ def _check_export(
 ) -> EvaluatorNativeProfile:
     """Apply the envelope rules of ``invarlock/evaluator-export-v1`` (without copying)."""
     if type(evaluator) is not str or evaluator not in EVALUATOR_NAMES:
-        raise fail("unsupported_evaluator", "evaluator")
-    check_text(source_version, "source_version", blank=False)
-    check_text(run_id, "run_id")
+        raise CapturedRunError("unsupported_evaluator", "evaluator")
+    _check_text(source_version, "source_version", blank=False)
+    _check_text(run_id, "run_id")
     if type(payload) is list:
         if not payload:
-            raise fail("no_records", "payload")
+            raise CapturedRunError("no_records", "payload")
     elif type(payload) is not dict:
-        raise fail("invalid_type", "payload")
+        raise CapturedRunError("invalid_type", "payload")
     if not _depth_within(payload, MAX_EXPORT_DEPTH - 1):
-        raise fail("too_deep", "payload")
+        raise CapturedRunError("too_deep", "payload")
     return profile_for(evaluator)
 
 
@@ -81,9 +92,9 @@ def _bound(
     binding: Binding,
 ) -> Prepared:
     if binding.source is None or binding.source != export_source:
-        raise fail("export_identity_mismatch", "source")
+        raise CapturedRunError("export_identity_mismatch", "source")
     if binding.run_id is None or binding.run_id != export_run_id:
-        raise fail("export_identity_mismatch", "run_id")
+        raise CapturedRunError("export_identity_mismatch", "run_id")
     profile.check_identity(payload, export_source, export_run_id)
     return lambda: profile.map_payload(payload)
 
@@ -102,9 +113,9 @@ class EvaluatorJsonImporter(DocumentImporter):
     def parse(self, data: bytes, options: ImportOptions) -> Any:
         """Decode and check the envelope (returns the envelope)."""
         envelope = super().parse(data, options)
-        document = check_members(envelope, "export", _MEMBERS)
+        document = _check_members(envelope, "export", _MEMBERS)
         if document["format"] != EXPORT_FORMAT or type(document["format"]) is not str:
-            raise fail("invalid_constant", "format")
+            raise CapturedRunError("invalid_constant", "format")
         _check_export(
             document["evaluator"],
             document["source_version"],

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from sealeval.captured.errors import fail
+from sealeval.captured.errors import CapturedRunError
 from sealeval.captured.importers.base import ImportOptions
 from sealeval.captured.importers.jsonl import Binding, open_source, refuse
 from sealeval.captured.importers.registry import (
@@ -179,7 +179,7 @@ def build_request(
         raise refuse("identity_override", "adapter")
     checked_source = None if source is None else Source.from_document(source)
     if run_id is not None and type(run_id) is not str:
-        raise fail("invalid_type", "run_id")
+        raise CapturedRunError("invalid_type", "run_id")
     if adapter == AUTO or name not in SPECIFIED_ADAPTERS:
         checked_source, run_id = _with_stated(
             _stater(adapter, name, importer), path, options, checked_source, run_id

@@ -15,8 +15,9 @@ import os
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Final, TypeVar
 
+from sealeval import _validate
 from sealeval.canonical import digest_bytes
-from sealeval.captured.errors import fail, rebased
+from sealeval.captured.errors import CapturedRunError
 from sealeval.captured.importers import parallel
 from sealeval.captured.importers.base import ImportOptions, RecordSource
 from sealeval.captured.importers.inputs import (
@@ -78,8 +79,8 @@ _DECODE_CODES: Final = {
 def _typed(item: Any, position: int, request: ImportRequest) -> Record:
     limit = request.limits.max_records
     if limit is not None and position >= limit:
-        raise fail("too_many_records", "records")
-    with rebased("record", f"records[{position}]"):
+        raise CapturedRunError("too_many_records", "records")
+    with _validate.rebased("record", f"records[{position}]", error=CapturedRunError):
         record = Record.from_mapping(item)
         if request.projection is not None:
             record = project_record(record, request.projection)

@@ -15,7 +15,7 @@ import math
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, Final
 
-from sealeval.captured.errors import thaw_json
+from sealeval._validate import thaw_json
 from sealeval.captured.export import EvaluatorExport
 from sealeval.captured.importers.jsonl import refuse
 from sealeval.captured.likelihood import Source

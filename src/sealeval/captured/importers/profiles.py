@@ -36,7 +36,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from sealeval.captured.errors import fail
+from sealeval.captured.errors import CapturedRunError
 from sealeval.captured.export import BATCH_PROFILES, EVALUATOR_NAMES
 from sealeval.captured.importers.batch_profiles import batch_profiles
 from sealeval.captured.importers.inspect_json import inspect_records
@@ -320,5 +320,5 @@ def profile_for(name: str) -> EvaluatorNativeProfile:
     """Return the profile of an evaluator name (``unsupported_evaluator`` otherwise)."""
     profile = PROFILES.get(name) if type(name) is str else None
     if profile is None:
-        raise fail("unsupported_evaluator", "evaluator")
+        raise CapturedRunError("unsupported_evaluator", "evaluator")
     return profile

@@ -19,9 +19,9 @@ import xml.etree.ElementTree as ET
 from collections.abc import Mapping
 from typing import Any, Final
 
+from sealeval._validate import thaw_json
 from sealeval.canonical import digest_bytes, encode_invarlock
 from sealeval.captured.comparison import DEFAULT_MAX_BOOTSTRAP_DRAWS, compare_runs
-from sealeval.captured.errors import thaw_json
 from sealeval.captured.extended import EXTENDED_FORMAT, PolicyExtension, extend_comparison
 from sealeval.captured.pack_reader import EvidencePack
 from sealeval.captured.report.model import ReportError

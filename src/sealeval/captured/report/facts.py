@@ -10,8 +10,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from sealeval._validate import thaw_json
 from sealeval.captured.comparison import WIDTH_FIRST_RULE
-from sealeval.captured.errors import thaw_json
 from sealeval.captured.pack_reader import PACK_FORMAT, EvidencePack
 from sealeval.captured.report.model import (
     _UNAVAILABLE,

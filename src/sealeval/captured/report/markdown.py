@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Final
 
 from sealeval.canonical import encode_invarlock
 from sealeval.captured.pack_reader import EvidencePack
@@ -109,14 +109,36 @@ def _md_entry(entry: ReportEntry) -> list[str]:
     return lines
 
 
+#: Report wordings: sealeval's own, or the reference's exact bytes (``compat="invarlock"``).
+WORDINGS: Final = ("sealeval", "invarlock")
+_TITLES: Final = {
+    "sealeval": "# sealeval captured comparison",
+    "invarlock": "# InvarLock captured comparison",
+}
+_SUITES: Final = {
+    "sealeval": "sealeval recorded policy checks",
+    "invarlock": "InvarLock recorded policy checks",
+}
+
+
+def _worded(text: str, wording: str) -> str:
+    """Name sealeval's verifier in sealeval's wording (the reference's text is kept otherwise)."""
+    return text if wording == "invarlock" else text.replace("invarlock verify", "sealeval verify")
+
+
 def render_markdown(
     pack: EvidencePack,
     *,
     explain: bool = False,
     verification: VerificationStatus | None = None,
     extended: Mapping[str, Any] | None = None,
+    wording: str = "sealeval",
 ) -> str:
-    """Return the Markdown report of a pack (33-report.md §2.2; invarlock's bytes).
+    """Return the Markdown report of a pack (33-report.md §2.2).
+
+    ``wording="invarlock"`` gives the reference's exact bytes (title
+    "InvarLock captured comparison", "run invarlock verify"); the default
+    names sealeval.
 
     Sections: decision and summary, what was compared, what was checked (it
     says that no verification was performed, or shows the caller's
@@ -134,10 +156,12 @@ def render_markdown(
         ReportError: a consistency check failed, or ``verification``
             contradicts the pack (``verification_mismatch``).
     """
+    if wording not in WORDINGS:
+        raise ValueError("render_markdown: wording must be 'sealeval' or 'invarlock'")
     view = _view(pack, verification)
     compared = _compared(pack)
     lines = [
-        "# InvarLock captured comparison",
+        _TITLES[wording],
         "",
         f"**Recorded policy result: {_md(view.label)}**",
         "",
@@ -162,13 +186,16 @@ def render_markdown(
     ]
     lines += ["### Additional fields", "", *_md_bullets(compared.additional), ""]
     lines += ["### Recorded changes", "", *(f"- {_md(change)}" for change in compared.changes)]
-    lines += ["", "## What was checked", "", *_md_bullets(_checked(pack, verification)), ""]
+    checked = [(label, _worded(value, wording)) for label, value in _checked(pack, verification)]
+    lines += ["", "## What was checked", "", *_md_bullets(checked), ""]
     if "decision_rule" in pack.report:
         lines[-1:-1] = _md_bullets([("Decision rule", _WIDTH_FIRST_NOTE)])
     for entry in view.entries:
         lines += [*_md_entry(entry), ""]
     lines += ["## Next steps", ""]
-    lines += [f"{number}. {_md(step)}" for number, step in enumerate(_NEXT_STEPS, 1)]
+    lines += [
+        f"{number}. {_md(_worded(step, wording))}" for number, step in enumerate(_NEXT_STEPS, 1)
+    ]
     lines += ["", "## Scope and limitations", ""]
     lines += [f"- {_md_text(item)}" for item in _limitations(pack)]
     lines += ["", "## Evidence identities", "", *_md_bullets(_identities(pack))]
@@ -198,8 +225,13 @@ def _xml_text(text: str) -> str:
     return _XML_INVALID.sub(_escape_char, text)
 
 
-def render_junit(pack: EvidencePack, *, extended: Mapping[str, Any] | None = None) -> bytes:
-    """Return the JUnit XML of a pack (33-report.md §2.1; invarlock's bytes).
+def render_junit(
+    pack: EvidencePack, *, extended: Mapping[str, Any] | None = None, wording: str = "sealeval"
+) -> bytes:
+    """Return the JUnit XML of a pack (33-report.md §2.1).
+
+    ``wording="invarlock"`` gives the reference's exact bytes (suite name
+    "InvarLock recorded policy checks"); the default names sealeval.
 
     One ``<testsuite>`` whose ``failures`` count the ``regression`` entries
     (each with a ``<failure message=…/>``) and ``errors`` the
@@ -211,13 +243,15 @@ def render_junit(pack: EvidencePack, *, extended: Mapping[str, Any] | None = Non
     Raises:
         ReportError: a consistency check failed.
     """
+    if wording not in WORDINGS:
+        raise ValueError("render_junit: wording must be 'sealeval' or 'invarlock'")
     entries = _view(pack, None).entries
     failures = sum(entry.decision == "regression" for entry in entries)
     errors = sum(entry.decision == "insufficient_evidence" for entry in entries)
     root = ET.Element(
         "testsuite",
         {
-            "name": "InvarLock recorded policy checks",
+            "name": _SUITES[wording],
             "tests": str(len(entries)),
             "failures": str(failures),
             "errors": str(errors),

@@ -23,7 +23,10 @@ from sealeval.canonical import DecodeLimits, decode
 from sealeval.captured.errors import CapturedRunError
 from sealeval.captured.policy import (
     ComparisonPolicy,
+    ComparisonPolicyError,
     check_runtime,
+    is_yaml_policy_name,
+    load_policy_yaml,
     parse_comparison_policy,
 )
 from sealeval.captured.request.authored import AuthoredRequest, SourceSpec, load_authored_request
@@ -353,9 +356,14 @@ def load_captured_request(
     policy_fd = _open_beneath(root, authored.policy, "comparison.policy")
     data = _read_fd(policy_fd, MAX_INPUT_BYTES, "comparison.policy")
     try:
-        document = decode(data, limits=DecodeLimits(max_bytes=MAX_INPUT_BYTES))
+        if is_yaml_policy_name(authored.policy):  # sealeval: strict YAML policies too
+            document = load_policy_yaml(data)
+        else:
+            document = decode(data, limits=DecodeLimits(max_bytes=MAX_INPUT_BYTES))
     except CanonicalError:
         raise _fail("invalid_json", "comparison.policy") from None
+    except ComparisonPolicyError:
+        raise _fail("invalid_yaml", "comparison.policy") from None
     del data
     if not isinstance(document, dict):
         raise _fail("not_mapping", "comparison.policy")
