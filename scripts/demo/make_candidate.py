@@ -8,7 +8,7 @@ recorded for it become 1.0. Every other byte is unchanged.
 
     python scripts/demo/make_candidate.py > src/sealeval/_data/demo/captured/candidate.jsonl
 
-``tests/test_demo_captured.py`` regenerates it and compares the bytes.
+``tests/cli/test_demo_captured.py`` regenerates it and compares the bytes.
 """
 
 from __future__ import annotations

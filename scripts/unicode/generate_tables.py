@@ -11,7 +11,7 @@ decomposition mapping, decimal digit value), ``CompositionExclusions.json`` and
         > src/sealeval/_data/unicode/15.0.0.json
 
 The output is deterministic (sorted, fixed layout, no timestamps);
-``tests/test_unicode_tables_data.py`` regenerates every shipped version and
+``tests/captured/test_unicode_tables_data.py`` regenerates every shipped version and
 compares the bytes.
 """
 

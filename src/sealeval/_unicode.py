@@ -26,7 +26,7 @@ composition exclusion). Texts with any other character take the pure-Python
 path over the pinned tables.
 
 Conformance: every shipped version passes its own ``NormalizationTest.txt``
-on every interpreter CI runs (``tests/test_unicode_tables_data.py``).
+on every interpreter CI runs (``tests/captured/test_unicode_tables_data.py``).
 """
 
 from __future__ import annotations

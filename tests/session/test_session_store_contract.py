@@ -1,7 +1,7 @@
 """One contract suite for every session store: SQLite and PostgreSQL, with both ledgers.
 
 Every test taking the ``backend`` fixture runs twice, once on a SQLite file and
-once on a real PostgreSQL server (``tests/_postgres.py``; each PostgreSQL test
+once on a real PostgreSQL server (``tests/support/postgres.py``; each PostgreSQL test
 gets its own schema through ``search_path``). Stores are opened through
 :func:`open_session_store`, exactly as the CLI opens them. Backend-specific
 tests (DSN hygiene, pooling, retries, fork safety, SQLite path rules) follow

@@ -35,7 +35,7 @@ from sealeval.manifest.tool_inventory import (
     tool_inventory_digest,
 )
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
 CONTRACT_PATH = PROJECT_ROOT / "contracts" / "sealeval.tool_inventory.v1.schema.json"
 DOCS_PATH = PROJECT_ROOT / "docs" / "tool-inventory.md"
 

@@ -21,9 +21,9 @@ from click.testing import CliRunner
 
 from sealeval.cli.imports import import_command
 
-REAL = Path(__file__).resolve().parent / "fixtures" / "real"
-HELDOUT = Path(__file__).resolve().parent / "fixtures" / "heldout"
-SAMPLES = Path(__file__).resolve().parents[1].parent / "shared" / "samples" / "evaluators"
+REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real"
+HELDOUT = Path(__file__).resolve().parents[1] / "fixtures" / "heldout"
+SAMPLES = Path(__file__).resolve().parents[2].parent / "shared" / "samples" / "evaluators"
 ARTIFACT = "sha256:" + "ab" * 32
 
 Counts = tuple[int, int]  # records, errored records

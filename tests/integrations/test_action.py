@@ -35,7 +35,7 @@ from support.integration_samples import (
     write_regressed_mc,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 ACTION = ROOT / "action.yml"
 EXPRESSION = re.compile(r"\$\{\{\s*([^}]*?)\s*\}\}")
 

@@ -13,7 +13,7 @@ import pytest
 from sealeval.captured.importers import ImportRefusalError, load_run
 from sealeval.captured.importers.native.inspect_eval import MAX_ARCHIVE_ENTRIES, check_directory
 
-SAMPLES = Path(__file__).resolve().parents[1].parent / "shared" / "samples" / "evaluators"
+SAMPLES = Path(__file__).resolve().parents[2].parent / "shared" / "samples" / "evaluators"
 IDENTITY: dict[str, Any] = {
     "source": {"name": "tool", "version": "1"},
     "run_id": "new-1",

@@ -324,7 +324,7 @@ def test_progress_bar_starts_no_thread(tmp_path: Path, monkeypatch: pytest.Monke
 
 
 def _lm_samples(name: str) -> Path:
-    folder = Path(__file__).resolve().parents[1].parent / "shared/samples/evaluators/lm_eval/out"
+    folder = Path(__file__).resolve().parents[2].parent / "shared/samples/evaluators/lm_eval/out"
     return next(folder.rglob(f"samples_{name}_*.jsonl"))
 
 

@@ -46,7 +46,7 @@ def _samples_dir() -> Path:
     configured = os.environ.get("SEALEVAL_SAMPLES")
     if configured:
         return Path(configured)
-    return Path(__file__).resolve().parent.parent.parent / "shared" / "samples" / "evaluators"
+    return Path(__file__).resolve().parents[3] / "shared" / "samples" / "evaluators"
 
 
 SAMPLES = _samples_dir()
