@@ -37,6 +37,7 @@ reference bytes. Without ``--extension`` nothing changes.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import sys
@@ -219,8 +220,14 @@ class _Shown:
             self.notes.append("means n/a: no scored pairs")
             return
         kept = ~values.missing
-        self.baseline = _mean_text(self.view, float(values.baseline[kept].mean()))
-        self.subject = _mean_text(self.view, float(values.subject[kept].mean()))
+        try:  # the engine's mean (``fsum / n``), over the scored pairs only
+            baseline = math.fsum(values.baseline[kept].tolist()) / usable
+            subject = math.fsum(values.subject[kept].tolist()) / usable
+        except OverflowError:
+            self.notes.append("means n/a: overflow")
+            return
+        self.baseline = _mean_text(self.view, baseline)
+        self.subject = _mean_text(self.view, subject)
         self.notes.append(f"means over the {usable:,} scored pairs (no interval)")
 
     @property
@@ -347,7 +354,10 @@ def _print_extended(document: dict[str, Any]) -> None:
         "right->wrong",
         "wrong->right",
     ):
-        table.add_column(column, justify="right" if column[-1:] == "p" else "left")
+        if column[-1:] == "p":
+            table.add_column(column, justify="right", overflow="fold")
+        else:
+            table.add_column(column, overflow="fold")
     for row in document["entries"]:
         flips = row["flips"] or {}
         style = {"pass": "green", "regression": "red"}.get(row["decision"], "yellow")
