@@ -188,3 +188,29 @@ def test_json_ignores_the_width(width: int) -> None:
     wide = _compare(evidence, 1000, "--json")
     assert narrow.stdout_bytes == wide.stdout_bytes
     assert json.loads(narrow.stdout_bytes)["decision"] == _report(evidence)["decision"]
+
+
+def test_no_scored_pairs_says_not_available(tmp_path: Path) -> None:
+    """A subject whose every record failed: no mean exists, ``n/a`` and why, never a number."""
+    evidence = _evidence()[0].values[0]
+    document = json.loads((evidence / "records" / "subject.json").read_bytes())
+    for record in document["records"]:
+        record["error"] = "provider timeout"
+        record["output"] = None
+    subject = tmp_path / "subject.json"
+    subject.write_text(json.dumps(document), encoding="utf-8")
+    argv = [
+        str(evidence / "records" / "baseline.json"),
+        str(subject),
+        "--policy",
+        str(evidence / "inputs" / "policy.json"),
+    ]
+    result = CliRunner(env={"COLUMNS": "80"}).invoke(compare_command, argv, catch_exceptions=False)
+    assert result.exit_code == EXIT_POLICY_NOT_PASSED
+    blocks = _blocks(result.stdout)
+    assert blocks
+    for block in blocks:
+        assert block["decision"] == "insufficient_evidence"
+        assert (block["baseline"], block["subject"]) == ("n/a", "n/a")
+        assert "no scored pairs" in block["reasons"]
+    assert all(len(line) <= 80 for line in result.stdout.splitlines())
