@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from sealeval.captured.scorers import BINARY_KINDS
 from sealeval.cli._common import CONTEXT_SETTINGS
 from sealeval.cli.compare import EXIT_POLICY_NOT_PASSED, compare_command
 from support.captured_comparison import CANARY, _runtime_deviation, map_reference_error
@@ -98,12 +99,16 @@ def test_table_output(tmp_path: Path) -> None:
             assert entry["slice"] in out
         for reason in entry["reasons"]:
             assert reason in out
+    # Numbers as the HTML report shows them (four significant digits, the entry's unit).
     ratio = next(e["ratio"] for e in report["metrics"] if e.get("ratio") is not None)
-    assert f"ratio {ratio:.4f}" in out
-    interval = next(e["interval"] for e in report["metrics"] if e["interval"] is not None)
-    assert f"[{interval['lower']:+.4f}, {interval['upper']:+.4f}]" in out
+    assert f"{ratio:.4g} ratio" in out
+    for entry in report["metrics"]:
+        if entry["interval"] is not None:
+            scale = 100.0 if entry["kind"] in BINARY_KINDS else 1.0
+            low, high = (entry["interval"][end] * scale for end in ("lower", "upper"))
+            assert f"{low:.4g} to {high:.4g}" in out
     assert f"decision: {report['decision']}" in out
-    assert "report digest: " + case["expected"]["report_digest"] in out
+    assert case["expected"]["report_digest"] in out.split("report digest:")[1]
     # no ids or captured text in the table
     first = json.loads(_run_path(case["input"]["baseline"]).read_bytes())["records"][0]
     assert first["id"] not in out

@@ -3,9 +3,19 @@
 Reads the baseline and subject runs (canonical or plain run documents, see
 ``docs/captured-runs.md``) and the comparison policy, runs
 :func:`sealeval.captured.comparison.compare_runs`, and prints one table row per
-metric and scope (pairs, means, delta or ratio, interval, decision, reasons),
+metric and scope (pairs, means, change or ratio, interval, decision, reasons),
 or with ``--json`` the report's canonical bytes exactly as an evidence pack
 stores them.
+
+The human output fits the console (``COLUMNS`` if set, the terminal's width,
+else 80 columns): when the table is wider, each entry becomes a block of its
+own (name, decision, pairs, means, change, interval, reasons wrapped at word
+boundaries); names are never cut. Numbers use the HTML report's units and
+precision (percentages and percentage points for binary metrics, four
+significant digits, see :mod:`sealeval.captured.report.wording`). An
+``insufficient_evidence`` entry, which the report leaves without means, shows
+the means over its scored pairs (said in its reasons), or ``n/a`` with "no
+scored pairs".
 
 Exit status (the captured CLI's): 0 the policy passed; 7 the policy did not
 pass (``regression`` or ``insufficient_evidence``; the report is still
@@ -27,6 +37,8 @@ reference bytes. Without ``--extension`` nothing changes.
 
 from __future__ import annotations
 
+import math
+import os
 import re
 import sys
 import unicodedata
@@ -44,7 +56,9 @@ from sealeval.captured.comparison import (
     DEFAULT_MAX_BOOTSTRAP_DRAWS,
     ComparisonReport,
     MetricEntry,
+    ScopeValues,
     compare_runs,
+    scope_values,
 )
 from sealeval.captured.extended import (
     PolicyExtension,
@@ -56,6 +70,15 @@ from sealeval.captured.policy import (
     ComparisonPolicy,
     ComparisonPolicyError,
     load_comparison_policy,
+)
+from sealeval.captured.report.model import ReportEntry, _Interval
+from sealeval.captured.report.wording import (
+    _change_text,
+    _g,
+    _level,
+    _mean_text,
+    _scaled,
+    _unit,
 )
 from sealeval.captured.run import Run, read_file_bytes, read_run
 from sealeval.cli._common import CONTEXT_SETTINGS, EXIT_ERROR, EXIT_OK
@@ -136,54 +159,181 @@ def _printable(text: str) -> Text:
     return Text(shown)
 
 
-def _number(value: float | None, signed: bool = False) -> str:
-    if value is None:
-        return "-"
-    return f"{value:+.4f}" if signed else f"{value:.4f}"
+#: Output width when standard output is not a terminal and ``COLUMNS`` is not set.
+_PIPE_WIDTH: Final = 80
+_TABLE_TITLE: Final = "captured comparison"
+_UNBOUNDED: Final = 1_000_000
+_STYLES: Final = {"pass": "green", "regression": "red"}
 
 
-def _row(entry: MetricEntry) -> list[Text | str]:
-    interval = entry.interval
-    if interval is None:
-        bounds = "-"
-    else:
-        signed = not entry.is_nll
-        bounds = f"[{_number(interval.lower, signed)}, {_number(interval.upper, signed)}]"
-    change = f"ratio {_number(entry.ratio)}" if entry.is_nll and entry.ratio is not None else None
-    style = {"pass": "green", "regression": "red"}.get(entry.decision, "yellow")
-    return [
-        _printable(entry.name),
-        _printable(entry.slice),
-        f"{entry.usable_count}/{entry.count}",
-        _number(entry.baseline_mean),
-        _number(entry.subject_mean),
-        change if change is not None else _number(entry.delta, signed=True),
-        bounds,
-        Text(entry.decision, style=style),
-        "; ".join(entry.reasons),
-    ]
+def _console() -> Console:
+    """Return the human output's console: ``COLUMNS`` if set, the terminal's width, else 80."""
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        return Console(highlight=False, width=int(columns))
+    return Console(highlight=False, width=None if sys.stdout.isatty() else _PIPE_WIDTH)
 
 
-def _print_table(report: ComparisonReport) -> None:
-    console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
-    table = Table(title="captured comparison")
-    table.add_column("metric")
-    table.add_column("slice")
-    table.add_column("usable/pairs", justify="right")
-    table.add_column("baseline", justify="right")
-    table.add_column("subject", justify="right")
-    table.add_column("delta", justify="right", no_wrap=True)
-    table.add_column("interval (95 %)", no_wrap=True)
+class _Shown:
+    """One entry as the terminal shows it, in the HTML report's units and precision."""
+
+    def __init__(self, position: int, entry: MetricEntry, policy: ComparisonPolicy) -> None:
+        metric = next(item for item in policy.metrics if item.name == entry.name)
+        interval = entry.interval
+        self.entry = entry
+        self.view = ReportEntry(
+            position=position,
+            name=entry.name,
+            slice=entry.slice,
+            decision=entry.decision,
+            reasons=entry.reasons,
+            count=entry.count,
+            missing_ids=entry.missing_ids,
+            baseline_mean=entry.baseline_mean,
+            subject_mean=entry.subject_mean,
+            delta=entry.delta,
+            ratio=entry.ratio,
+            interval=None
+            if interval is None
+            else _Interval(
+                lower=interval.lower,
+                upper=interval.upper,
+                method=interval.method,
+                mass=interval.mass,
+                replicates=interval.replicates,
+            ),
+            metric=metric,
+        )
+        self.notes: list[str] = []
+        self.baseline = self._mean(entry.baseline_mean)
+        self.subject = self._mean(entry.subject_mean)
+
+    def _mean(self, value: float | None) -> str:
+        return "n/a" if value is None else _mean_text(self.view, value)
+
+    def fill_means(self, values: ScopeValues | None) -> None:
+        """Means of an entry the report left unevaluated, over its scored pairs (or ``n/a``)."""
+        if self.entry.baseline_mean is not None:
+            return
+        usable = 0 if values is None else int((~values.missing).sum())
+        if values is None or usable == 0:
+            self.notes.append("means n/a: no scored pairs")
+            return
+        kept = ~values.missing
+        try:  # the engine's mean (``fsum / n``), over the scored pairs only
+            baseline = math.fsum(values.baseline[kept].tolist()) / usable
+            subject = math.fsum(values.subject[kept].tolist()) / usable
+        except OverflowError:
+            self.notes.append("means n/a: overflow")
+            return
+        self.baseline = _mean_text(self.view, baseline)
+        self.subject = _mean_text(self.view, subject)
+        self.notes.append(f"means over the {usable:,} scored pairs (no interval)")
+
+    @property
+    def change(self) -> str:
+        return "-" if self.view.interval is None else _change_text(self.view)
+
+    @property
+    def interval(self) -> str:
+        interval = self.view.interval
+        if interval is None:
+            return "-"
+        lower = _g(_scaled(self.view, interval.lower))
+        upper = _g(_scaled(self.view, interval.upper))
+        return f"{_level(interval.mass)}: {lower} to {upper} {_unit(self.view)}"
+
+    @property
+    def reasons(self) -> str:
+        return "; ".join((*self.entry.reasons, *self.notes))
+
+    @property
+    def decision(self) -> Text:
+        entry = self.entry
+        return Text(entry.decision, style=_STYLES.get(entry.decision, "yellow"))
+
+    def row(self) -> list[Text | str]:
+        entry = self.entry
+        return [
+            _printable(entry.name),
+            _printable(entry.slice),
+            f"{entry.usable_count}/{entry.count}",
+            self.baseline,
+            self.subject,
+            self.change,
+            self.interval,
+            self.decision,
+            self.reasons,
+        ]
+
+    def block(self) -> Table:
+        entry = self.entry
+        grid = Table.grid(padding=(0, 1))
+        grid.add_column(no_wrap=True)
+        grid.add_column(overflow="fold")
+        grid.add_row("metric", _printable(entry.name))
+        grid.add_row("slice", _printable(entry.slice))
+        grid.add_row("decision", self.decision)
+        grid.add_row("pairs", f"{entry.usable_count:,} usable of {entry.count:,}")
+        grid.add_row("baseline", self.baseline)
+        grid.add_row("subject", self.subject)
+        grid.add_row("change", self.change)
+        grid.add_row("interval", self.interval)
+        grid.add_row("reasons", self.reasons or "-")
+        return grid
+
+
+def _shown(
+    report: ComparisonReport,
+    policy: ComparisonPolicy,
+    values: tuple[ScopeValues, ...] | None,
+) -> list[_Shown]:
+    shown = [_Shown(position, entry, policy) for position, entry in enumerate(report.metrics)]
+    by_scope = {(item.metric.name, item.scope): item for item in values or ()}
+    for item in shown:
+        item.fill_means(by_scope.get((item.entry.name, item.entry.slice)))
+    return shown
+
+
+def _full_table(shown: list[_Shown]) -> Table:
+    table = Table(title=_TABLE_TITLE)
+    for column in ("metric", "slice"):
+        table.add_column(column, no_wrap=True, overflow="fold")
+    for column in ("usable/pairs", "baseline", "subject", "change"):
+        table.add_column(column, justify="right", no_wrap=True)
+    table.add_column("interval", no_wrap=True)
     table.add_column("decision", no_wrap=True)
-    table.add_column("reasons")
-    for entry in report.metrics:
-        table.add_row(*_row(entry))
-    console.print(table)
+    table.add_column("reasons", no_wrap=True)
+    for item in shown:
+        table.add_row(*item.row())
+    return table
+
+
+def _print_table(
+    report: ComparisonReport,
+    policy: ComparisonPolicy,
+    values: tuple[ScopeValues, ...] | None,
+) -> None:
+    """Print the table, or one block per entry when the table is wider than the console."""
+    console = _console()
+    shown = _shown(report, policy, values)
+    table = _full_table(shown)
+    if Console(width=_UNBOUNDED).measure(table).maximum <= console.width:
+        console.print(table)
+    else:
+        console.print(_TABLE_TITLE, justify="center")
+        for item in shown:
+            console.print()
+            console.print(item.block())
+        console.print()
     if report.decision_order == "width_first":
         console.print("decision order: width first (sealeval/width-first-v1, not invarlock)")
     style = "bold green" if report.passed else "bold red"
     console.print(Text.assemble("decision: ", Text(report.decision, style=style)))
-    console.print(f"report digest: {report.digest}")
+    line = f"report digest: {report.digest}"
+    if len(line) > console.width:  # the digest stays whole, on a line of its own
+        line = f"report digest:\n{report.digest}"
+    console.print(line, overflow="fold")
 
 
 def _probability(value: float | None) -> str:
@@ -192,7 +342,7 @@ def _probability(value: float | None) -> str:
 
 def _print_extended(document: dict[str, Any]) -> None:
     """Print the opt-in extended statistics: p-values, decisions, flips, more pairs."""
-    console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
+    console = _console()
     multiplicity = document["multiplicity"]
     table = Table(title="extended statistics (sealeval/extended-comparison-v1, not invarlock)")
     for column in (
@@ -204,7 +354,10 @@ def _print_extended(document: dict[str, Any]) -> None:
         "right->wrong",
         "wrong->right",
     ):
-        table.add_column(column, justify="right" if column[-1:] == "p" else "left")
+        if column[-1:] == "p":
+            table.add_column(column, justify="right", overflow="fold")
+        else:
+            table.add_column(column, overflow="fold")
     for row in document["entries"]:
         flips = row["flips"] or {}
         style = {"pass": "green", "regression": "red"}.get(row["decision"], "yellow")
@@ -249,6 +402,18 @@ def _print_extended(document: dict[str, Any]) -> None:
             )
     style = "bold green" if document["decision"] == "pass" else "bold red"
     console.print(Text.assemble("extended decision: ", Text(document["decision"], style=style)))
+
+
+def _unevaluated_values(
+    report: ComparisonReport, baseline: Run, subject: Run, policy: ComparisonPolicy
+) -> tuple[ScopeValues, ...] | None:
+    """Per-pair values for the means of unevaluated entries (``None`` if none or unscorable)."""
+    if all(entry.baseline_mean is not None for entry in report.metrics):
+        return None
+    try:
+        return scope_values(baseline=baseline, subject=subject, policy=policy)
+    except SealevalError:
+        return None
 
 
 @click.command("compare", context_settings=CONTEXT_SETTINGS)
@@ -341,12 +506,13 @@ def compare_command(
         if as_json:
             click.echo(encode_invarlock(extended), nl=False)
         else:
-            _print_table(report)
+            values = _unevaluated_values(report, baseline_run, subject_run, policy)
+            _print_table(report, policy, values)
             _print_extended(extended)
         passed = extended["decision"] == "pass"
         raise click.exceptions.Exit(EXIT_OK if passed else EXIT_POLICY_NOT_PASSED)
     if as_json:
         click.echo(report.canonical_bytes, nl=False)
     else:
-        _print_table(report)
+        _print_table(report, policy, _unevaluated_values(report, baseline_run, subject_run, policy))
     raise click.exceptions.Exit(EXIT_OK if report.passed else EXIT_POLICY_NOT_PASSED)
