@@ -6,7 +6,7 @@ import os
 import re
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import click
@@ -56,6 +56,39 @@ def _required_arguments(command: click.Command) -> list[click.Argument]:
     return [p for p in command.params if isinstance(p, click.Argument) and p.required]
 
 
+def _choice_options(command: click.Command) -> list[click.Option]:
+    return [
+        p
+        for p in command.params
+        if isinstance(p, click.Option) and isinstance(p.type, click.Choice) and not p.is_flag
+    ]
+
+
+def _requires_an_option(command: click.Command) -> bool:
+    return any(p.required for p in command.params if isinstance(p, click.Option))
+
+
+def _takes_fixed_arguments(command: click.Command) -> bool:
+    arguments = [p for p in command.params if isinstance(p, click.Argument)]
+    return not any(p.nargs == -1 for p in arguments) and not _requires_an_option(command)
+
+
+def _where(
+    rule: Callable[[click.Command], bool],
+) -> tuple[list[tuple[tuple[str, ...], click.Command]], list[str]]:
+    """The commands a rule applies to (each case is generated only where it can fail)."""
+    chosen = [(path, command) for path, command in LEAVES if rule(command)]
+    assert chosen, "a usage rule that applies to no command tests nothing"
+    return chosen, [" ".join(path) for path, _ in chosen]
+
+
+WITH_CHOICES, WITH_CHOICES_IDS = _where(lambda command: bool(_choice_options(command)))
+FIXED_ARGUMENTS, FIXED_ARGUMENTS_IDS = _where(_takes_fixed_arguments)
+REQUIRING, REQUIRING_IDS = _where(
+    lambda command: bool(_required_arguments(command)) or _requires_an_option(command)
+)
+
+
 @pytest.mark.parametrize(("path", "command"), LEAVES, ids=IDS)
 def test_unknown_option_is_not_echoed(path: tuple[str, ...], command: click.Command) -> None:
     code, output = _run([*path, f"--{CANARY.lower()}", CANARY])
@@ -63,16 +96,9 @@ def test_unknown_option_is_not_echoed(path: tuple[str, ...], command: click.Comm
     assert "unknown_option" in output
 
 
-@pytest.mark.parametrize(("path", "command"), LEAVES, ids=IDS)
+@pytest.mark.parametrize(("path", "command"), WITH_CHOICES, ids=WITH_CHOICES_IDS)
 def test_bad_choice_is_not_echoed(path: tuple[str, ...], command: click.Command) -> None:
-    choices = [
-        p
-        for p in command.params
-        if isinstance(p, click.Option) and isinstance(p.type, click.Choice) and not p.is_flag
-    ]
-    if not choices:
-        pytest.skip("no choice option")
-    for option in choices:
+    for option in _choice_options(command):
         code, output = _run([*path, option.opts[0], CANARY])
         _assert_closed(code, output)
         assert "invalid_choice" in output
@@ -80,24 +106,16 @@ def test_bad_choice_is_not_echoed(path: tuple[str, ...], command: click.Command)
             assert str(choice) in output
 
 
-@pytest.mark.parametrize(("path", "command"), LEAVES, ids=IDS)
+@pytest.mark.parametrize(("path", "command"), FIXED_ARGUMENTS, ids=FIXED_ARGUMENTS_IDS)
 def test_extra_argument_is_not_echoed(path: tuple[str, ...], command: click.Command) -> None:
     arguments = [p for p in command.params if isinstance(p, click.Argument)]
-    if any(p.nargs == -1 for p in arguments):
-        pytest.skip("takes any number of arguments")
-    if any(p.required for p in command.params if isinstance(p, click.Option)):
-        pytest.skip("a required option is checked first")
     values = [CANARY] * (len(arguments) + 1)
     code, output = _run([*path, *values])
     _assert_closed(code, output)
 
 
-@pytest.mark.parametrize(("path", "command"), LEAVES, ids=IDS)
+@pytest.mark.parametrize(("path", "command"), REQUIRING, ids=REQUIRING_IDS)
 def test_missing_argument_is_closed(path: tuple[str, ...], command: click.Command) -> None:
-    if not _required_arguments(command) and not any(
-        p.required for p in command.params if isinstance(p, click.Option)
-    ):
-        pytest.skip("nothing required")
     code, output = _run(list(path))
     _assert_closed(code, output)
     assert re.search(r"missing_(argument|option)", output)
