@@ -752,7 +752,59 @@ class LedgerUsageFile:
             replace_atomic(self._path, data, mode=0o600)
 
 
-class PersistedLedger:
+class RecordingLedger:
+    """Any budget ledger, remembering the last decision it returned (for the CLI outcome).
+
+    Every call is delegated unchanged; an official attempt goes through the
+    wrapped ledger (whose ``record_official_attempt`` calls the one core,
+    :func:`sealeval.session.budget.record_official_attempt`), then
+    :meth:`_recorded` runs before the decision is returned.
+    """
+
+    __slots__ = ("_ledger", "last_decision")
+
+    def __init__(self, ledger: BudgetLedger) -> None:
+        """Wrap ``ledger``."""
+        self._ledger = ledger
+        #: The decision of the last official attempt (a denial included), or ``None``.
+        self.last_decision: FeedbackBudgetDecision | None = None
+
+    def __repr__(self) -> str:
+        """Show nothing of the usage."""
+        return f"{type(self).__name__}()"
+
+    def policy_for(self, epoch_digest: object) -> FeedbackBudgetPolicy:
+        """Return the policy of an epoch."""
+        return self._ledger.policy_for(epoch_digest)
+
+    def snapshot(self, epoch_digest: object, submission_digest: object) -> FeedbackBudgetSnapshot:
+        """Return the usage snapshot of a pair."""
+        return self._ledger.snapshot(epoch_digest, submission_digest)
+
+    def record_official_attempt(
+        self,
+        epoch_digest: object,
+        submission_digest: object,
+        *,
+        score: object = None,
+        infrastructure_failure_digest: object = None,
+    ) -> FeedbackBudgetDecision:
+        """Record one attempt through the wrapped ledger, run :meth:`_recorded`, remember it."""
+        decision = self._ledger.record_official_attempt(
+            epoch_digest,
+            submission_digest,
+            score=score,
+            infrastructure_failure_digest=infrastructure_failure_digest,
+        )
+        self._recorded()
+        self.last_decision = decision
+        return decision
+
+    def _recorded(self) -> None:
+        """Run after every official attempt, before its decision is returned (nothing here)."""
+
+
+class PersistedLedger(RecordingLedger):
     """A :class:`~sealeval.session.session.BudgetLedger` whose usage survives the process.
 
     Wraps an in-memory :class:`FeedbackBudgetLedger` restored from the
@@ -763,7 +815,7 @@ class PersistedLedger:
     releases nothing (its claim stays: lost feedback, never twice).
     """
 
-    __slots__ = ("_file", "_ledger", "_others", "last_decision")
+    __slots__ = ("_file", "_memory", "_others")
 
     def __init__(
         self, policy: FeedbackBudgetPolicy, usage: LedgerUsage, file: LedgerUsageFile
@@ -779,88 +831,19 @@ class PersistedLedger:
         self._others: dict[tuple[str, str], SubmissionUsage] = {
             key: value for key, value in usage.entries.items() if key[0] != epoch
         }
-        self._ledger: FeedbackBudgetLedger = _build(
+        self._memory: FeedbackBudgetLedger = _build(
             _USAGE_FIELD, lambda: FeedbackBudgetLedger([policy], usage=LedgerUsage(entries=ours))
         )
         self._file = file
-        #: The decision of the last official attempt (a denial included), or ``None``.
-        self.last_decision: FeedbackBudgetDecision | None = None
-
-    def __repr__(self) -> str:
-        """Show nothing of the usage."""
-        return "PersistedLedger()"
+        super().__init__(self._memory)
 
     def usage(self) -> LedgerUsage:
         """Return the whole usage to persist: this epoch's entries and the others."""
-        return LedgerUsage(entries={**self._others, **self._ledger.export_usage().entries})
+        return LedgerUsage(entries={**self._others, **self._memory.export_usage().entries})
 
-    def policy_for(self, epoch_digest: object) -> FeedbackBudgetPolicy:
-        """Return the policy of an epoch."""
-        return self._ledger.policy_for(epoch_digest)
-
-    def snapshot(self, epoch_digest: object, submission_digest: object) -> FeedbackBudgetSnapshot:
-        """Return the usage snapshot of a pair."""
-        return self._ledger.snapshot(epoch_digest, submission_digest)
-
-    def record_official_attempt(
-        self,
-        epoch_digest: object,
-        submission_digest: object,
-        *,
-        score: object = None,
-        infrastructure_failure_digest: object = None,
-    ) -> FeedbackBudgetDecision:
-        """Record one attempt, persist the usage atomically, then return the decision."""
-        decision = self._ledger.record_official_attempt(
-            epoch_digest,
-            submission_digest,
-            score=score,
-            infrastructure_failure_digest=infrastructure_failure_digest,
-        )
+    def _recorded(self) -> None:
+        """Persist the usage atomically (a failed write raises: no decision is returned)."""
         self._file.write(self.usage())
-        self.last_decision = decision
-        return decision
-
-
-class RecordingLedger:
-    """Any budget ledger, remembering the last decision it returned (for the CLI outcome)."""
-
-    __slots__ = ("_ledger", "last_decision")
-
-    def __init__(self, ledger: BudgetLedger) -> None:
-        """Wrap ``ledger``; every call is delegated unchanged."""
-        self._ledger = ledger
-        self.last_decision: FeedbackBudgetDecision | None = None
-
-    def __repr__(self) -> str:
-        """Show nothing of the usage."""
-        return "RecordingLedger()"
-
-    def policy_for(self, epoch_digest: object) -> FeedbackBudgetPolicy:
-        """Return the policy of an epoch."""
-        return self._ledger.policy_for(epoch_digest)
-
-    def snapshot(self, epoch_digest: object, submission_digest: object) -> FeedbackBudgetSnapshot:
-        """Return the usage snapshot of a pair."""
-        return self._ledger.snapshot(epoch_digest, submission_digest)
-
-    def record_official_attempt(
-        self,
-        epoch_digest: object,
-        submission_digest: object,
-        *,
-        score: object = None,
-        infrastructure_failure_digest: object = None,
-    ) -> FeedbackBudgetDecision:
-        """Record one attempt through the wrapped ledger and remember its decision."""
-        decision = self._ledger.record_official_attempt(
-            epoch_digest,
-            submission_digest,
-            score=score,
-            infrastructure_failure_digest=infrastructure_failure_digest,
-        )
-        self.last_decision = decision
-        return decision
 
 
 @dataclass(frozen=True, slots=True, repr=False)

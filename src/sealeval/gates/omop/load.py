@@ -15,6 +15,7 @@ import contextlib
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+from sealeval._transaction import RollbackFailedError, transaction
 from sealeval.errors import CanonicalError
 from sealeval.gates.omop.authorize import (
     Authorizer,
@@ -166,20 +167,17 @@ def _transact(
 ) -> int:
     """Open one connection, run ``work`` in one transaction, commit or roll back, close."""
     connection = _open(connect, dialect)
+    code: str
     try:
-        try:
-            affected = work(connection)
-            connection.commit()
-        except Exception as error:  # noqa: BLE001 - every failure ends in a rollback
-            code = error.code if isinstance(error, OmopLoaderError) else "write_failed"
-            try:
-                connection.rollback()
-            except Exception:  # noqa: BLE001 - the target state is then unknown
-                code = "rollback_failed"
-            raise OmopLoaderError(code, "target") from None
-        return affected
+        with transaction(connection):
+            return work(connection)
+    except RollbackFailedError:  # the target state is then unknown
+        code = "rollback_failed"
+    except Exception as error:  # noqa: BLE001 - rolled back; mapped to a closed code
+        code = error.code if isinstance(error, OmopLoaderError) else "write_failed"
     finally:
         _close_quietly(connection)
+    raise OmopLoaderError(code, "target") from None
 
 
 def load_staged_batch(
