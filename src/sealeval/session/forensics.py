@@ -33,7 +33,7 @@ from sealeval._unicode import PinnedTables, pinned_tables
 from sealeval.canonical import encode_openmed, is_digest
 from sealeval.errors import SessionError
 from sealeval.manifest.sealed import SealedWorkflowManifest
-from sealeval.session._trigram_engine import _Engine
+from sealeval.session._trigram_engine import Engine
 from sealeval.session.holdout import HoldoutCommitment, verify_holdout_commitment
 
 __all__ = [
@@ -502,7 +502,7 @@ def _overlap_signals(
     threshold: int,
     margin: int,
 ) -> list[OverlapSignal]:
-    engine = _Engine(submissions, references, public_count, threshold)
+    engine = Engine(submissions, references, public_count, threshold)
     # Identical normalized submissions share their matches (and the public-vs-shadow
     # outcome); only the exact-vs-normalized distinction depends on the raw text.
     found: dict[int, tuple[list[int], list[int], tuple[int, int, int] | None]] = {}
@@ -554,7 +554,7 @@ def _overlap_signals(
 
 
 def _public_vs_shadow(
-    engine: _Engine, row: int, positions: list[int], scores: list[int], margin: int
+    engine: Engine, row: int, positions: list[int], scores: list[int], margin: int
 ) -> tuple[int, int, int] | None:
     """Return (shadow index, S, P) when the public-vs-shadow rule fires, else ``None``.
 

@@ -21,7 +21,7 @@ from sealeval.gates.candidate.envelope import (
 from sealeval.gates.candidate.keys import (
     Ed25519SigningKey,
     HmacKey,
-    _as_hmac_key,
+    as_hmac_key,
 )
 from sealeval.gates.candidate.packet import (
     AgentCandidatePacket,
@@ -31,9 +31,9 @@ from sealeval.gates.candidate.snapshot import (
     RepositorySnapshot,
 )
 from sealeval.gates.candidate.vocabulary import (
-    _BUNDLE_KEYS,
-    _MANIFEST_KEYS,
     ARTIFACT_NAMES,
+    BUNDLE_KEYS,
+    MANIFEST_KEYS,
     MANIFEST_SCHEMA,
     PACKET_SCHEMA,
     CandidateRunnerError,
@@ -113,7 +113,7 @@ def decide_candidate(
     """
     if not is_source_sha(expected_sha):
         raise CandidateRunnerError("source_sha_invalid")
-    wrapped = _as_hmac_key(key)
+    wrapped = as_hmac_key(key)
     if wrapped is None or not wrapped.usable:
         raise CandidateRunnerError("signing_key_invalid")
     reasons: set[str] = set(before.reason_codes)
@@ -201,12 +201,12 @@ class CandidateBundle:
         if not isinstance(document, Mapping):
             raise CandidateRunnerError("bundle_invalid")
         keys = set(document)
-        if keys not in (_BUNDLE_KEYS, _BUNDLE_KEYS | {"packet_ed25519"}):
+        if keys not in (BUNDLE_KEYS, BUNDLE_KEYS | {"packet_ed25519"}):
             raise CandidateRunnerError("bundle_invalid")
         manifest = document["manifest"]
         if (
             not isinstance(manifest, Mapping)
-            or set(manifest) != _MANIFEST_KEYS
+            or set(manifest) != MANIFEST_KEYS
             or manifest["schema_version"] != MANIFEST_SCHEMA
             or not is_digest(document["manifest_digest"])
         ):

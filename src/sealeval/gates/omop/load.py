@@ -23,7 +23,7 @@ from sealeval.gates.omop.authorize import (
     DbConnection,
     DbCursor,
     LoadReceipt,
-    _gate,
+    gate_operation,
 )
 from sealeval.gates.omop.model import (
     OMOP_TABLES,
@@ -31,20 +31,20 @@ from sealeval.gates.omop.model import (
     Dialect,
     OmopLoaderError,
     OmopTable,
-    _check_dialect,
+    check_dialect,
     omop_ddl,
 )
 from sealeval.gates.omop.sql import (
-    _UNREADABLE,
-    _from_db,
-    _sql_insert,
-    _sql_select,
-    _to_db,
+    UNREADABLE,
+    from_db,
+    sql_insert,
+    sql_select,
+    to_db,
 )
 from sealeval.gates.omop.stage import (
     OmopRow,
     StagedBatch,
-    _row_digest,
+    row_digest,
 )
 
 __all__ = [
@@ -74,13 +74,14 @@ def _open(connect: Callable[[], object], dialect: Dialect) -> DbConnection:
         and autocommit is not False
         and getattr(connection, "isolation_level", "") is None
     ):
-        _close_quietly(connection)
+        close_quietly(connection)
         raise OmopLoaderError("autocommit_connection", "connect")
     opened: DbConnection = connection  # type: ignore[assignment]
     return opened
 
 
-def _close_quietly(connection: object) -> None:
+def close_quietly(connection: object) -> None:
+    """Close a connection or cursor, ignoring any error (the outcome is already decided)."""
     with contextlib.suppress(Exception):  # closing is best effort; the outcome is decided
         connection.close()  # type: ignore[attr-defined]
 
@@ -88,13 +89,13 @@ def _close_quietly(connection: object) -> None:
 def _readback_digest(table: OmopTable, record: Sequence[Any]) -> str | None:
     """Return the digest of one row read from the target, or ``None`` if unreadable."""
     values = {
-        column.name: _from_db(column, item)
+        column.name: from_db(column, item)
         for column, item in zip(table.columns, record, strict=True)
     }
-    if any(value is _UNREADABLE for value in values.values()):
+    if any(value is UNREADABLE for value in values.values()):
         return None
     try:
-        return _row_digest(table.name, values)
+        return row_digest(table.name, values)
     except CanonicalError:
         return None
 
@@ -105,7 +106,7 @@ def _read_back(
     """Yield, per staged row, the digest of the target row with its key (``None``: absent)."""
     for row in rows:
         table = OMOP_TABLES[row.table]
-        cursor.execute(_sql_select(table, dialect, by_key=True, lock=lock), (row.primary_key,))
+        cursor.execute(sql_select(table, dialect, by_key=True, lock=lock), (row.primary_key,))
         found = cursor.fetchall()
         yield _readback_digest(table, found[0]) if len(found) == 1 else None
 
@@ -124,8 +125,8 @@ def _insert_rows(connection: DbConnection, batch: StagedBatch, dialect: Dialect)
         for row in batch.rows:
             table = OMOP_TABLES[row.table]
             cursor.execute(
-                _sql_insert(table, dialect),
-                tuple(_to_db(column, row.values[column.name], dialect) for column in table.columns),
+                sql_insert(table, dialect),
+                tuple(to_db(column, row.values[column.name], dialect) for column in table.columns),
             )
             if cursor.rowcount != 1:
                 raise OmopLoaderError("row_count_mismatch", "target")
@@ -136,7 +137,7 @@ def _insert_rows(connection: DbConnection, batch: StagedBatch, dialect: Dialect)
             raise OmopLoaderError("readback_mismatch", "target")
         return written
     finally:
-        _close_quietly(cursor)
+        close_quietly(cursor)
 
 
 def _delete_rows(connection: DbConnection, batch: StagedBatch, dialect: Dialect) -> int:
@@ -157,7 +158,7 @@ def _delete_rows(connection: DbConnection, batch: StagedBatch, dialect: Dialect)
             raise OmopLoaderError("row_count_mismatch", "target")
         return deleted
     finally:
-        _close_quietly(cursor)
+        close_quietly(cursor)
 
 
 def _transact(
@@ -176,7 +177,7 @@ def _transact(
     except Exception as error:  # noqa: BLE001 - rolled back; mapped to a closed code
         code = error.code if isinstance(error, OmopLoaderError) else "write_failed"
     finally:
-        _close_quietly(connection)
+        close_quietly(connection)
     raise OmopLoaderError(code, "target") from None
 
 
@@ -206,7 +207,7 @@ def load_staged_batch(
             ``target: write_failed`` / ``row_count_mismatch`` /
             ``readback_mismatch`` (rolled back) / ``rollback_failed``.
     """
-    checked, preview, checked_dialect = _gate(batch, authorize, connect, dialect, "insert")
+    checked, preview, checked_dialect = gate_operation(batch, authorize, connect, dialect, "insert")
     affected = _transact(
         connect,
         checked_dialect,
@@ -241,7 +242,7 @@ def rollback_loaded_batch(
     Raises:
         OmopLoaderError: as :func:`load_staged_batch`, plus ``target: target_changed``.
     """
-    checked, preview, checked_dialect = _gate(batch, authorize, connect, dialect, "delete")
+    checked, preview, checked_dialect = gate_operation(batch, authorize, connect, dialect, "delete")
     affected = _transact(
         connect,
         checked_dialect,
@@ -265,7 +266,7 @@ def create_omop_tables(connection: DbConnection, *, dialect: Dialect) -> None:
         for statement in statements:
             cursor.execute(statement, ())
     finally:
-        _close_quietly(cursor)
+        close_quietly(cursor)
     connection.commit()
 
 
@@ -279,21 +280,21 @@ def snapshot_omop_target(connection: DbConnection, *, dialect: Dialect) -> tuple
         OmopLoaderError: ``target: snapshot_failed`` if a table cannot be read
             or holds a value the model cannot represent.
     """
-    checked_dialect = _check_dialect(dialect)
+    checked_dialect = check_dialect(dialect)
     digests: list[str] = []
     try:
         cursor = connection.cursor()
         try:
             for name in TABLE_ORDER:
                 table = OMOP_TABLES[name]
-                cursor.execute(_sql_select(table, checked_dialect, by_key=False), ())
+                cursor.execute(sql_select(table, checked_dialect, by_key=False), ())
                 for record in cursor.fetchall():
                     digest = _readback_digest(table, record)
                     if digest is None:
                         raise OmopLoaderError("snapshot_failed", "target")
                     digests.append(digest)
         finally:
-            _close_quietly(cursor)
+            close_quietly(cursor)
     except OmopLoaderError:
         raise
     except Exception:  # noqa: BLE001 - driver errors may quote values; never chained
