@@ -34,8 +34,8 @@ def test_success_commits(tmp_path: Path) -> None:
     assert _count(path) == 1
 
 
-def test_failure_rolls_back_and_raises_the_same_error(tmp_path: Path) -> None:
-    path = tmp_path / "db.sqlite"
+def _fail_inside(path: Path, *, break_rollback: bool) -> tuple[BaseException, bool]:
+    """Insert a row, raise inside :func:`transaction`; return what escaped and the open state."""
     connection = _connect(path)
     connection.execute("BEGIN IMMEDIATE")
     marker = LookupError("block")
@@ -43,30 +43,29 @@ def test_failure_rolls_back_and_raises_the_same_error(tmp_path: Path) -> None:
     def failing_block() -> None:
         with transaction(connection):
             connection.execute("INSERT INTO t VALUES (1)")
+            if break_rollback:
+                connection.close()  # the rollback now fails: the target state is unknown
             raise marker
 
-    with pytest.raises(LookupError) as caught:
+    with pytest.raises(BaseException) as caught:
         failing_block()
-    assert caught.value is marker
-    assert not connection.in_transaction
+    still_open = False if break_rollback else connection.in_transaction
     connection.close()
-    assert _count(path) == 0
+    assert (caught.value is marker) is not break_rollback
+    return caught.value, still_open
+
+
+def test_failure_rolls_back_and_raises_the_same_error(tmp_path: Path) -> None:
+    escaped, still_open = _fail_inside(tmp_path / "db.sqlite", break_rollback=False)
+    assert isinstance(escaped, LookupError)
+    assert not still_open
+    assert _count(tmp_path / "db.sqlite") == 0
 
 
 def test_a_failed_rollback_is_its_own_error_without_the_driver_message(tmp_path: Path) -> None:
-    path = tmp_path / "db.sqlite"
-    connection = _connect(path)
-    connection.execute("BEGIN IMMEDIATE")
-
-    def failing_block() -> None:
-        with transaction(connection):
-            connection.execute("INSERT INTO t VALUES (1)")
-            connection.close()  # the rollback now fails: the target state is unknown
-            raise LookupError("block")
-
-    with pytest.raises(RollbackFailedError) as caught:
-        failing_block()
-    assert str(caught.value) == ""
-    assert caught.value.__cause__ is None
-    assert caught.value.__suppress_context__
-    assert _count(path) == 0  # closing discarded the open transaction
+    escaped, _ = _fail_inside(tmp_path / "db.sqlite", break_rollback=True)
+    assert type(escaped) is RollbackFailedError
+    assert str(escaped) == ""
+    assert escaped.__cause__ is None
+    assert escaped.__suppress_context__
+    assert _count(tmp_path / "db.sqlite") == 0  # closing discarded the open transaction

@@ -186,6 +186,22 @@ def test_closed_object_codes_are_the_callers(
         assert CANARY not in str(caught.value)
 
 
+@pytest.mark.parametrize(("prefix", "field"), [("", "b"), ("config.", "config.b")])
+def test_a_missing_member_can_be_named_by_its_library_name(prefix: str, field: str) -> None:
+    """``missing_prefix`` names the first missing member (in ``required`` order), never a key."""
+    with pytest.raises(SealevalError) as caught:
+        _validate.check_closed(
+            {"c": CANARY}, FIELD, ("b", "c", "a"), error=EvidencePackError, missing_prefix=prefix
+        )
+    assert (caught.value.code, caught.value.field) == ("missing_field", field)
+    with pytest.raises(SealevalError) as caught:
+        _validate.check_closed(
+            {CANARY: 1}, FIELD, ("b",), error=EvidencePackError, missing_prefix=prefix
+        )
+    assert (caught.value.code, caught.value.field) == ("unknown_field", FIELD)
+    assert CANARY not in str(caught.value)
+
+
 def test_accepted_values_come_back_checked_and_frozen() -> None:
     document = {"a": 1, "b": [1, {"c": None}]}
     assert _validate.check_closed(document, FIELD, ("a",), ("b",), error=CapturedRunError) is (

@@ -100,22 +100,28 @@ def check_closed(
     type_code: str = "invalid_type",
     unknown_code: str = "unknown_field",
     missing_code: str = "missing_field",
+    missing_prefix: str | None = None,
 ) -> Mapping[str, Any]:
     """Check a closed object: a mapping with exactly the required (+ optional) members.
 
     Refusals, in this order: not a mapping (``type_code``), a member outside
     ``required`` and ``optional`` (``unknown_code``), a required member absent
-    (``missing_code``). Every refusal names ``field`` (the object), never a
-    member name a caller submitted.
+    (``missing_code``, the first absent one in the order of ``required``).
+    Every refusal names ``field`` (the object), never a member name a caller
+    submitted; with ``missing_prefix`` a missing member is named instead, as
+    ``missing_prefix + member`` (a library-chosen name: ``""`` for a bare
+    member, ``"config."`` for a nested one).
     """
+    # ``from None``: a refusal never carries a context, even when checked inside a handler.
     if not isinstance(document, Mapping):
-        raise error(type_code, field)
+        raise error(type_code, field) from None
     for key in document:
         if key not in required and key not in optional:
-            raise error(unknown_code, field)
+            raise error(unknown_code, field) from None
     for key in required:
         if key not in document:
-            raise error(missing_code, field)
+            missing = field if missing_prefix is None else missing_prefix + key
+            raise error(missing_code, missing) from None
     return document
 
 

@@ -43,6 +43,7 @@ from typing import Any, Final, NoReturn
 
 from sealeval import _lock
 from sealeval._fs import read_regular, replace_atomic, translated
+from sealeval._validate import check_closed
 from sealeval.canonical import is_digest
 from sealeval.errors import ConfigDocumentError, SessionError
 from sealeval.manifest.components import load_config_document
@@ -283,15 +284,16 @@ def _mapping(value: object, field: str, *, code: str = "invalid_type") -> Mappin
     return value
 
 
-def _closed(value: object, field: str, keys: tuple[str, ...]) -> Mapping[str, Any]:
-    """Return a mapping with exactly ``keys``: unknown keys first, then missing ones in order."""
-    document = _mapping(value, field)
-    if set(document) - set(keys):
-        _fail("unknown_field", field)
-    for key in keys:
-        if key not in document:
-            _fail("missing_field", f"{field}.{key}")
-    return document
+def _closed(
+    value: object, field: str, keys: tuple[str, ...], optional: tuple[str, ...] = ()
+) -> Mapping[str, Any]:
+    """Return a mapping with exactly ``keys`` (+ ``optional``): unknown first, then missing.
+
+    A missing member is named ``<field>.<key>``, the first in the order of ``keys``.
+    """
+    return check_closed(
+        value, field, keys, optional, error=SessionConfigError, missing_prefix=f"{field}."
+    )
 
 
 def _digest(value: object, field: str) -> str:
@@ -313,13 +315,9 @@ def _component(name: str, value: object) -> ComponentSource:
     field = f"components.{name}"
     entry = _mapping(value, field)
     if "digest" in entry:
-        if set(entry) != {"digest"}:
-            _fail("unknown_field", field)
+        _closed(entry, field, ("digest",))
         return ComponentSource(digest=_digest(entry["digest"], f"{field}.digest"))
-    if set(entry) - {"path", "kind"}:
-        _fail("unknown_field", field)
-    if "path" not in entry:
-        _fail("missing_field", f"{field}.path")
+    _closed(entry, field, ("path",), ("kind",))
     path = check_reference(entry["path"], f"{field}.path")
     kind = entry.get("kind")
     if "kind" in entry and (type(kind) is not str or kind not in KINDS):
@@ -388,11 +386,7 @@ def parse_session_config(document: object) -> SessionConfig:
         _fail("missing_field", "format")
     if type(top["format"]) is not str or top["format"] != CONFIG_FORMAT:
         _fail("unsupported_version", "format")
-    if set(top) - set(_TOP_KEYS):
-        _fail("unknown_field", "config")
-    for key in _TOP_KEYS:
-        if key not in top:
-            _fail("missing_field", key)
+    check_closed(top, "config", _TOP_KEYS, error=SessionConfigError, missing_prefix="")
     session_key = _digest(top["session_key"], "session_key")
     store = _store(top["store"])
     manifest = check_reference(top["manifest"], "manifest")
@@ -412,11 +406,7 @@ def parse_session_config(document: object) -> SessionConfig:
     key = check_reference(top["randomization_key"], "randomization_key")
     listed = _closed(top["corpora"], "corpora", CORPORA)
     corpora = {name: check_reference(listed[name], f"corpora.{name}") for name in CORPORA}
-    feedback = _mapping(top["feedback"], "feedback")
-    if set(feedback) - {"policy", "ledger_usage"}:
-        _fail("unknown_field", "feedback")
-    if "policy" not in feedback:
-        _fail("missing_field", "feedback.policy")
+    feedback = _closed(top["feedback"], "feedback", ("policy",), ("ledger_usage",))
     ledger_usage = feedback.get("ledger_usage")
     if ledger_usage is not None and is_postgres_location(store):
         # A usage file beside one host cannot serialise a budget shared by many.

@@ -30,6 +30,7 @@ import numpy as np
 import numpy.typing as npt
 
 from sealeval._unicode import PinnedTables, pinned_tables
+from sealeval._validate import check_exact
 from sealeval.canonical import encode_openmed, is_digest
 from sealeval.errors import SessionError
 from sealeval.manifest.sealed import SealedWorkflowManifest
@@ -326,8 +327,9 @@ def _is_count(value: object) -> bool:
 
 def _checked_coverage(coverage: object) -> Mapping[str, Any]:
     """Return a read-only copy of a coverage mapping after checking its exact shape."""
-    if not isinstance(coverage, Mapping) or set(coverage) != _COVERAGE_KEYS:
-        raise OverlapForensicsError("invalid_report", "coverage")
+    coverage = check_exact(
+        coverage, "coverage", _COVERAGE_KEYS, error=OverlapForensicsError, code="invalid_report"
+    )
     counts = {name: coverage[name] for name in _COVERAGE_KEYS if name.endswith("_items")}
     if not all(map(_is_count, counts.values())) or tuple(coverage["checks"]) != CHECKS:
         raise OverlapForensicsError("invalid_report", "coverage")

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Final
 
+from sealeval._validate import thaw_json
 from sealeval.gates.registry import GateError
 
 __all__ = [
@@ -169,6 +170,12 @@ MAX_JSON_DEPTH: Final = 32
 MAX_JSON_NODES: Final = 10_000
 
 
+# ``thaw_json`` is the one of :mod:`sealeval._validate` (re-exported here and by
+# :mod:`~sealeval.gates.adversarial.boundary`). ``freeze_json`` stays the suite's
+# own: its bounds (a node budget, a depth counted per value) are part of the
+# boundary contract that ``sealeval._validate.freeze_json`` does not express.
+
+
 class NotJsonError(ValueError):
     """Internal: a value outside frozen JSON (mapped to a field code by the caller)."""
 
@@ -210,15 +217,6 @@ def _freeze(value: object, depth: int, budget: list[int]) -> JsonValue:
             frozen[key] = _freeze(item, depth + 1, budget)
         return MappingProxyType(frozen)
     raise NotJsonError
-
-
-def thaw_json(value: JsonValue) -> object:
-    """Return a fresh mutable copy (``dict`` / ``list``) of a frozen JSON value."""
-    if isinstance(value, Mapping):
-        return {key: thaw_json(item) for key, item in value.items()}
-    if isinstance(value, tuple):
-        return [thaw_json(item) for item in value]
-    return value
 
 
 def frozen_mapping(value: object, code: str, field_name: str) -> Mapping[str, JsonValue]:

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from sealeval._validate import check_closed, check_exact
 from sealeval.canonical import digest_openmed, encode_openmed, is_digest
 from sealeval.errors import CanonicalError
 from sealeval.gates.candidate.envelope import (
@@ -198,22 +199,30 @@ class CandidateBundle:
         Raises:
             CandidateRunnerError: ``bundle_invalid`` or ``packet_invalid``.
         """
-        if not isinstance(document, Mapping):
-            raise CandidateRunnerError("bundle_invalid")
-        keys = set(document)
-        if keys not in (BUNDLE_KEYS, BUNDLE_KEYS | {"packet_ed25519"}):
-            raise CandidateRunnerError("bundle_invalid")
-        manifest = document["manifest"]
-        if (
-            not isinstance(manifest, Mapping)
-            or set(manifest) != MANIFEST_KEYS
-            or manifest["schema_version"] != MANIFEST_SCHEMA
-            or not is_digest(document["manifest_digest"])
+        document = check_closed(
+            document,
+            None,
+            BUNDLE_KEYS,
+            ("packet_ed25519",),
+            error=CandidateRunnerError,
+            type_code="bundle_invalid",
+            unknown_code="bundle_invalid",
+            missing_code="bundle_invalid",
+        )
+        manifest = check_exact(
+            document["manifest"],
+            None,
+            MANIFEST_KEYS,
+            error=CandidateRunnerError,
+            code="bundle_invalid",
+        )
+        if manifest["schema_version"] != MANIFEST_SCHEMA or not is_digest(
+            document["manifest_digest"]
         ):
             raise CandidateRunnerError("bundle_invalid")
         packet = AgentCandidatePacket.from_dict(document["packet"])
         detached = document.get("packet_ed25519")
-        if "packet_ed25519" in keys and not isinstance(detached, Mapping):
+        if "packet_ed25519" in document and not isinstance(detached, Mapping):
             raise CandidateRunnerError("bundle_invalid")
         return cls(
             manifest=manifest,

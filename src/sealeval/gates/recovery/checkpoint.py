@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, ClassVar, Final
 
-from sealeval.canonical import digest_openmed, encode_openmed, is_digest
+from sealeval.canonical import digest_openmed, is_digest
 from sealeval.gates.recovery.vocabulary import (
     CHECKPOINT_SCHEMA,
     COMPENSATION_LIMITS,
     EFFECT_KINDS,
     EFFECT_STATES,
     PHASES,
+    DigestBound,
     all_unique,
     as_tuple,
     closed_document,
@@ -192,11 +193,10 @@ _CHECKPOINT_FIELDS: Final = frozenset(
         "workflow_id",
     }
 )
-_CHECKPOINT_KEYS: Final = _CHECKPOINT_FIELDS | {"checkpoint_digest"}
 
 
 @dataclass(frozen=True, slots=True, repr=False)
-class RecoveryCheckpoint:
+class RecoveryCheckpoint(DigestBound):
     """One journal entry of a run (``openmed.agent.recovery_checkpoint.v1``).
 
     ``checkpoint_digest`` is computed on construction. Invariants: effects
@@ -221,6 +221,8 @@ class RecoveryCheckpoint:
     recovery_evidence_digest: str | None = None
     schema_version: str = CHECKPOINT_SCHEMA
     checkpoint_digest: str = field(init=False, compare=False)
+
+    DIGEST_FIELD: ClassVar[str] = "checkpoint_digest"
 
     def __post_init__(self) -> None:
         """Validate fields in document order, then the cross-field invariants."""
@@ -343,30 +345,12 @@ class RecoveryCheckpoint:
             "workflow_id": self.workflow_id,
         }
 
-    def to_dict(self) -> dict[str, Any]:
-        """Return the checkpoint document including ``checkpoint_digest``."""
-        return {**self._unsigned(), "checkpoint_digest": self.checkpoint_digest}
-
-    def to_json(self) -> str:
-        """Return the canonical JSON text (openmed profile)."""
-        return encode_openmed(self.to_dict())
-
     @classmethod
     def from_dict(cls, document: object) -> RecoveryCheckpoint:
         """Re-load a stored checkpoint document (closed) and re-verify its digest."""
-        data = closed_document(document, _CHECKPOINT_KEYS, "checkpoint")
-        ensure(is_digest(data["checkpoint_digest"]), "invalid_digest", "checkpoint_digest")
-        effects = data["effects"]
-        ensure(isinstance(effects, list | tuple), "invalid_sequence", "effects")
-        fields = {key: data[key] for key in _CHECKPOINT_FIELDS}
-        fields["effects"] = tuple(RecoveryEffect.from_dict(item) for item in effects)
-        checkpoint = cls(**fields)
-        ensure(
-            checkpoint.checkpoint_digest == data["checkpoint_digest"],
-            "payload_mismatch",
-            "checkpoint_digest",
+        return cls._reload(
+            document, "checkpoint", _CHECKPOINT_FIELDS, "effects", RecoveryEffect.from_dict
         )
-        return checkpoint
 
     def __repr__(self) -> str:
         """Show the phase, sequence, effect count and the computed digest only."""

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, ClassVar, Final
 
-from sealeval.canonical import digest_openmed, encode_openmed, is_digest
+from sealeval.canonical import digest_openmed, is_digest
 from sealeval.gates.recovery.vocabulary import (
     ALL_REASONS,
     DECISION_REASONS,
     DECISION_SCHEMA,
     DISPOSITIONS,
+    DigestBound,
     all_unique,
     as_id_tuple,
     as_tuple,
@@ -39,7 +40,6 @@ _DECISION_FIELDS: Final = frozenset(
         "source_checkpoint_digest",
     }
 )
-_DECISION_KEYS: Final = _DECISION_FIELDS | {"evidence_digest"}
 
 
 @dataclass(frozen=True, slots=True, repr=False)
@@ -76,7 +76,7 @@ class CommittedEffect:
 
 
 @dataclass(frozen=True, slots=True, repr=False)
-class RecoveryDecision:
+class RecoveryDecision(DigestBound):
     """A recovery decision for one checkpoint (``openmed.agent.recovery_evidence.v1``).
 
     ``evidence_digest`` is computed on construction. Structural invariants
@@ -97,6 +97,8 @@ class RecoveryDecision:
     compensation_effect_ids: tuple[str, ...] = ()
     schema_version: str = DECISION_SCHEMA
     evidence_digest: str = field(init=False, compare=False)
+
+    DIGEST_FIELD: ClassVar[str] = "evidence_digest"
 
     def __post_init__(self) -> None:
         """Validate fields, then the structural invariants."""
@@ -172,30 +174,12 @@ class RecoveryDecision:
             "source_checkpoint_digest": self.source_checkpoint_digest,
         }
 
-    def to_dict(self) -> dict[str, Any]:
-        """Return the decision document including ``evidence_digest``."""
-        return {**self._unsigned(), "evidence_digest": self.evidence_digest}
-
-    def to_json(self) -> str:
-        """Return the canonical JSON text (openmed profile)."""
-        return encode_openmed(self.to_dict())
-
     @classmethod
     def from_dict(cls, document: object) -> RecoveryDecision:
         """Re-load a stored decision document (closed) and re-verify its digest."""
-        data = closed_document(document, _DECISION_KEYS, "decision")
-        ensure(is_digest(data["evidence_digest"]), "invalid_digest", "evidence_digest")
-        committed = data["committed_effects"]
-        ensure(isinstance(committed, list | tuple), "invalid_sequence", "committed_effects")
-        fields = {key: data[key] for key in _DECISION_FIELDS}
-        fields["committed_effects"] = tuple(CommittedEffect.from_dict(item) for item in committed)
-        decision = cls(**fields)
-        ensure(
-            decision.evidence_digest == data["evidence_digest"],
-            "payload_mismatch",
-            "evidence_digest",
+        return cls._reload(
+            document, "decision", _DECISION_FIELDS, "committed_effects", CommittedEffect.from_dict
         )
-        return decision
 
     def __repr__(self) -> str:
         """Show the disposition, reason and computed digest only."""

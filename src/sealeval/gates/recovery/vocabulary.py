@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Final
+from typing import Any, ClassVar, Final, Self
 
 from sealeval._validate import check_closed
-from sealeval.canonical import digest_openmed, is_digest
+from sealeval.canonical import digest_openmed, encode_openmed, is_digest
 from sealeval.gates.registry import GateError
 
 __all__ = [
@@ -253,3 +253,67 @@ def derive_idempotency_key(
         "tool_id": tool_id,
     }
     return "idem_" + digest_openmed(material).removeprefix("sha256:")
+
+
+# ---------------------------------------------------------------------------
+# Digest-bound documents
+
+
+class DigestBound:
+    """Mixin of a frozen document whose digest field is computed over the other fields.
+
+    A subclass (a frozen, slotted dataclass) names its digest field in
+    :attr:`DIGEST_FIELD`, implements :meth:`_unsigned` (the document without
+    that field, which the digest covers) and sets the field in
+    ``__post_init__`` to ``digest_openmed(self._unsigned())``. The wire form
+    (:meth:`to_dict`, :meth:`to_json`) and the closed re-load with its digest
+    re-check (:meth:`_reload`) are written once here.
+    """
+
+    __slots__ = ()
+
+    #: The name of the digest field (``checkpoint_digest``, ``evidence_digest``).
+    DIGEST_FIELD: ClassVar[str]
+
+    def _unsigned(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the document, its digest field included."""
+        return {**self._unsigned(), self.DIGEST_FIELD: getattr(self, self.DIGEST_FIELD)}
+
+    def to_json(self) -> str:
+        """Return the canonical JSON text (openmed profile)."""
+        return encode_openmed(self.to_dict())
+
+    @classmethod
+    def _reload(
+        cls,
+        document: object,
+        name: str,
+        fields: frozenset[str],
+        items: str,
+        parse_item: Callable[[object], object],
+    ) -> Self:
+        """Re-load a stored document: closed, digest well formed, rebuilt, digest re-checked.
+
+        ``fields`` are the constructor's fields (the document holds them and
+        the digest field); ``items`` names the one list among them whose
+        members ``parse_item`` rebuilds.
+
+        Raises:
+            RecoveryError: ``<name>: invalid_document | unknown_field |
+                missing_field``, ``<digest>: invalid_digest``, ``<items>:
+                invalid_sequence``, a constructor refusal, then ``<digest>:
+                payload_mismatch``.
+        """
+        digest = cls.DIGEST_FIELD
+        data = closed_document(document, fields | {digest}, name)
+        ensure(is_digest(data[digest]), "invalid_digest", digest)
+        members = data[items]
+        ensure(isinstance(members, list | tuple), "invalid_sequence", items)
+        arguments = {key: data[key] for key in fields}
+        arguments[items] = tuple(parse_item(item) for item in members)
+        loaded = cls(**arguments)
+        ensure(getattr(loaded, digest) == data[digest], "payload_mismatch", digest)
+        return loaded

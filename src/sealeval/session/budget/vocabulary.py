@@ -12,8 +12,9 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, TypeVar
 
+from sealeval import _validate
 from sealeval._validate import check_closed
-from sealeval.canonical import decode, is_digest
+from sealeval.canonical import decode
 from sealeval.errors import CanonicalError, SessionError
 
 __all__ = [
@@ -188,19 +189,19 @@ def check_schema(value: object, expected: str, field_name: str) -> None:
 
 def check_digest(value: object, field_name: str) -> str:
     """Return a ``sha256:`` digest, or refuse ``invalid_digest`` at ``field_name``."""
-    if not is_digest(value):
-        raise FeedbackBudgetError("invalid_digest", field_name)
-    return value  # type: ignore[return-value]
+    return _validate.check_digest(value, field_name, error=FeedbackBudgetError)  # type: ignore[return-value]
 
 
 def check_keys(document: object, keys: frozenset[str], name: str) -> Mapping[str, Any]:
     """Refuse a non-mapping, unknown keys, then missing keys (alphabetical, named each)."""
-    check_closed(document, name, (), keys, error=FeedbackBudgetError, type_code="invalid_document")
-    assert isinstance(document, Mapping)
-    for key in sorted(keys):
-        if key not in document:
-            raise FeedbackBudgetError("missing_field", f"{name}.{key}")
-    return document
+    return check_closed(
+        document,
+        name,
+        sorted(keys),
+        error=FeedbackBudgetError,
+        type_code="invalid_document",
+        missing_prefix=f"{name}.",
+    )
 
 
 _T = TypeVar("_T")
