@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Final
 
-from sealeval._validate import thaw_json
+from sealeval import _validate
 from sealeval.gates.registry import GateError
 
 __all__ = [
@@ -170,10 +170,10 @@ MAX_JSON_DEPTH: Final = 32
 MAX_JSON_NODES: Final = 10_000
 
 
-# ``thaw_json`` is the one of :mod:`sealeval._validate` (re-exported here and by
-# :mod:`~sealeval.gates.adversarial.boundary`). ``freeze_json`` stays the suite's
-# own: its bounds (a node budget, a depth counted per value) are part of the
-# boundary contract that ``sealeval._validate.freeze_json`` does not express.
+# ``freeze_json`` stays the suite's own: its bounds (a node budget, a depth
+# counted per value) are part of the boundary contract, which
+# ``sealeval._validate.freeze_json`` does not express; ``thaw_json`` is the
+# toolkit's.
 
 
 class NotJsonError(ValueError):
@@ -217,6 +217,14 @@ def _freeze(value: object, depth: int, budget: list[int]) -> JsonValue:
             frozen[key] = _freeze(item, depth + 1, budget)
         return MappingProxyType(frozen)
     raise NotJsonError
+
+
+def thaw_json(value: JsonValue) -> object:
+    """Return a fresh mutable copy (``dict`` / ``list``) of a frozen JSON value.
+
+    The suite's name for :func:`sealeval._validate.thaw_json`.
+    """
+    return _validate.thaw_json(value)
 
 
 def frozen_mapping(value: object, code: str, field_name: str) -> Mapping[str, JsonValue]:
