@@ -31,6 +31,7 @@ from sealeval.gates.omop.model import (
     Dialect,
     OmopLoaderError,
     OmopTable,
+    Operation,
     check_dialect,
     omop_ddl,
 )
@@ -181,6 +182,32 @@ def _transact(
     raise OmopLoaderError(code, "target") from None
 
 
+def _guarded(
+    batch: StagedBatch,
+    operation: Operation,
+    work: Callable[[DbConnection, StagedBatch, Dialect], int],
+    *,
+    authorize: Authorizer,
+    connect: Connector,
+    dialect: Dialect,
+) -> LoadReceipt:
+    """Gate ``operation`` (an approval bound to its preview), run ``work`` in one transaction."""
+    checked, preview, checked_dialect = gate_operation(
+        batch, authorize, connect, dialect, operation
+    )
+    affected = _transact(
+        connect, checked_dialect, lambda connection: work(connection, checked, checked_dialect)
+    )
+    return LoadReceipt(
+        operation=operation,
+        dialect=checked_dialect,
+        preview_digest=preview.preview_digest,
+        batch_digest=checked.batch_digest,
+        rollback_digest=checked.rollback_digest,
+        rows_affected=affected,
+    )
+
+
 def load_staged_batch(
     batch: StagedBatch,
     *,
@@ -207,19 +234,8 @@ def load_staged_batch(
             ``target: write_failed`` / ``row_count_mismatch`` /
             ``readback_mismatch`` (rolled back) / ``rollback_failed``.
     """
-    checked, preview, checked_dialect = gate_operation(batch, authorize, connect, dialect, "insert")
-    affected = _transact(
-        connect,
-        checked_dialect,
-        lambda connection: _insert_rows(connection, checked, checked_dialect),
-    )
-    return LoadReceipt(
-        operation="insert",
-        dialect=checked_dialect,
-        preview_digest=preview.preview_digest,
-        batch_digest=checked.batch_digest,
-        rollback_digest=checked.rollback_digest,
-        rows_affected=affected,
+    return _guarded(
+        batch, "insert", _insert_rows, authorize=authorize, connect=connect, dialect=dialect
     )
 
 
@@ -242,19 +258,8 @@ def rollback_loaded_batch(
     Raises:
         OmopLoaderError: as :func:`load_staged_batch`, plus ``target: target_changed``.
     """
-    checked, preview, checked_dialect = gate_operation(batch, authorize, connect, dialect, "delete")
-    affected = _transact(
-        connect,
-        checked_dialect,
-        lambda connection: _delete_rows(connection, checked, checked_dialect),
-    )
-    return LoadReceipt(
-        operation="delete",
-        dialect=checked_dialect,
-        preview_digest=preview.preview_digest,
-        batch_digest=checked.batch_digest,
-        rollback_digest=checked.rollback_digest,
-        rows_affected=affected,
+    return _guarded(
+        batch, "delete", _delete_rows, authorize=authorize, connect=connect, dialect=dialect
     )
 
 
