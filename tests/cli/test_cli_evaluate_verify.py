@@ -623,8 +623,8 @@ def test_setup_action_refusals(request_dir: Path) -> None:
     with_option = _invoke(evaluate_command, ["--keygen", "k", "--unsigned"])
     assert with_option.exit_code == 2
     stray_output = _invoke(evaluate_command, ["--keygen", "k", "--case-set-output", "x"])
-    assert (
-        stray_output.stderr == "sealeval: error: --case-set-output: case_set_output_without_freeze\n"
+    assert stray_output.stderr == (
+        "sealeval: error: --case-set-output: case_set_output_without_freeze\n"
     )
     stray = _invoke(evaluate_command, ["request.yaml", "--case-set-output", "x"])
     assert stray.exit_code == 2
