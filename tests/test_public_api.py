@@ -297,7 +297,50 @@ def test_init_session_runs_with_the_demo_data(workspace: Path) -> None:
     assert "session digest" in result.stdout
 
 
-@pytest.mark.parametrize("kind", ["policy", "request", "session"])
+def test_init_gate_sources_evaluates_like_the_demo_evidence(workspace: Path) -> None:
+    code, out, _ = _invoke("init", "gate-sources")
+    assert code == 0
+    assert "sealeval gates evaluate gate-sources.yaml" in out
+    assert (workspace / "gate-sources.yaml").read_text(encoding="utf-8").startswith("# sealeval")
+    candidate = "sha256:" + "c" * 64
+    code, out, err = _invoke(
+        "gates", "evaluate", "gate-sources.yaml", "--candidate-digest", candidate, "--json"
+    )
+    assert (code, err) == (0, "")
+    from_yaml = json.loads(out)
+    assert from_yaml["decision"] == "READY"
+    demo = resources.files("sealeval") / "_data" / "gates" / "baseline_pass.json"
+    (workspace / "demo.json").write_bytes(demo.read_bytes())  # what `sealeval demo` writes
+    code, out, _ = _invoke(
+        "gates", "evaluate", "demo.json", "--candidate-digest", candidate, "--json"
+    )
+    assert code == 0
+    assert json.loads(out) == from_yaml  # same evidence, same report digest
+
+
+@pytest.mark.parametrize(
+    ("content", "code", "line"),
+    [
+        ("- {a: &x 1, b: *x}\n", 2, "sealeval: error: evidence: anchor_or_alias"),
+        ("- [\n", 2, "sealeval: error: evidence: invalid_yaml"),
+        ("- {metric: x, metric: y}\n", 2, "sealeval: error: evidence: duplicate_key"),
+        (f"- {{metric: {CANARY}}}\n", 2, None),
+    ],
+    ids=["anchor", "syntax", "duplicate_key", "shape"],
+)
+def test_gate_evidence_yaml_refusals(
+    workspace: Path, content: str, code: int, line: str | None
+) -> None:
+    (workspace / "bad.yml").write_text(content, encoding="utf-8")
+    result = _invoke("gates", "evaluate", "bad.yml", "--candidate-digest", "sha256:" + "c" * 64)
+    assert result[0] == code
+    if line is not None:
+        assert result[2] == line + "\n"
+    assert result[2].startswith("sealeval: error: evidence")
+    assert CANARY not in result[1] + result[2]
+
+
+@pytest.mark.parametrize("kind", ["policy", "request", "session", "gate-sources"])
 def test_init_never_replaces(workspace: Path, kind: str) -> None:
     target = workspace / f"{kind}.yaml"
     target.write_text(CANARY, encoding="utf-8")
@@ -329,7 +372,7 @@ def test_init_trust_refuses_a_bad_anchor_by_option(workspace: Path) -> None:
 
 
 def test_init_starters_are_commented() -> None:
-    for name in ("policy.yaml", "request.yaml", "session.yaml"):
+    for name in ("policy.yaml", "request.yaml", "session.yaml", "gate-sources.yaml"):
         text = (resources.files("sealeval") / "_data" / "init" / name).read_text(encoding="utf-8")
         assert text.startswith("# sealeval"), name
 
