@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -277,6 +278,58 @@ def test_init_starters_through_the_real_commands(workspace: Path) -> None:
         "compare", "inputs/baseline.jsonl", "inputs/subject.jsonl", "--policy", "policy.yaml"
     )
     assert compared[0] == 2  # compare takes run files (sealeval import), not result files
+
+
+def _cli_walks() -> list[list[list[str]]]:
+    """The sh blocks of docs/cli.md's walk: commands (comments dropped, lines joined)."""
+    text = (DOCS / "cli.md").read_text(encoding="utf-8")
+    walk = text.split("## From nothing to a signed, verified pack", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```sh\n(.*?)```", walk, re.DOTALL)
+    commands = []
+    for block in blocks:
+        joined = block.replace("\\\n", " ")
+        commands.append(
+            [shlex.split(line, comments=True) for line in joined.splitlines() if line.strip()]
+        )
+    return commands
+
+
+#: What `sealeval evaluate` prints for each digest option of `sealeval init trust`.
+_PRINTED = {
+    "--baseline-run-digest": "Baseline run digest",
+    "--subject-run-digest": "Subject run digest",
+    "--request-digest": "Request digest",
+    "--evidence-signer-fingerprint": "Signer fingerprint",
+}
+
+
+def test_documented_cli_walk_runs_as_written(workspace: Path) -> None:
+    walk, gates = _cli_walks()
+    assert walk[0][:2] == ["sealeval", "init"]  # it starts from sealeval init
+    printed: dict[str, str] = {}
+    for argv in walk:
+        assert argv[0] == "sealeval"
+        args = argv[1:]
+        if args[:2] == ["init", "trust"]:  # each D: the digest evaluate printed for it
+            args = [
+                printed[_PRINTED[args[index - 1]]] if arg == "D" else arg
+                for index, arg in enumerate(args)
+            ]
+        code, out, err = _invoke(*args)
+        assert code == 0, (argv, err)
+        printed.update(
+            line.split(": ", 1) for line in (out + err).splitlines() if ": sha256:" in line
+        )
+    receipt = json.loads((workspace / "receipt.json").read_text(encoding="utf-8"))
+    statement = receipt["statement"]
+    assert statement["format"].endswith("evidence-verification-receipt-v3")
+    assert statement["pack_manifest_digest"] == printed["Pack manifest digest"]
+    assert "<html" in (workspace / "report.html").read_text(encoding="utf-8").lower()
+    for argv in gates:
+        args = ["sha256:" + "c" * 64 if arg == "sha256:HEX" else arg for arg in argv[1:]]
+        code, out, err = _invoke(*args)
+        assert code == 0, (argv, err)
+    assert "decision: READY" in out
 
 
 def test_init_session_runs_with_the_demo_data(workspace: Path) -> None:

@@ -327,9 +327,9 @@ def evaluate_command(evidence_path: str, candidate_digest: str, as_json: bool) -
     EVIDENCE.json is a JSON array of MetricEvidence documents or a candidate
     evidence envelope {schema_version, source_sha, metrics}; both are parsed
     strictly. A file named *.yaml or *.yml is read as strict YAML (`sealeval
-    init gate-sources` writes a commented one); the digests are those of the
-    canonical JSON, so the YAML form changes nothing. Exit status: 0 READY,
-    1 NOT_READY, 2 invalid input.
+    init gate-sources` writes a commented one): the same evidence written as
+    YAML gives the same report. Exit status: 0 READY, 1 NOT_READY, 2 invalid
+    input.
     """
     if not is_digest(candidate_digest):
         raise GateError("invalid_digest", "candidate_digest")

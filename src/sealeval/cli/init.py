@@ -59,7 +59,7 @@ def _write(destination: Path, data: bytes, option: str = "--output") -> None:
 
 @click.group(context_settings=CONTEXT_SETTINGS)
 def init() -> None:
-    """Write commented starter files (policy, request, session, trust profile, gate evidence)."""
+    """Write commented starter files (policy, request, session, trust, gate evidence)."""
 
 
 def _output_option(default: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
