@@ -35,6 +35,7 @@ from sealeval.cli._common import (
     EXIT_OK,
     is_terminal,
     refusals_exit,
+    refusals_naming,
 )
 from sealeval.errors import CanonicalError, UsageError, YamlError
 from sealeval.gates.candidate import (
@@ -320,7 +321,7 @@ def _decode_evidence(path: str, data: bytes) -> Any:
     help="Digest of the candidate the evidence is about.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the canonical report.")
-@refusals_exit
+@refusals_naming({"candidate_digest": "--candidate-digest"})
 def evaluate_command(evidence_path: str, candidate_digest: str, as_json: bool) -> None:
     """Evaluate the nine release gates over an evidence file.
 
@@ -357,7 +358,7 @@ def evaluate_command(evidence_path: str, candidate_digest: str, as_json: bool) -
     type=click.Path(path_type=Path),
     help="Evidence envelope to create (must not exist).",
 )
-@refusals_exit
+@refusals_naming({"output": "--output", "suite": "SUITE"})
 def run_suite_command(suite: str, source_sha: str, output: Path) -> None:
     """Run a bundled executable suite and write source-bound evidence.
 
