@@ -14,8 +14,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 from click.testing import CliRunner
+from referencing import Registry, Resource
 
 import sealeval.captured.extended_seal as extended_seal
 from sealeval.canonical import decode, encode_invarlock
@@ -30,6 +32,7 @@ from sealeval.captured.pack_reader import EvidencePack, read_evidence_pack
 from sealeval.captured.report import extended_for_pack, render_markdown
 from sealeval.captured.signing import SigningKey, load_signing_key
 from sealeval.cli import cli
+from support.contracts import schema
 from support.vectors import vectors_dir
 
 PACKS = vectors_dir() / "invarlock" / "packs"
@@ -88,6 +91,20 @@ def test_seal_round_trip_is_deterministic_and_bound_to_the_pack(
     assert result.extended_document() == extended_for_pack(pack, extension)
     document = decode(sealed)
     assert document["format"] == SEAL_FORMAT
+    registry = Registry().with_resources(
+        (contract["$id"], Resource.from_contents(contract))
+        for contract in (
+            schema("sealeval.comparison-policy-extension-v1"),
+            schema("sealeval.extended-comparison-v1"),
+        )
+    )
+    validator = jsonschema.Draft202012Validator(
+        schema("sealeval.extended-seal-v1"), registry=registry
+    )
+    validator.validate(document)
+    document["statement"]["extended"]["entries"][0]["flips"] = {"unknown": 1}
+    assert not validator.is_valid(document)  # the referenced contracts are enforced
+    document = decode(sealed)
     assert document["statement"]["pack_manifest_digest"] == pack.manifest_digest
     # the extension is written in full (every member explicit), so its digest is reproducible
     assert document["statement"]["extension"] == extension.to_dict()
