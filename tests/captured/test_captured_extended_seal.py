@@ -401,6 +401,8 @@ def test_cli_seals_and_checks_without_touching_the_pack(tmp_path: Path, pack: Ev
     [
         pytest.param(["--check", "s.json", "--output", "o.json"], "--check", id="check-and-output"),
         pytest.param(["--output", "o.json"], "--extension", id="no-extension"),
+        pytest.param(["--extension", "e.json", "--output", "o.json"], "--signing-key", id="no-key"),
+        pytest.param(["--extension", "e.json", "--signing-key", "k"], "--output", id="no-output"),
         pytest.param(
             ["--extension", "e.json", "--signing-key", "k.pem", "--output", "o", "--json"],
             "--json",
