@@ -26,6 +26,8 @@ import pytest
 from click.testing import CliRunner
 
 import sealeval.cli.demo as demo_module
+from sealeval.captured.extended import EXTENSION_FORMAT
+from sealeval.captured.policy import load_comparison_policy
 from sealeval.cli import cli
 from sealeval.manifest import COMPONENTS
 from support.gates_candidate import KEY, READY, build_recipe, fresh, runner_env
@@ -310,6 +312,28 @@ def _report_rendered(w: World, tmp: Path, mp: pytest.MonkeyPatch) -> int:
 @scenario("sealeval report", 2)
 def _report_refused(w: World, tmp: Path, mp: pytest.MonkeyPatch) -> int:
     return run("report", "evidence", "--html", "policy.yaml")  # the destination exists
+
+
+@scenario("sealeval extended", 0)
+def _extended_sealed(w: World, tmp: Path, mp: pytest.MonkeyPatch) -> int:
+    policy_digest = load_comparison_policy(Path("policy.yaml")).digest
+    extension = {"format": EXTENSION_FORMAT, "policy_digest": policy_digest}
+    (tmp / "extension.json").write_text(json.dumps(extension), encoding="utf-8")
+    return run(
+        "extended",
+        "evidence",
+        "--extension",
+        str(tmp / "extension.json"),
+        "--signing-key",
+        "keys/private.pem",
+        "--output",
+        str(tmp / "extended.seal.json"),
+    )
+
+
+@scenario("sealeval extended", 2)
+def _extended_refused(w: World, tmp: Path, mp: pytest.MonkeyPatch) -> int:
+    return run("extended", "evidence", "--check", str(tmp / "missing.seal.json"))
 
 
 @scenario("sealeval view", 0)
