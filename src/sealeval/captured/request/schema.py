@@ -7,7 +7,6 @@ bounds), so both layers refuse with the same codes and field names.
 
 from __future__ import annotations
 
-import os
 import re
 import types
 from collections.abc import Callable, Mapping
@@ -89,7 +88,6 @@ _PROVENANCE_MEMBERS: Final = ("kind", "source", "version", "unit", "rubric_diges
 _CONTROL: Final = re.compile(r"[\x00-\x1f\x7f]")
 _POINTER: Final = re.compile(r"/(?:input|context)(?:/[^\x00-\x1f\x7f]*)?")
 _DRIVE: Final = re.compile(r"[A-Za-z]:")
-_O_CLOEXEC: Final = getattr(os, "O_CLOEXEC", 0)
 
 
 class CapturedRequestError(CapturedError):
