@@ -9,7 +9,8 @@ submitted value.
 * :func:`check_closed` — a closed object: a mapping with exactly the required
   members plus optional ones (``invalid_type`` / ``unknown_field`` /
   ``missing_field`` by default; a family may name its own codes);
-  :func:`check_exact` is its single-code form.
+  :func:`check_exact` is its single-code form; :func:`check_members` an open
+  object of bounded size (``too_many_members``).
 * :func:`check_text`, :func:`check_digest`, :func:`check_string_map` — the
   field rules of the invarlock evaluation-run family (spec 00-conventions §4).
 * :func:`freeze_json`, :func:`plain_json`, :func:`thaw_json` — deep, read-only
@@ -46,6 +47,7 @@ __all__ = [
     "check_closed",
     "check_digest",
     "check_exact",
+    "check_members",
     "check_string_map",
     "check_text",
     "freeze_json",
@@ -100,13 +102,17 @@ def check_closed(
     type_code: str = "invalid_type",
     unknown_code: str = "unknown_field",
     missing_code: str = "missing_field",
+    missing_prefix: str | None = None,
 ) -> Mapping[str, Any]:
     """Check a closed object: a mapping with exactly the required (+ optional) members.
 
     Refusals, in this order: not a mapping (``type_code``), a member outside
     ``required`` and ``optional`` (``unknown_code``), a required member absent
-    (``missing_code``). Every refusal names ``field`` (the object), never a
-    member name a caller submitted.
+    (``missing_code``; the first absent one in ``required``'s order). Every
+    refusal names ``field`` (the object), never a member name a caller
+    submitted -- except that, with ``missing_prefix``, an absent member is
+    named ``missing_prefix + member`` (a library-chosen name: the contracts
+    that name the missing member, e.g. ``policy.metrics[0].unit``).
     """
     if not isinstance(document, Mapping):
         raise error(type_code, field)
@@ -115,8 +121,32 @@ def check_closed(
             raise error(unknown_code, field)
     for key in required:
         if key not in document:
-            raise error(missing_code, field)
+            raise error(missing_code, field if missing_prefix is None else missing_prefix + key)
     return document
+
+
+def check_members(
+    value: object,
+    field: str,
+    *,
+    error: ErrorClass,
+    max_members: int = MAX_MEMBERS,
+    key_code: str | None = None,
+) -> Mapping[str, Any]:
+    """Check an open JSON object: a mapping (``invalid_type``) of bounded size; return it.
+
+    Refusals, in this order: not a mapping (``invalid_type``), a key that is
+    not exactly ``str`` (``key_code``, when given: callers that check keys
+    later pass ``None``), more than ``max_members`` members
+    (``too_many_members``).
+    """
+    if not isinstance(value, Mapping):
+        raise error("invalid_type", field)
+    if key_code is not None and any(type(key) is not str for key in value):
+        raise error(key_code, field)
+    if len(value) > max_members:
+        raise error("too_many_members", field)
+    return value
 
 
 def check_exact(
@@ -220,10 +250,7 @@ def check_string_map(
     value: object, field: str, *, error: ErrorClass, max_length: int = MAX_LONG_TEXT
 ) -> Mapping[str, str]:
     """Check a ``metadata``-style object (≤100 members, string values); return a frozen copy."""
-    if not isinstance(value, Mapping):
-        raise error("invalid_type", field)
-    if len(value) > MAX_MEMBERS:
-        raise error("too_many_members", field)
+    value = check_members(value, field, error=error)
     frozen: dict[str, str] = {}
     for key, item in value.items():
         if type(key) is not str:

@@ -2,7 +2,10 @@
 
 The authored and normalized forms share these checks (references, texts,
 digests, closed members, sides, metrics, the size and control-character
-bounds), so both layers refuse with the same codes and field names.
+bounds), so both layers refuse with the same codes and field names. Closed
+objects, texts, digests and member bounds are :mod:`sealeval._validate`'s
+rules with :class:`CapturedRequestError`; a text with an unpaired
+surrogate is ``invalid_json_value`` (the toolkit's one behaviour).
 """
 
 from __future__ import annotations
@@ -12,7 +15,14 @@ import types
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
-from sealeval._validate import check_closed, check_digest, check_exact, freeze_json
+from sealeval._validate import (
+    check_closed,
+    check_digest,
+    check_exact,
+    check_members,
+    check_text,
+    freeze_json,
+)
 from sealeval.canonical import frozen_canonical, is_digest
 from sealeval.captured.errors import CapturedRunError
 from sealeval.captured.run import (
@@ -200,12 +210,14 @@ def _check_reference(value: object, where: str) -> str:
 
 
 def _check_text(value: object, where: str) -> str:
-    """``text4096``: 1-4096 code points, no C0 control, no DEL."""
-    if type(value) is not str:
-        raise _fail("invalid_type", where)
-    if not 1 <= len(value) <= _MAX_TEXT or _CONTROL.search(value) is not None:
-        raise _fail("invalid_text", where)
-    return value
+    """``text4096``: 1-4096 code points, no C0 control, no DEL, no unpaired surrogate.
+
+    :func:`sealeval._validate.check_text` with the request's error: an
+    unpaired surrogate (which no UTF-8 input can carry, and which the
+    document's freezing already refuses) is ``invalid_json_value`` naming
+    the field, as everywhere else in sealeval.
+    """
+    return check_text(value, where, error=CapturedRequestError, max_length=_MAX_TEXT)
 
 
 def _check_digest(value: object, where: str) -> str | None:
@@ -219,10 +231,7 @@ def _check_source(value: object, where: str) -> None:
 
 
 def _check_provenance(value: object, where: str) -> None:
-    if not isinstance(value, Mapping):
-        raise _fail("invalid_type", where)
-    if len(value) > _MAX_MEMBERS:
-        raise _fail("too_many_members", where)
+    value = check_members(value, where, error=CapturedRequestError, max_members=_MAX_MEMBERS)
     for item in value.values():
         entry = check_closed(
             item, f"{where}.entry", _PROVENANCE_MEMBERS, error=CapturedRequestError
