@@ -608,9 +608,7 @@ def test_lenient_walk_links_carry_no_target(tmp_path: Path) -> None:
 
 
 def test_lenient_walk_truncates_instead_of_refusing(tmp_path: Path) -> None:
-    deep = tmp_path.joinpath("a", "b", "c")
-    deep.mkdir(parents=True)
-    (deep / "f").write_bytes(b"")
+    _files(tmp_path, "a/b/c/f")
     entries, skips = _lenient(tmp_path, max_depth=1)
     assert entries == [("d", "a"), ("d", "a/b")]  # a/b is listed but not entered
     assert skips.truncated
@@ -633,10 +631,7 @@ def _swap_for_link(entry: _fs.TreeEntry) -> bool:
 
 @pytest.mark.parametrize("lenient", [False, True], ids=["strict", "lenient"])
 def test_a_directory_swapped_before_it_is_entered(tmp_path: Path, lenient: bool) -> None:
-    root = tmp_path / "root"
-    (root / "sub").mkdir(parents=True)
-    (root / "sub" / "inside").write_bytes(b"")
-    (root / "z.txt").write_bytes(b"")
+    root = _files(tmp_path / "root", "sub/inside", "z.txt")
     skips = _fs.WalkSkips() if lenient else None
     walk = _fs.walk_tree(root, enter=_swap_for_link, lenient=skips)
     if not lenient:
@@ -648,12 +643,16 @@ def test_a_directory_swapped_before_it_is_entered(tmp_path: Path, lenient: bool)
     assert skips == _fs.WalkSkips(skipped=1, truncated=False)
 
 
+def _files(root: Path, *relatives: str) -> Path:
+    """Create empty files (and their folders) below ``root``; return ``root``."""
+    for relative in relatives:
+        (root / relative).parent.mkdir(parents=True, exist_ok=True)
+        (root / relative).write_bytes(b"")
+    return root
+
+
 def test_walk_enter_prunes_and_root_follow_is_optional(tmp_path: Path) -> None:
-    root = tmp_path / "root"
-    (root / "skip").mkdir(parents=True)
-    (root / "skip" / "inside").write_bytes(b"")
-    (root / "keep").mkdir()
-    (root / "keep" / "inside").write_bytes(b"")
+    root = _files(tmp_path / "root", "skip/inside", "keep/inside")
     seen = [entry.path for entry in _fs.walk_tree(root, enter=lambda entry: entry.name != b"skip")]
     assert seen == ["keep", "keep/inside", "skip"]
     (tmp_path / "alias").symlink_to(root)

@@ -283,3 +283,24 @@ def test_captured_errors_module_holds_the_error_only() -> None:
     assert errors.__all__ == ["CapturedRunError", "JsonValue"]
     public = {name for name in vars(errors) if name.isidentifier() and not name.startswith("_")}
     assert public <= {"CapturedRunError", "JsonValue", "CapturedError", "annotations"}
+
+
+@pytest.mark.parametrize("error", [ReceiptError, TrustInputError], ids=lambda e: e.__name__)
+def test_decode_object_maps_the_decoders_codes_to_the_callers(error: type[SealevalError]) -> None:
+    canary = CANARY.encode()
+    for data, code in (
+        (b'["' + canary + b'"]', "not_object"),
+        (b'{"a": 1, "a": "' + canary + b'"}', "duplicate_key"),
+        (b'{"a": "' + canary * 4 + b'"}', "too_large"),
+        (b"\xef\xbb\xbf{}", "not_utf8"),
+        (b"\xff" + canary, "not_utf8"),
+        (b'{"a": ' + canary + b"}", "invalid_json"),
+        (b'{"a": NaN}', "invalid_json"),
+    ):
+        with pytest.raises(SealevalError) as caught:
+            _validate.decode_object(data, FIELD, error=error, limit=64)
+        assert type(caught.value) is error
+        assert (caught.value.code, caught.value.field) == (code, FIELD)
+        assert caught.value.__cause__ is None
+        assert CANARY not in str(caught.value)
+    assert _validate.decode_object(b'{"a": [1]}', FIELD, error=error, limit=64) == {"a": [1]}

@@ -17,6 +17,9 @@ submitted value.
   JSON values and their plain copies.
 * :func:`rebased` — re-raise a nested object's refusal under the enclosing
   field.
+* :func:`decode_object` — a strict JSON object from bytes (the strict
+  bounded decoder of :mod:`sealeval.canonical`, its codes mapped to the
+  caller's).
 
 The canonical *encoders* for already-checked values live in
 :mod:`sealeval.canonical`.
@@ -32,8 +35,8 @@ from collections.abc import Collection, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, Final, TypeAlias
 
-from sealeval.canonical import is_digest
-from sealeval.errors import SealevalError
+from sealeval.canonical import DecodeLimits, decode, is_digest
+from sealeval.errors import CanonicalError, SealevalError
 
 __all__ = [
     "EMPTY",
@@ -42,6 +45,7 @@ __all__ = [
     "MAX_MEMBERS",
     "MAX_SHORT_TEXT",
     "MAX_VALUE_DEPTH",
+    "STRICT_JSON_CODES",
     "ErrorClass",
     "JsonValue",
     "check_closed",
@@ -50,6 +54,7 @@ __all__ = [
     "check_members",
     "check_string_map",
     "check_text",
+    "decode_object",
     "freeze_json",
     "plain_json",
     "rebased",
@@ -406,4 +411,41 @@ def thaw_json(value: object) -> Any:
         return {key: thaw_json(child) for key, child in value.items()}
     if isinstance(value, tuple | list):
         return [thaw_json(child) for child in value]
+    return value
+
+
+# ---------------------------------------------------------------------------
+# Strict JSON objects from bytes
+
+#: The decoder's codes as the verification inputs report them (anything else: ``invalid_json``).
+STRICT_JSON_CODES: Final[Mapping[str, str]] = types.MappingProxyType(
+    {
+        "too_large": "too_large",
+        "string_too_long": "too_large",
+        "byte_order_mark": "not_utf8",
+        "not_utf8": "not_utf8",
+        "duplicate_key": "duplicate_key",
+    }
+)
+
+
+def decode_object(
+    data: bytes,
+    field: str,
+    *,
+    error: ErrorClass,
+    limit: int,
+    codes: Mapping[str, str] = STRICT_JSON_CODES,
+) -> dict[str, Any]:
+    """Decode strict JSON (at most ``limit`` bytes and string length) that must be an object.
+
+    A decoder refusal becomes ``error(codes.get(code, "invalid_json"), field)``
+    (never chained); a value that is not an object is ``not_object``.
+    """
+    try:
+        value = decode(data, limits=DecodeLimits(max_bytes=limit, max_string_length=limit))
+    except CanonicalError as failure:
+        raise error(codes.get(failure.code, "invalid_json"), field) from None
+    if not isinstance(value, dict):
+        raise error("not_object", field)
     return value

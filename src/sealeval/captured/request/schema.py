@@ -29,7 +29,7 @@ from sealeval.captured.run import (
     PROVENANCE_KINDS,
 )
 from sealeval.captured.service_identity import validate_service_identity
-from sealeval.errors import CapturedError
+from sealeval.errors import CapturedError, YamlError
 from sealeval.strict_yaml import YamlLimits
 
 #: ``format_version`` of the authored request and ``format`` of the normalized one.
@@ -104,30 +104,8 @@ class CapturedRequestError(CapturedError):
     """Refusal of a captured evaluation request (authored, normalized, or its files)."""
 
     module = "sealeval.captured.request"
-    codes = frozenset(
+    codes = YamlError.codes | frozenset(  # strict YAML: the codes of sealeval.strict_yaml
         {
-            # strict YAML (the codes of sealeval.strict_yaml)
-            "too_large",
-            "not_utf8",
-            "byte_order_mark",
-            "invalid_yaml",
-            "anchor_or_alias",
-            "tag_or_directive",
-            "too_many_nodes",
-            "too_deep",
-            "merge_key",
-            "duplicate_key",
-            "invalid_key",
-            "invalid_boolean",
-            "invalid_null",
-            "invalid_integer",
-            "invalid_float",
-            "multiple_documents",
-            "empty_document",
-            "unpaired_surrogate",
-            "integer_too_long",
-            "not_mapping",
-            "include_key",
             # closed schemas
             "unsupported_format",
             "invalid_json_value",
