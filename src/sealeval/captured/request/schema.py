@@ -193,7 +193,7 @@ def _check_text(value: object, where: str) -> str:
     :func:`sealeval._validate.check_text` with the request's error: an
     unpaired surrogate (which no UTF-8 input can carry, and which the
     document's freezing already refuses) is ``invalid_json_value`` naming
-    the field, as everywhere else in sealeval.
+    the field, as every caller of the toolkit's text rule.
     """
     return check_text(value, where, error=CapturedRequestError, max_length=_MAX_TEXT)
 
