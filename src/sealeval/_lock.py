@@ -38,7 +38,7 @@ def process_locks() -> bool:
     """
     try:
         return _backend()[0] == "fcntl"
-    except OSError:  # pragma: no cover - a platform with no locking at all
+    except OSError:  # a platform with no locking at all
         return False
 
 
