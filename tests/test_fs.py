@@ -700,3 +700,17 @@ def test_open_lock_file_refusals(tmp_path: Path) -> None:
     with pytest.raises(FileSystemError) as error:
         _fs.open_lock_file(tmp_path / "dangling", exclusive=True)
     assert _code(error) == "output_exists"  # O_EXCL refuses even a dangling link
+
+
+def test_read_below_names_a_linked_or_missing_component(tmp_path: Path) -> None:
+    _files(tmp_path, "a/b/f")
+    (tmp_path / "link").symlink_to("a")
+    assert _fs.read_below(tmp_path, "a/b/f", limit=1) == b""
+    for base, relative, code in (
+        (tmp_path, "link/b/f", "not_regular_file"),
+        (tmp_path, "a/missing/f", "not_found"),
+        (tmp_path / "missing", "a/b/f", "not_found"),
+    ):
+        with pytest.raises(FileSystemError) as error:
+            _fs.read_below(base, relative, limit=1)
+        assert _code(error) == code
