@@ -106,7 +106,7 @@ def refuse(code: str, field: str | None = None) -> ImportRefusalError:
 # Source files
 
 
-def open_source(path: str | os.PathLike[str], field: str = "source") -> IO[bytes]:
+def open_source(path: str | os.PathLike[str], field: str = "file") -> IO[bytes]:
     """Open a regular file for binary reading (symlinks, FIFOs, devices refused).
 
     The open is :func:`sealeval._fs.open_regular` (no-follow, non-blocking,
@@ -118,7 +118,7 @@ def open_source(path: str | os.PathLike[str], field: str = "source") -> IO[bytes
     return os.fdopen(fd, "rb")
 
 
-def read_source(path: str | os.PathLike[str], max_bytes: int, field: str = "source") -> bytes:
+def read_source(path: str | os.PathLike[str], max_bytes: int, field: str = "file") -> bytes:
     """Read a whole regular file of at most ``max_bytes`` bytes, once."""
     with open_source(path, field) as handle:
         try:
@@ -156,7 +156,7 @@ def bound_containers(data: bytes, field: str, limit: int = MAX_CONTAINERS) -> No
         raise refuse("too_large", field)
 
 
-def decode_document(data: bytes, field: str = "source") -> Any:
+def decode_document(data: bytes, field: str = "file") -> Any:
     """Strictly decode one JSON document (00-conventions §2); refusals name ``field``."""
     bound_containers(data, field)
     try:
@@ -376,7 +376,7 @@ def iter_lines(
         try:
             line = readline(limit + 1)
         except OSError:  # pragma: no cover - a read error after a successful open
-            raise refuse("unreadable", "source") from None
+            raise refuse("unreadable", "file") from None
         if not line:
             return
         number += 1

@@ -96,7 +96,7 @@ def _load_invarlock(request: ImportRequest) -> Run:
     try:
         return request.importer.load(request.path, request.limits)  # type: ignore[no-any-return]
     except CanonicalError as error:
-        raise refuse(_DECODE_CODES.get(error.code, "invalid_json"), "source") from None
+        raise refuse(_DECODE_CODES.get(error.code, "invalid_json"), "file") from None
 
 
 def _document(request: ImportRequest, progress: Progress | None) -> tuple[Any, str]:
@@ -113,13 +113,13 @@ def _document(request: ImportRequest, progress: Progress | None) -> tuple[Any, s
     except SealevalError:
         raise
     except Exception:  # noqa: BLE001 - an importer's exception may quote input
-        raise refuse("importer_failed", "source") from None
+        raise refuse("importer_failed", "file") from None
     return prepared, source_digest
 
 
 def _finish_run(request: ImportRequest, header: RunHeader, records: list[Record]) -> Run:
     if not records:
-        raise refuse("no_records", "source")
+        raise refuse("no_records", "file")
     run = Run(header, tuple(records))
     request.limits.check_size(run.canonical_size)
     return run
@@ -197,7 +197,7 @@ def _load(request: ImportRequest, progress: Progress | None) -> Run:
         sink = Sink(progress, 0, total, cap)
         with open_source(request.path) as handle:
             if cap is not None and os.fstat(handle.fileno()).st_size > cap:
-                raise refuse("too_large", "source")
+                raise refuse("too_large", "file")
             records = list(_records(request, importer.rows(handle, request.options, sink)))
         return _finish_run(request, request.header(sink.digest), records)
     if isinstance(importer, DocumentImporter):
@@ -341,7 +341,7 @@ def _stream(
             def verified() -> Iterator[Any]:
                 yield from importer.rows(handle, request.options, sink)
                 if sink.digest != source_digest:
-                    raise refuse("source_changed", "source")
+                    raise refuse("source_changed", "file")
 
             return _write(request, destination, header, verified())
 
@@ -372,6 +372,6 @@ def _write(
                 tally.note(item)
                 writer.add(_typed(item, position, request))
         if writer.record_count == 0:
-            raise refuse("no_records", "source")
+            raise refuse("no_records", "file")
         summary = writer.finish()
     return tally.summary(request.name, summary, header.source_digest)

@@ -83,7 +83,7 @@ _WHITESPACE: Final = b" \t\n\x0b\x0c\r"
 # Files
 
 
-def read_bounded(handle: IO[bytes], limit: int, field: str = "source") -> bytes:
+def read_bounded(handle: IO[bytes], limit: int, field: str = "file") -> bytes:
     """Read the rest of ``handle``; more than ``limit`` bytes is ``too_large``."""
     try:
         data = handle.read(limit + 1)
@@ -248,7 +248,7 @@ def iter_jsonl(
         try:
             line = handle.readline(limit + 1)
         except OSError:  # pragma: no cover - a read error after a successful open
-            raise refuse("unreadable", "source") from None
+            raise refuse("unreadable", "file") from None
         if not line:
             return
         number_ += 1
@@ -277,9 +277,9 @@ def iter_table(path: Path, options: ImportOptions) -> Iterator[tuple[str, dict[s
             return
         handle.seek(0)
         raw = read_bounded(handle, options.max_line_bytes)
-    rows, nan = loads(raw, "source")
+    rows, nan = loads(raw, "file")
     if type(rows) is not list:
-        raise refuse("invalid_document", "source")
+        raise refuse("invalid_document", "file")
     for position, row in enumerate(rows):
         if type(row) is not dict:
             raise refuse("invalid_document", f"rows[{position}]")

@@ -59,7 +59,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any, Final
 
-from sealeval.captured.importers.base import ImportOptions, RecordSource
+from sealeval.captured.importers.base import WIDE_DETECT_BYTES, ImportOptions, RecordSource
 from sealeval.captured.importers.native._common import (
     MAX_ERROR_LENGTH,
     Ids,
@@ -122,8 +122,11 @@ class LmEvalLogSamplesImporter(NativeImporter):
     def records(self, path: Path, options: ImportOptions) -> RecordSource:
         """Yield one record per row, in file order."""
         shape = scan(read_head(path))
+        if shape.kind != "array" and "doc_id" not in shape.names():
+            # a results file's identifying members can follow a long ``configs`` block
+            shape = scan(read_head(path, WIDE_DETECT_BYTES))
         if _is_results(shape):
-            raise refuse("not_results", "source")
+            raise refuse("not_results", "file")
         if shape.kind == "array":
             yield from self._array(path, options)
         else:
@@ -132,7 +135,7 @@ class LmEvalLogSamplesImporter(NativeImporter):
     def _array(self, path: Path, options: ImportOptions) -> RecordSource:
         rows, nan = read_value(path, options)
         if type(rows) is not list:
-            raise refuse("invalid_document", "source")
+            raise refuse("invalid_document", "file")
         facts = _facts(path, layout="array")
         multi = _multi_filter((row.get("filter") if type(row) is dict else None) for row in rows)
         ids = Ids()
@@ -146,7 +149,7 @@ class LmEvalLogSamplesImporter(NativeImporter):
             ids.add(record["id"], f"{where}.doc_id")
             yield record
         if not rows:
-            raise refuse("no_records", "source")
+            raise refuse("no_records", "file")
 
     def _lines(self, path: Path, options: ImportOptions) -> RecordSource:
         with open_regular(path) as handle:
@@ -161,7 +164,7 @@ class LmEvalLogSamplesImporter(NativeImporter):
                 count += 1
                 yield record
         if count == 0:
-            raise refuse("no_records", "source")
+            raise refuse("no_records", "file")
 
 
 def chosen_fields(row: dict[str, Any], paths: tuple[str, ...]) -> dict[str, str]:

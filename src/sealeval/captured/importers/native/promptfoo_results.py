@@ -124,15 +124,15 @@ class PromptfooResultsImporter(NativeImporter):
             count += 1
             yield record
         if count == 0:
-            raise refuse("no_records", "source")
+            raise refuse("no_records", "file")
 
 
 def _document_rows(path: Path, options: ImportOptions) -> Iterator[tuple[str, dict[str, Any]]]:
     document, nan = read_value(path, options)
     if nan and contains_nan(document):
-        raise refuse("non_finite_number", "source")
+        raise refuse("non_finite_number", "file")
     if type(document) is not dict:
-        raise refuse("invalid_document", "source")
+        raise refuse("invalid_document", "file")
     results = document.get("results")
     if type(results) is not dict:
         raise refuse("missing_field", "results")
