@@ -282,6 +282,11 @@ def _with_fallback(
     fallback = FALLBACKS.get(request.name) if adapter == AUTO else None
     if fallback is None:
         return attempt(request)
+    native = get_importer(fallback)
+    if _falls_short(native, request):
+        # the file states more records than it holds (lm-eval ``n-samples``): only the
+        # native reader checks that (``incomplete_export``, or the counts with allow_partial)
+        return attempt(dataclasses.replace(request, name=fallback, importer=native))
     try:
         return attempt(request)
     except CapturedError as error:
@@ -289,9 +294,25 @@ def _with_fallback(
             raise
         refusal = error
     try:
-        return attempt(dataclasses.replace(request, name=fallback, importer=get_importer(fallback)))
-    except CapturedError:
+        return attempt(dataclasses.replace(request, name=fallback, importer=native))
+    except CapturedError as error:
+        if error.code == "incomplete_export":
+            raise  # the file holds fewer records than it states: that is the fault
         raise refusal from None
+
+
+def _falls_short(native: object, request: ImportRequest) -> bool:
+    """Whether the native reader finds fewer records in the file than it states.
+
+    A file it cannot read this way states nothing: the import names the fault.
+    """
+    falls_short = getattr(native, "falls_short", None)
+    if not callable(falls_short):
+        return False
+    try:
+        return bool(falls_short(request.path, request.options))
+    except SealevalError:
+        return False
 
 
 def _stream(

@@ -47,6 +47,7 @@ __all__ = [
     "Shape",
     "as_float",
     "build_record",
+    "check_complete",
     "contains_nan",
     "error_text",
     "first_object",
@@ -687,3 +688,19 @@ def build_record(
         code = "invalid_id" if member == "id" else "invalid_field"
         field = f"{where}.{member}" if member else where
         raise refuse(code, field if len(field) <= 128 else where) from None
+
+
+def check_complete(stated: int | None, present: int, options: ImportOptions) -> dict[str, int]:
+    """Refuse (``incomplete_export``) fewer records than a file states, unless allowed.
+
+    ``stated`` is the file's own total (Inspect ``results``, lm-eval
+    ``n-samples``, promptfoo ``stats``), ``None`` when it states none.
+
+    Returns the facts an allowed partial import records in each record's
+    context (``stated_samples``, ``present_samples``), else nothing.
+    """
+    if stated is None or present >= stated or present == 0:
+        return {}  # nothing present is ``no_records``
+    if not options.allow_partial:
+        raise refuse("incomplete_export", "file")
+    return {"stated_samples": stated, "present_samples": present}

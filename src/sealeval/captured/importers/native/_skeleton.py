@@ -44,6 +44,8 @@ class Stated:
     source_name: str | None = None
     source_version: str | None = None
     run_id: str | None = None
+    #: The task the file's results belong to (Inspect ``eval.task``), where it says.
+    task: str | None = None
 
     def __repr__(self) -> str:
         """Never show stated values."""

@@ -65,6 +65,7 @@ from sealeval.captured.importers.native._common import (
     Scores,
     as_float,
     build_record,
+    check_complete,
     identifier,
     loads,
     number,
@@ -82,7 +83,6 @@ __all__ = [
     "MAX_ARCHIVE_ENTRIES",
     "MAX_DIRECTORY_BYTES",
     "InspectEvalImporter",
-    "check_complete",
     "check_directory",
     "log_header",
     "sample_record",
@@ -296,31 +296,20 @@ def log_header(header: Any, root: str) -> tuple[int, dict[str, Any], int | None]
 
 
 def stated_by_header(header: Any) -> Stated:
-    """Return what an Inspect header states: ``eval.run_id``, ``eval.packages.inspect_ai``."""
+    """Return what an Inspect header states: ``eval.run_id``, ``eval.packages.inspect_ai``, task."""
     spec = header.get("eval") if type(header) is dict else None
     if type(spec) is not dict:
         return Stated()
     packages = spec.get("packages")
     version = packages.get("inspect_ai") if type(packages) is dict else None
     run_id = spec.get("run_id")
+    task = spec.get("task")
     return Stated(
         source_name="inspect_ai",
         source_version=version if type(version) is str and version else None,
         run_id=run_id if type(run_id) is str and run_id else None,
+        task=task if type(task) is str and task else None,
     )
-
-
-def check_complete(stated: int | None, present: int, options: ImportOptions) -> dict[str, int]:
-    """Refuse (``incomplete_export``) fewer records than a file states, unless allowed.
-
-    Returns the facts an allowed partial import records in each record's
-    context (``stated_samples``, ``present_samples``), else nothing.
-    """
-    if stated is None or present >= stated or present == 0:
-        return {}  # nothing present is ``no_records``
-    if not options.allow_partial:
-        raise refuse("incomplete_export", "file")
-    return {"stated_samples": stated, "present_samples": present}
 
 
 def _member(
