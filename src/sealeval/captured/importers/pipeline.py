@@ -52,6 +52,7 @@ from sealeval.captured.run import (
     RunWriter,
     ScoreProvenance,
     paused_full_collections,
+    plain_record_bytes,
     project_record,
     write_run,
 )
@@ -366,11 +367,59 @@ def _stream(
 
             return _write(request, destination, header, verified())
 
+    return _stream_records(request, destination, header, before)
+
+
+def _stream_records(
+    request: ImportRequest,
+    destination: str | os.PathLike[str],
+    header: RunHeader,
+    before: Any,
+) -> ImportSummary:
+    """Write a native reader's records, checking the file is unchanged at the end."""
+    decoded_records = getattr(request.importer, "decoded_records", None)
+    if callable(decoded_records) and request.projection is None:
+
+        def checked_pairs() -> Iterator[Any]:
+            yield from decoded_records(request.path, request.options)
+            unchanged(request.path, before)
+
+        return _write_decoded(request, destination, header, checked_pairs())
+
     def checked() -> Iterator[Any]:
-        yield from importer.records(request.path, request.options)
+        yield from request.importer.records(request.path, request.options)
         unchanged(request.path, before)
 
     return _write(request, destination, header, checked())
+
+
+def _write_decoded(
+    request: ImportRequest,
+    destination: str | os.PathLike[str],
+    header: RunHeader,
+    pairs: Iterator[Any],
+) -> ImportSummary:
+    """:func:`_write` for ``(record, decoded)`` pairs (a native reader's ``decoded_records``).
+
+    A record given with its decoded row takes the fast path without walking
+    the row's members again (``plain_record_bytes(decoded=...)``, the same
+    bytes and refusals); any other goes through :meth:`RunWriter.add`.
+    """
+    tally = Tally()
+    with RunWriter(destination, header, limits=request.limits) as writer:
+        for item, decoded in guarded(pairs):
+            tally.note(item)
+            plain = None
+            if decoded is not None and type(item) is dict:
+                plain = plain_record_bytes(item, decoded=decoded)
+            if plain is None:
+                writer.add(item)
+            else:
+                writer._add_plain_bytes(plain[0], plain[1])  # internal, as in parallel.py
+        if writer.record_count == 0:
+            raise refuse("no_records", "file")
+        summary = writer.finish()
+    return tally.summary(request.name, summary, header.source_digest)
 
 
 def _write(

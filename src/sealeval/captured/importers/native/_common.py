@@ -33,7 +33,7 @@ from typing import IO, Any, Final
 
 from sealeval.captured.errors import CapturedRunError
 from sealeval.captured.importers.base import DETECT_BYTES, ImportOptions, ImportRefusalError
-from sealeval.captured.importers.jsonl import bound_containers, refuse
+from sealeval.captured.importers.jsonl import bound_containers, plain_row, refuse
 from sealeval.captured.importers.jsonl import open_source as open_regular
 from sealeval.captured.run import Record
 
@@ -53,6 +53,7 @@ __all__ = [
     "first_object",
     "identifier",
     "iter_jsonl",
+    "iter_jsonl_rows",
     "iter_table",
     "loads",
     "number",
@@ -243,6 +244,22 @@ def iter_jsonl(
     ``options.max_line_bytes`` is ``too_large``; a line that is not a JSON
     object is ``invalid_jsonl_line``.
     """
+    for where, value, nan, _ in iter_jsonl_rows(handle, options):
+        yield where, value, nan
+
+
+def iter_jsonl_rows(
+    handle: IO[bytes], options: ImportOptions
+) -> Iterator[tuple[str, dict[str, Any], bool, int | None]]:
+    """Yield what :func:`iter_jsonl` yields, plus the row's nesting bound when known.
+
+    A line without ``NaN`` that the strict decoder's scanner reads the fast
+    way (:func:`~sealeval.captured.importers.jsonl.plain_row`) gives its
+    bracket count: the row is then exactly as the strict decoder returns it,
+    and a record that reuses its members unmodified can skip walking them
+    again (``plain_record_bytes(decoded=...)``). Other lines are decoded by
+    :func:`loads` (same values, refusals named as before) and give ``None``.
+    """
     limit = options.max_line_bytes
     number_ = 0
     while True:
@@ -258,10 +275,15 @@ def iter_jsonl(
             raise refuse("too_large", where)
         if not line.strip(_WHITESPACE):
             continue
+        if b"NaN" not in line:
+            fast = plain_row(line)
+            if fast is not None:
+                yield where, fast[0], False, fast[1]
+                continue
         value, nan = loads(line, where, invalid="invalid_jsonl_line")
         if type(value) is not dict:
             raise refuse("invalid_jsonl_line", where)
-        yield where, value, nan
+        yield where, value, nan, None
 
 
 def iter_table(path: Path, options: ImportOptions) -> Iterator[tuple[str, dict[str, Any], bool]]:

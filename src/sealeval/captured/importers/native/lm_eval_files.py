@@ -61,7 +61,7 @@ documents first, then records); the array layout is one document held in memory 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any, Final
 
@@ -74,6 +74,7 @@ from sealeval.captured.importers.native._common import (
     check_complete,
     identifier,
     iter_jsonl,
+    iter_jsonl_rows,
     number,
     open_regular,
     read_companion,
@@ -154,7 +155,25 @@ class LmEvalLogSamplesImporter(NativeImporter):
         if shape.kind == "array":
             yield from self._array(path, options)
         else:
-            yield from self._lines(path, options)
+            for record, _ in self._lines(path, options):
+                yield record
+
+    def decoded_records(
+        self, path: Path, options: ImportOptions
+    ) -> Iterator[tuple[Any, tuple[dict[str, Any], int] | None]]:
+        """Yield :meth:`records`' records, each with ``(row, nesting bound)`` when known.
+
+        The pair is given for a record mapped from a row exactly as the strict
+        decoder returns it and not modified (a line without ``NaN``), so the
+        run writer need not walk the row's members again
+        (``plain_record_bytes(decoded=...)``); ``None`` otherwise.
+        """
+        shape = scan(read_head(path))
+        if shape.kind == "array" or "doc_id" not in shape.names():
+            for record in self.records(path, options):
+                yield record, None
+            return
+        yield from self._lines(path, options)
 
     def _array(self, path: Path, options: ImportOptions) -> RecordSource:
         rows, nan = read_value(path, options)
@@ -179,22 +198,27 @@ class LmEvalLogSamplesImporter(NativeImporter):
         if not rows:
             raise refuse("no_records", "file")
 
-    def _lines(self, path: Path, options: ImportOptions) -> RecordSource:
-        with open_regular(path) as handle:
-            names, documents = _first_pass(handle, options)
-        multi = _multi_filter(names)
+    def _lines(
+        self, path: Path, options: ImportOptions
+    ) -> Iterator[tuple[dict[str, Any], tuple[dict[str, Any], int] | None]]:
         facts, stated = _read_results(path, layout="lines")
-        partial = check_complete(stated, documents, options)
-        if partial:
-            facts = {**facts, **partial}
+        with open_regular(path) as handle:
+            if stated is None:  # nothing to count: stop at the second filter
+                multi = _multi_filter(_filters(handle, options))
+            else:
+                names, documents = _first_pass(handle, options)
+                multi = _multi_filter(names)
+                partial = check_complete(stated, documents, options)
+                if partial:
+                    facts = {**facts, **partial}
         ids = Ids()
         count = 0
         with open_regular(path) as handle:
-            for where, row, nan in iter_jsonl(handle, options):
+            for where, row, nan, height in iter_jsonl_rows(handle, options):
                 record = _record(row, where, multi=multi, options=options, nan=nan, facts=facts)
                 ids.add(record["id"], f"{where}.doc_id")
                 count += 1
-                yield record
+                yield record, None if height is None else (row, height)
         if count == 0:
             raise refuse("no_records", "file")
 
@@ -219,6 +243,11 @@ def _is_results(shape: Shape) -> bool:
     """Whether the head is an lm-eval results file (aggregates, not samples)."""
     names = shape.names()
     return shape.kind == "object" and names >= _RESULTS_KEYS and "doc_id" not in names
+
+
+def _filters(handle: IO[bytes], options: ImportOptions) -> Iterator[object]:
+    for _, row, _ in iter_jsonl(handle, options):
+        yield row.get("filter")
 
 
 def _first_pass(handle: IO[bytes], options: ImportOptions) -> tuple[list[object], int]:
