@@ -33,7 +33,7 @@ def _import(path: Path, out: Path, *extra: str) -> tuple[int, str]:
     result = CliRunner().invoke(import_command, argv)
     for missing, option in (
         ("source: identities_required", ["--source", "tool@1"]),
-        ("run_id: identities_required", ["--run-id", "partial-1"]),
+        ("--run-id: identities_required", ["--run-id", "partial-1"]),
     ):
         if result.exit_code == 2 and missing in result.stderr:
             argv += option

@@ -187,7 +187,7 @@ def _import(path: Path, tmp_path: Path) -> tuple[int, dict[str, object] | str]:
     result = CliRunner().invoke(import_command, base)
     for missing, extra in (
         ("source: identities_required", ["--source", "tool@1"]),
-        ("run_id: identities_required", ["--run-id", "real-1"]),
+        ("--run-id: identities_required", ["--run-id", "real-1"]),
     ):
         if result.exit_code == 2 and missing in result.stderr:
             base += extra
