@@ -191,6 +191,7 @@ IMPORT_TARGETS = (
     ("lm-eval-log-samples", "lm_eval/out/*/samples_toy_gen*.jsonl"),
     ("promptfoo-jsonl", "promptfoo/results.jsonl"),
     ("inspect-eval", "inspect_ai/logs/*.eval"),
+    ("ragas-result-csv", "ragas/evaluation_result.csv"),
 )
 
 

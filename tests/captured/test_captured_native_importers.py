@@ -694,6 +694,7 @@ CLAIMED = {
     "promptfoo/results.json": "promptfoo-results",
     "pydantic_evals/evaluation_report.json": "pydantic-evals-report",
     "ragas/evaluation_result.records.jsonl": "ragas-result-rows",
+    "ragas/evaluation_result.csv": "ragas-result-csv",
 }
 
 

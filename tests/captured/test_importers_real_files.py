@@ -11,6 +11,7 @@ holding no per-sample results must be refused with a closed code.
 
 from __future__ import annotations
 
+import csv
 import json
 import zipfile
 from collections.abc import Callable
@@ -127,6 +128,23 @@ def deepeval_test_run(path: Path) -> Counts:
     return len(cases), 0
 
 
+def ragas_csv_rows(path: Path) -> Counts:
+    """ragas ``to_pandas().to_csv()``: one record per data row after the header; no errors.
+
+    Read with Python's ``csv`` module (quoted cells may span lines; a UTF-8
+    byte order mark may lead the header).
+    """
+    with path.open(encoding="utf-8-sig", newline="") as handle:
+        rows = [row for row in csv.reader(handle) if row]
+    return len(rows) - 1, 0
+
+
+def _is_ragas_table(path: Path) -> bool:
+    """Whether a ragas CSV holds per-sample rows (a ``user_input`` column), not a summary."""
+    with path.open(encoding="utf-8-sig", newline="") as handle:
+        return "user_input" in next(csv.reader(handle))
+
+
 # (file, independent reader) for files holding per-sample results
 IMPORTED: list[tuple[Path, Callable[[Path], Counts]]] = [
     (
@@ -148,6 +166,7 @@ IMPORTED: list[tuple[Path, Callable[[Path], Counts]]] = [
     ],
     *[(path, deepeval_test_run) for path in sorted(REAL.glob("deepeval/*.json"))],
     *[(path, openai_evals_log) for path in sorted(REAL.glob("openai_evals/*.jsonl"))],
+    *[(path, ragas_csv_rows) for path in sorted(REAL.glob("ragas/*.csv")) if _is_ragas_table(path)],
     *[(path, lm_eval_lines) for path in sorted(SAMPLES.glob("lm_eval/out/*/samples_*.jsonl"))],
     *[(path, inspect_json) for path in sorted(SAMPLES.glob("inspect_ai/logs/*.json"))],
     *[(path, inspect_eval) for path in sorted(SAMPLES.glob("inspect_ai/logs/*.eval"))],
@@ -155,6 +174,7 @@ IMPORTED: list[tuple[Path, Callable[[Path], Counts]]] = [
     (SAMPLES / "promptfoo/results.json", promptfoo_document),
     (SAMPLES / "lighteval/details_custom_toy_qa_0.preview.jsonl", lighteval_rows),
     (SAMPLES / "deepeval/results/test_run_20261129_230959.json", deepeval_test_run),
+    (SAMPLES / "ragas/evaluation_result.csv", ragas_csv_rows),
     # held out: gathered after the detection rules were written, tested once, not tuned for
     (HELDOUT / "inspect_ai/log_formats.json", inspect_json),
 ]
@@ -176,6 +196,14 @@ REFUSED: list[tuple[Path, set[str]]] = [
     (SAMPLES / "garak/garak.3f1b2c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d.hitlog.jsonl", {"not_results"}),
     (SAMPLES / "lm_eval/tasks/toy.jsonl", {"unknown_format"}),
     (SAMPLES / "ragas/evaluation_dataset.jsonl", {"unknown_format", "not_results"}),
+    # ragas aggregate scores written as CSV (``metric,score``): no per-sample rows
+    *[
+        (path, {"unknown_format"})
+        for path in sorted(REAL.glob("ragas/*.csv"))
+        if not _is_ragas_table(path)
+    ],
+    # promptfoo's CSV export: no importer reads it
+    (SAMPLES / "promptfoo/results.csv", {"unknown_format"}),
     # held out: a promptfoo Eval dump whose results were never loaded (``results: []``)
     (HELDOUT / "promptfoo/config-node-package.output.json", {"unknown_format", "not_results"}),
 ]
@@ -285,4 +313,4 @@ def test_the_gathered_files_span_the_issue_minimum() -> None:
     """At least 25 real files across at least 8 tool folders (issue 14)."""
     real = [path for path in REAL.rglob("*") if path.is_file()]
     assert len(real) >= 25
-    assert len({path.relative_to(REAL).parts[0] for path in real}) >= 7
+    assert len({path.relative_to(REAL).parts[0] for path in real}) >= 8

@@ -40,6 +40,7 @@ from sealeval.captured.importers.native.phoenix_evals import PhoenixEvalsRowsImp
 from sealeval.captured.importers.native.promptfoo_results import PromptfooResultsImporter
 from sealeval.captured.importers.native.pydantic_evals import PydanticEvalsReportImporter
 from sealeval.captured.importers.native.ragas import RagasResultRowsImporter
+from sealeval.captured.importers.native.ragas_csv import RagasResultCsvImporter
 from sealeval.captured.importers.native.single_case import (
     AutoevalsScoresImporter,
     OpenevalsResultsImporter,
@@ -64,6 +65,7 @@ NATIVE_IMPORTERS: Final[tuple[Importer, ...]] = (
     UnsafeLangfuseExperimentResultImporter(),
     LangfuseExperimentItemsImporter(),
     RagasResultRowsImporter(),
+    RagasResultCsvImporter(),
     LightevalDetailsImporter(),
     PhoenixEvalsRowsImporter(),
     OpikEvaluationResultImporter(),
