@@ -13,17 +13,23 @@ from __future__ import annotations
 import csv
 import io
 import json
+import logging
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sealeval.captured import make_run
 from sealeval.captured.importers import ImportRefusalError, detect_adapter, load_run
 from sealeval.captured.importers.base import DETECT_BYTES, ImportOptions
 from sealeval.captured.importers.native import NATIVE_IMPORTERS, ragas_csv
 from sealeval.captured.run import Record
+from sealeval.cli.imports import import_command
 from support.refusals import CANARY, assert_refused
 
 SAMPLES = Path(__file__).resolve().parents[3] / "shared" / "samples" / "evaluators"
@@ -331,7 +337,10 @@ def test_row_cap(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert_refused(lambda: records(path), "too_large", "file")
 
 
-def test_load_run_refuses_without_publishing_and_without_echo(tmp_path: Path) -> None:
+def test_load_run_refuses_without_publishing_and_without_echo(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
     path = write_csv(tmp_path / "r.csv", [HEADER, ROW, [*ROW[:4], C]])
     with pytest.raises(ImportRefusalError) as caught:
         load_run(
@@ -343,6 +352,29 @@ def test_load_run_refuses_without_publishing_and_without_echo(tmp_path: Path) ->
         )
     assert_refused(caught, "non_numeric_score", "rows[1].scores")
     assert "r.csv" not in str(caught.value)
+    assert C not in caplog.text
+    assert C not in repr(IMPORTER)
+    # the command line says the same, naming the place and the code only
+    out = tmp_path / "run.json"
+    result = CliRunner().invoke(
+        import_command,
+        [
+            str(path),
+            "--source",
+            "ragas@0.2",
+            "--run-id",
+            "r",
+            "--artifact-digest",
+            DIGEST,
+            "-o",
+            str(out),
+        ],
+        catch_exceptions=False,
+    )
+    assert result.exit_code == 2
+    assert result.stderr == "sealeval: error: rows[1].scores: non_numeric_score\n"
+    assert C not in result.output
+    assert not out.exists()
 
 
 @pytest.mark.parametrize(
@@ -363,3 +395,67 @@ def test_detection_needs_the_ragas_header(head: bytes) -> None:
 
 def test_detection_accepts_index_and_byte_order_mark() -> None:
     assert IMPORTER.detect(b"\xef\xbb\xbf,user_input,reference,m\r\n0,q,r,1\r\n", Path("x"))
+
+
+@pytest.mark.parametrize(
+    ("named", "path", "fits"),
+    [
+        ("ragas-result-rows", CSV_SAMPLE, "ragas-result-csv"),
+        ("ragas-result-csv", TWIN, "ragas-result-rows"),
+        ("jsonl", CSV_SAMPLE, "ragas-result-csv"),
+    ],
+)
+def test_named_adapter_that_does_not_fit_names_the_one_that_does(
+    named: str, path: Path, fits: str
+) -> None:
+    assert_refused(
+        lambda: load_run(
+            path, named, source={"name": "r", "version": "1"}, run_id="r", artifact_digest=DIGEST
+        ),
+        "adapter_mismatch",
+        f"adapter[{fits}]",
+    )
+
+
+#: Cell text (a lone CR is left out: the csv writer leaves it unquoted with an LF terminator).
+CELL_TEXT = st.text(
+    st.sampled_from(list("ab Zé漢,\"'\n[]0.5;")),
+    max_size=12,
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    rows=st.lists(
+        st.tuples(
+            CELL_TEXT,
+            CELL_TEXT,
+            CELL_TEXT,
+            st.one_of(st.none(), st.floats(allow_nan=False, allow_infinity=False)),
+        ),
+        min_size=1,
+        max_size=5,
+    ),
+    terminator=st.sampled_from(["\n", "\r\n"]),
+)
+def test_written_rows_read_back(
+    rows: list[tuple[str, str, str, float | None]], terminator: str
+) -> None:
+    """Whatever pandas-style quoting a cell needs, the row reads back as written."""
+    with tempfile.TemporaryDirectory() as folder:
+        path = write_csv(
+            Path(folder) / "r.csv",
+            [HEADER] + [[q, "[]", a, e, "" if m is None else repr(m)] for q, a, e, m in rows],
+            terminator=terminator,
+        )
+        found = records(path)
+    assert [facts(record) for record in found] == [
+        (
+            str(position),
+            q,
+            e or None,
+            a or None,
+            {} if m is None else {"faithfulness": m},
+        )
+        for position, (q, a, e, m) in enumerate(rows)
+    ]
