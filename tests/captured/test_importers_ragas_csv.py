@@ -43,7 +43,7 @@ HEADER = ["user_input", "retrieved_contexts", "response", "reference", "faithful
 
 def records(path: Path, **options: Any) -> list[Record]:
     """Import ``path`` with the CSV reader; check the records form a valid run."""
-    found = list(IMPORTER.records(path, ImportOptions(**options)))
+    found = [Record.from_mapping(row) for row in IMPORTER.records(path, ImportOptions(**options))]
     make_run(found, source={"name": "ragas", "version": "0.2"}, run_id="r", artifact_digest=DIGEST)
     return found
 

@@ -38,7 +38,9 @@ row whose cell count differs from the header, or broken quoting, is
 or a cell over :data:`MAX_CELL_CHARS` is ``too_large``; more than
 :data:`MAX_ROWS` rows is ``too_large`` (``file``); invalid UTF-8 is
 ``not_utf8``; a header and no row is ``no_records``.
-Memory: one row at a time.
+Rows become plain record mappings, validated once where the run is built
+(the fast path of ``record_row``); a value the run rules refuse names
+``records[<position>]``. Memory: one row at a time.
 """
 
 from __future__ import annotations
@@ -53,13 +55,11 @@ from typing import IO, Any, Final
 
 from sealeval.captured.importers.base import ImportOptions, RecordSource
 from sealeval.captured.importers.native._common import (
-    Scores,
-    build_record,
     open_regular,
+    record_row,
     refuse,
 )
 from sealeval.captured.importers.native._skeleton import NativeImporter
-from sealeval.captured.run import Record
 
 __all__ = ["MAX_CELL_CHARS", "MAX_COLUMNS", "MAX_ROWS", "RagasResultCsvImporter"]
 
@@ -99,10 +99,10 @@ _SAMPLE_FIELDS: Final = frozenset(
 #: pandas' name for an index column read back and written again (``Unnamed: 0``).
 _UNNAMED: Final = re.compile(r"Unnamed: [0-9]+")
 _NUMBER: Final = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
-_INTEGER: Final = re.compile(r"[+-]?[0-9]+")
 _NAN: Final = frozenset({"nan", "NaN", "NAN", "-nan", "-NaN"})
 _INFINITE: Final = frozenset({"inf", "-inf", "+inf", "Infinity", "-Infinity", "+Infinity"})
 _BOOLEANS: Final = {"True": 1.0, "False": 0.0}
+_INFINITIES: Final = (float("inf"), float("-inf"))
 #: Python's default limit on decimal digits of an int (``sys.get_int_max_str_digits``).
 _MAX_INTEGER_DIGITS: Final = 4300
 _BOM: Final = "\ufeff"
@@ -178,7 +178,7 @@ def _rows(handle: IO[bytes], options: ImportOptions) -> Iterator[tuple[str, list
         lines.pending = 0
         if not cells:
             continue  # a blank line
-        if any(len(cell) > MAX_CELL_CHARS for cell in cells):
+        if max(map(len, cells)) > MAX_CELL_CHARS:
             raise refuse("too_large", lines.where)
         yield lines.where, cells
         position += 1
@@ -187,26 +187,26 @@ def _rows(handle: IO[bytes], options: ImportOptions) -> Iterator[tuple[str, list
         lines.where = f"rows[{position}]"
 
 
-def _number(cell: str, field: str, options: ImportOptions) -> int | float | None:
-    """Return a metric cell's score; ``None`` for a missing one."""
+def _number(cell: str, where: str, options: ImportOptions) -> int | float | None:
+    """Return a metric cell's score (``None``: missing); refusals name ``<where>.scores``."""
+    if _NUMBER.fullmatch(cell) is not None:
+        if "." in cell or "e" in cell or "E" in cell:
+            value = float(cell)
+            if value in _INFINITIES:
+                raise refuse("non_finite_number", f"{where}.scores")
+            return value
+        if len(cell.lstrip("+-")) > _MAX_INTEGER_DIGITS:
+            raise refuse("integer_too_long", f"{where}.scores")
+        return int(cell)
     if cell in _NAN:
         if options.nan_as_missing_score:
             return None
-        raise refuse("non_finite_number", field)
+        raise refuse("non_finite_number", f"{where}.scores")
     if cell in _BOOLEANS:
         return _BOOLEANS[cell]
     if cell in _INFINITE:
-        raise refuse("non_finite_number", field)
-    if _INTEGER.fullmatch(cell):
-        if len(cell.lstrip("+-")) > _MAX_INTEGER_DIGITS:
-            raise refuse("integer_too_long", field)
-        return int(cell)
-    if _NUMBER.fullmatch(cell):
-        value = float(cell)
-        if value in (float("inf"), float("-inf")):
-            raise refuse("non_finite_number", field)
-        return value
-    raise refuse("non_numeric_score", field)
+        raise refuse("non_finite_number", f"{where}.scores")
+    raise refuse("non_numeric_score", f"{where}.scores")
 
 
 def _is_number(cell: str) -> bool:
@@ -289,31 +289,33 @@ class _Table:
         #: None: not known yet (only empty cells so far); True: a metric; False: text.
         self._metric: dict[int, bool | None] = dict.fromkeys(candidates)
 
-    def record(self, where: str, position: int, cells: list[str]) -> Record:
-        """Return the record of one data row."""
+    def record(self, where: str, position: int, cells: list[str]) -> dict[str, Any]:
+        """Return the record of one data row, as a mapping validated where the run is built."""
         names = self._names
         if len(cells) != len(names):
             raise refuse("invalid_document", where)
-        scores = Scores(f"{where}.scores")
+        # header names are unique and non-empty: no score name repeats
+        scores: dict[str, int | float] = {}
         for column, known in self._metric.items():
             cell = cells[column]
-            if known is False or cell == "":
+            if known is False or not cell:
                 continue
             if known is None:
                 self._metric[column] = is_metric = _is_number(cell)
                 if not is_metric:
                     continue
-            scores.add(names[column], _number(cell, f"{where}.scores", self._options))
+            value = _number(cell, where, self._options)
+            if value is not None:
+                scores[names[column]] = value
         row = {names[i]: cells[i] for i in self._named}
         context: dict[str, Any] = {"upstream_record": row}
         if self._index is not None:
             context["row_index"] = cells[self._index]
-        return build_record(
-            where,
+        return record_row(
             record_id=str(position),
             input_value=row["user_input"],
             expected=row.get("reference") or None,
             output=row.get("response") or None,
-            scores=scores.values,
+            scores=scores,
             context=context,
         )
