@@ -283,14 +283,45 @@ def compare_runs(
                 raise ComparisonError("case_set_mismatch", side) from None
     seeded = approved.bootstrap_metric_count > 0
     pairs = _pair(baseline_run, subject_run, approved, seeded)
-    counts = [len(pairs.ids) if scope is None else int(scope.size) for scope in pairs.scopes]
-    required = required_bootstrap_draws(counts, approved.bootstrap_metric_count)
-    if budget is not None and required > budget:
-        raise ComparisonError("work_budget_exceeded", "max_bootstrap_draws")
+    _check_budget(pairs, approved, budget)
     metric_values = [
         _metric_values(metric, scorer, baseline_run, subject_run, pairs)
         for metric, scorer in zip(approved.metrics, scorers, strict=True)
     ]
+    hosted = baseline_run.service_identity is not None or subject_run.service_identity is not None
+    return _report(
+        pairs,
+        metric_values,
+        approved,
+        Bindings(baseline_run.digest, subject_run.digest, approved.digest),
+        hosted=hosted,
+        decision_order=decision_order,
+        workers=processes,
+    )
+
+
+def _check_budget(pairs: _Pairs, approved: ComparisonPolicy, budget: int | None) -> int:
+    """Charge the work budget (§1 step 7, before any scoring); return the draws required."""
+    counts = [len(pairs.ids) if scope is None else int(scope.size) for scope in pairs.scopes]
+    required = required_bootstrap_draws(counts, approved.bootstrap_metric_count)
+    if budget is not None and required > budget:
+        raise ComparisonError("work_budget_exceeded", "max_bootstrap_draws")
+    return required
+
+
+def _report(
+    pairs: _Pairs,
+    metric_values: Sequence[_Values],
+    approved: ComparisonPolicy,
+    bindings: Bindings,
+    *,
+    hosted: bool,
+    decision_order: str,
+    workers: int,
+) -> ComparisonReport:
+    """Capacity, one entry per scope x metric, the decision and the report (§1 steps 8-10)."""
+    counts = [len(pairs.ids) if scope is None else int(scope.size) for scope in pairs.scopes]
+    required = required_bootstrap_draws(counts, approved.bootstrap_metric_count)
     masks = [values.missing_mask() for values in metric_values]
     missing_bytes = _missing_id_bytes(pairs, masks)
     if missing_bytes > MAX_MISSING_ID_BYTES:
@@ -314,17 +345,16 @@ def compare_runs(
                     mask=mask,
                     pairs=pairs,
                     decision_order=decision_order,
-                    workers=processes,
+                    workers=workers,
                     where=f"{prefix}metrics[{metric.index}]",
                 )
             )
     limitations = list(LIMITATIONS)
-    if baseline_run.service_identity is not None or subject_run.service_identity is not None:
+    if hosted:
         limitations.append(HOSTED_LIMITATION)
     if approved.has_nll:
         limitations.append(NLL_LIMITATION)
     decision = _overall(entries)
-    bindings = Bindings(baseline_run.digest, subject_run.digest, approved.digest)
     document = _document(decision, bindings, entries, limitations, decision_order)
     canonical = encode_invarlock(document)
     if len(canonical) > MAX_REPORT_BYTES:

@@ -135,9 +135,9 @@ class _ScopeHash:
 
     __slots__ = ("_buffer", "_empty", "_hasher")
 
-    def __init__(self) -> None:
+    def __init__(self, prefix: bytes = b"[") -> None:
         self._hasher = hashlib.sha256()
-        self._buffer = bytearray(b"[")
+        self._buffer = bytearray(prefix)
         self._empty = True
 
     def add(self, row: bytes) -> None:
@@ -150,8 +150,8 @@ class _ScopeHash:
             self._hasher.update(buffer)
             buffer.clear()
 
-    def seed(self) -> str:
-        self._buffer += b"]\n"
+    def seed(self, suffix: bytes = b"]\n") -> str:
+        self._buffer += suffix
         self._hasher.update(self._buffer)
         return "sha256:" + self._hasher.hexdigest()
 
