@@ -42,8 +42,10 @@ def _vocabulary(rng: random.Random, size: int) -> list[str]:
     return sorted(words)
 
 
-def realistic_cases(records: int, seed: int) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
-    """Yield ``(baseline record, subject record)`` plain mappings, ~2 KB inputs each."""
+def realistic_cases(
+    records: int, seed: int, shots: int = 5
+) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
+    """Yield ``(baseline record, subject record)`` plain mappings (~1.4 KB inputs at 5 shots)."""
     rng = random.Random(seed)
     vocabulary = _vocabulary(rng, 5000)
 
@@ -56,13 +58,13 @@ def realistic_cases(records: int, seed: int) -> Iterator[tuple[dict[str, Any], d
         "fewest words that are fully correct, in lower case, without punctuation.\n\n"
     )
     for index in range(records):
-        shots = "\n\n".join(rng.choice(exemplars) for _ in range(5))
+        prompt = "\n\n".join(rng.choice(exemplars) for _ in range(shots))
         question = sentence(16, 30)
         answer = [rng.choice(vocabulary) for _ in range(rng.randint(1, 6))]
         expected = " ".join(answer)
         shared = {
             "id": f"doc-{index}",
-            "input": f"{instruction}{shots}\n\nQuestion: {question}?\nAnswer:",
+            "input": f"{instruction}{prompt}\n\nQuestion: {question}?\nAnswer:",
             "expected": expected,
             "metadata": {"task": "bench_qa", "topic": TOPICS[index % len(TOPICS)]},
         }
@@ -79,7 +81,9 @@ def realistic_cases(records: int, seed: int) -> Iterator[tuple[dict[str, Any], d
         yield {**shared, "output": outputs[0]}, {**shared, "output": outputs[1]}
 
 
-def write_realistic_pair(folder: Path, records: int, seed: int) -> tuple[Path, Path]:
+def write_realistic_pair(
+    folder: Path, records: int, seed: int, shots: int = 5
+) -> tuple[Path, Path]:
     """Write ``baseline.json`` and ``subject.json`` (canonical runs) record by record."""
     folder.mkdir(parents=True, exist_ok=True)
     paths = (folder / "baseline.json", folder / "subject.json")
@@ -90,7 +94,7 @@ def write_realistic_pair(folder: Path, records: int, seed: int) -> tuple[Path, P
         )
         for path, name, artifact in zip(paths, ("baseline", "subject"), ARTIFACTS, strict=True)
     ]
-    for left, right in realistic_cases(records, seed):
+    for left, right in realistic_cases(records, seed, shots):
         writers[0].add(left)
         writers[1].add(right)
     for writer in writers:

@@ -19,7 +19,7 @@ from sealeval.captured import CapturedRunError, Run, make_run, read_run, write_r
 from sealeval.captured.case_set import case_set_of_run
 from sealeval.captured.comparison import ComparisonError, compare_runs
 from sealeval.captured.comparison.streaming import compare_run_files
-from sealeval.captured.comparison.table import RunTable
+from sealeval.captured.comparison.table import RunTable, _Spill
 from sealeval.captured.policy import check_runtime, parse_comparison_policy
 from sealeval.errors import SealevalError
 from support.vectors import cases, vectors_dir
@@ -237,6 +237,15 @@ def test_run_refusals_come_before_policy_refusals(tmp_path: Path) -> None:
     with pytest.raises(SealevalError) as policy_refused:
         compare_run_files(baseline=tmp_path / "b.json", subject=tmp_path / "s.json", policy={})
     assert not isinstance(policy_refused.value, CapturedRunError)
+    # a valid run in another JSON layout is read whole before the policy is refused
+    (tmp_path / "pretty.json").write_bytes(b" " + baseline.to_canonical())
+    with pytest.raises(SealevalError) as policy_refused:
+        compare_run_files(baseline=tmp_path / "pretty.json", subject=tmp_path / "s.json", policy={})
+    assert not isinstance(policy_refused.value, CapturedRunError)
+    (tmp_path / "broken.json").write_bytes(b" " + baseline.to_canonical()[:-9])
+    with pytest.raises(SealevalError) as run_refused:
+        compare_run_files(baseline=tmp_path / "broken.json", subject=tmp_path / "s.json", policy={})
+    assert type(run_refused.value).__name__ == "CanonicalError"
     with pytest.raises(ComparisonError) as budget:
         compare_run_files(
             baseline=tmp_path / "b.json",
@@ -264,3 +273,14 @@ def test_a_table_keeps_fixed_size_columns_only() -> None:
         assert len(table.columns[0].values) == len(table)
         assert table.case_set_digest() == case_set_of_run(baseline).digest
     assert table.spill is None
+
+
+def test_spilled_rows_come_back_in_any_order() -> None:
+    spill = _Spill()
+    rows = [bytes([65 + number]) * (400_000 + number) for number in range(5)]  # > 1 MiB
+    for row in rows:
+        spill.add(row)
+    assert list(spill.rows([4, 0, 2])) == [rows[4], rows[0], rows[2]]
+    spill.add(b"tail")
+    assert list(spill.rows([5, 1])) == [b"tail", rows[1]]
+    spill.close()
