@@ -44,7 +44,7 @@ record by record under ``--work-dir`` (default ``bench/.work``; about 2.8 GB
 for 1,000,000 records, deleted afterwards), then each command runs in its own
 child process and the script prints its wall time and peak RSS (``os.wait4``
 rusage of that child): ``compare_run_files`` (streamed, columnar), and with
-``--in-memory`` also ``read_run`` + ``compare_runs`` (both runs held). Target:
+``--in-memory`` also ``read_canonical_run`` + ``compare_runs`` (both runs held). Target:
 streamed under 1 GiB at 1,000,000 records.
 
 Usage: python bench/compare.py [--records 50000] [--seed 7] [--repeat 1] [--workers auto|N]
@@ -409,10 +409,10 @@ print(json.dumps({"decision": report.decision, "digest": report.digest}))
 
 IN_MEMORY_CHILD = """
 import json, sys
-from sealeval.captured import read_run
+from sealeval.captured import read_canonical_run
 from sealeval.captured.comparison import compare_runs
 baseline, subject, policy = sys.argv[1:4]
-report = compare_runs(baseline=read_run(baseline), subject=read_run(subject),
+report = compare_runs(baseline=read_canonical_run(baseline), subject=read_canonical_run(subject),
                       policy=json.load(open(policy)), max_bootstrap_draws=None)
 print(json.dumps({"decision": report.decision, "digest": report.digest}))
 """
@@ -442,7 +442,7 @@ def realistic(records: int, seed: int, *, in_memory: bool, work_dir: Path) -> in
         policy_path.write_text(json.dumps(both), encoding="utf-8")
         children = [("compare_run_files (streamed)", STREAMED_CHILD)]
         if in_memory:
-            children.append(("read_run + compare_runs", IN_MEMORY_CHILD))
+            children.append(("read_canonical_run + compare_runs", IN_MEMORY_CHILD))
         worst = 0
         digests = set()
         for label, child in children:
@@ -456,7 +456,7 @@ def realistic(records: int, seed: int, *, in_memory: bool, work_dir: Path) -> in
             digests.add(result["digest"])
             worst = max(worst, peak) if "streamed" in label else worst
             print(
-                f"  {label:30} {seconds:8.1f} s  {records / seconds:9,.0f} records/s"
+                f"  {label:36} {seconds:8.1f} s  {records / seconds:9,.0f} records/s"
                 f"  peak RSS {peak / 1024:7,.0f} MiB  decision {result['decision']}"
             )
         if len(digests) != 1:

@@ -154,6 +154,8 @@ def _random_pair(rng: random.Random, size: int, flaw: str = "none") -> tuple[Run
             sides.append(record)
         if number == flawed and flaw == "input":
             sides[1]["input"] = sides[1]["input"] + "!"
+        if number == flawed and flaw == "id":
+            sides[1]["id"] = shared["id"] + "-renamed"
         if number == flawed and flaw == "metadata":
             sides[1]["metadata"] = {"topic": "changed"}
         rows.append((sides[0], sides[1]))
@@ -178,17 +180,17 @@ POLICIES = [
 ]
 
 
-@pytest.mark.parametrize("seed", range(30))
+@pytest.mark.parametrize("seed", range(32))
 def test_random_pairs_stream_to_the_same_outcome(seed: int, tmp_path: Path) -> None:
     rng = random.Random(seed)
-    flaw = ("none", "input", "none", "metadata", "none", "reference")[seed % 6]
+    flaw = ("none", "input", "none", "metadata", "none", "reference", "none", "id")[seed % 8]
     baseline, subject = _random_pair(rng, rng.randint(3, 40), flaw)
     policy: dict[str, Any] = {
         "format": "invarlock/comparison-policy-v1",
         "metrics": POLICIES[seed % len(POLICIES)],
         "slices": [{"name": "geo", "where": {"topic": "geo"}}] if seed % 2 else [],
     }
-    if seed % 4 in (2, 3):  # matching (no flaw) and mismatching (a changed subject)
+    if seed % 8 in (2, 3):  # matching (no flaw) and mismatching (a changed subject)
         policy["expected_case_set_digest"] = case_set_of_run(baseline).digest
     paths = (tmp_path / "b.json", tmp_path / "s.json")
     write_run(baseline, paths[0])
@@ -254,6 +256,14 @@ def test_run_refusals_come_before_policy_refusals(tmp_path: Path) -> None:
             max_bootstrap_draws=-1,
         )
     assert budget.value.code == "invalid_budget"
+    with pytest.raises(ComparisonError) as order:
+        compare_run_files(
+            baseline=tmp_path / "b.json",
+            subject=tmp_path / "s.json",
+            policy={},
+            decision_order="width-first",
+        )
+    assert (order.value.code, order.value.field) == ("invalid_decision_order", "decision_order")
 
 
 def test_a_table_keeps_fixed_size_columns_only() -> None:

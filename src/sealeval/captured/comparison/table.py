@@ -148,7 +148,6 @@ class RunTable:
         """Prepare empty columns; ``rows`` spills the seed rows (scope seeds, case set)."""
         self.side = side
         self.ids: list[str] = []
-        self.index: dict[str, int] = {}
         self.identity = bytearray()
         self.projections: dict[int, tuple[str, str]] = {}
         self.errored = bytearray()
@@ -183,7 +182,6 @@ class RunTable:
         """Hash, classify and score one record (file order; ids are unique in a valid run)."""
         position = len(self.ids)
         self.ids.append(record.id)
-        self.index[record.id] = position
         self.identity += _value_digest(record.input)
         self.identity += _value_digest(record.expected)
         self.identity += _metadata_digest(record.metadata)
@@ -255,11 +253,19 @@ class RunTable:
     def case_set_digest(self) -> str:
         """Return the digest of the case set this run covers (``case_set_of_run``)."""
         assert self.spill is not None
-        order = sorted(range(len(self.ids)), key=self.ids.__getitem__)
+        order = _id_order(self.ids).tolist()
         hasher = _ScopeHash(b'{"cases":[')
         for row in self.spill.rows(order):
             hasher.add(row)
         return hasher.seed(b'],"format":' + _STRING(CASE_SET_FORMAT).encode("utf-8") + b"}\n")
+
+
+def _id_order(ids: list[str]) -> _Positions:
+    """Return the file positions of ``ids`` in code-point order of the ids."""
+    keys = np.empty(len(ids), dtype=object)
+    keys[:] = ids
+    order: _Positions = np.argsort(keys, kind="stable").astype(np.int64)
+    return order
 
 
 def _mismatch(left: RunTable, right: RunTable, lpos: int, rpos: int) -> None:
@@ -299,14 +305,18 @@ def pair_tables(
     baseline: RunTable, subject: RunTable, policy: ComparisonPolicy, seeded: bool
 ) -> TablePairs:
     """Pair two tables exactly like :func:`~.pairing._pair` pairs two runs."""
-    baseline_index = baseline.index
-    subject_index = subject.index
-    if len(baseline_index) != len(subject_index) or baseline_index.keys() != subject_index.keys():
+    if len(baseline.ids) != len(subject.ids):
         raise ComparisonError("record_ids_differ", "subject")
-    ids = sorted(baseline_index)
-    count = len(ids)
-    left_positions = np.fromiter((baseline_index[i] for i in ids), dtype=np.int64, count=count)
-    right_positions = np.fromiter((subject_index[i] for i in ids), dtype=np.int64, count=count)
+    # Ids are unique within a run (the reader refuses duplicates): sorting both sides
+    # (code-point order, no id -> position dictionaries) pairs them, or shows they differ.
+    left_positions = _id_order(baseline.ids)
+    right_positions = _id_order(subject.ids)
+    ids = [baseline.ids[position] for position in left_positions.tolist()]
+    if any(
+        subject.ids[position] != record_id
+        for position, record_id in zip(right_positions.tolist(), ids, strict=True)
+    ):
+        raise ComparisonError("record_ids_differ", "subject")
     left_identity = baseline.identity
     right_identity = subject.identity
     left_projected = baseline.projections
@@ -343,8 +353,8 @@ def pair_tables(
         ids=ids,
         baseline=[],
         subject=[],
-        baseline_index=baseline_index,
-        subject_index=subject_index,
+        baseline_index={},  # positions are in left/right_positions (errors name them)
+        subject_index={},
         errored=bytearray((errored_l | errored_r).tobytes()),
         scopes=scopes,
         seeds=seeds,
