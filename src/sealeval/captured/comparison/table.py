@@ -5,7 +5,7 @@ A :class:`RunTable` is built while the records of one run stream past
 iterable of records): every record's content is hashed and scored as it is
 read, and only fixed-size data per record stays in memory:
 
-* the id and its file position;
+* the id (its list position is its file position);
 * three SHA-256 digests — canonical ``input``, ``expected`` and ``metadata``
   — which is what the pairing rule compares (first difference named);
 * the error flag, slice membership (one byte per slice) and, per metric, a
@@ -15,14 +15,20 @@ read, and only fixed-size data per record stays in memory:
 Projected records keep their two projection digests in a sparse map. The
 seed rows (canonical ``{id, input, expected, metadata}``) that the scope
 seeds and the pinned case-set digest hash *in id order* are spilled to an
-unlinked temporary file (mode 0600) and read back in pair order, so content
-is never held in memory. For 1,000,000 records this is about 110 bytes plus
-the id per record and metric column set, against the content's ~1.5 KB.
+unlinked temporary file and read back in pair order, so content is never
+held in memory: about 260 bytes per record with two metrics and one slice,
+the id included (``docs/scaling.md``), against ~1.5 KB for a held record
+with a ~1.4 KB input.
 
-Equivalence with the in-memory pairing (:mod:`.pairing`) is exact, including
-which refusal is reported first: every per-record outcome is recorded per side
-and the first one in pair order is chosen when the two tables are paired
-(:func:`pair_tables`). A property test pins this.
+Each side is scored on its own: a deterministic metric prepares the record's
+own ``expected`` — equal on both sides once the pair passes the pairing rule,
+which is checked before any held refusal is reported — so the values equal
+the in-memory engine's, which prepares the baseline's once per pair.
+Equivalence with :mod:`.pairing` is exact, including which refusal is
+reported first: every per-record outcome is recorded per side and the first
+one in pair order is chosen when the tables are paired (:func:`pair_tables`,
+:func:`table_values`); the streaming tests pin this on the comparison vectors
+and on seeded random pairs.
 """
 
 from __future__ import annotations
