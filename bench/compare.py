@@ -446,7 +446,7 @@ def realistic(records: int, seed: int, *, in_memory: bool, work_dir: Path) -> in
         worst = 0
         digests = set()
         for label, child in children:
-            seconds, status, peak, out = measured(
+            seconds, status, peak, out, cpu = measured(
                 [sys.executable, "-c", child, str(baseline), str(subject), str(policy_path)], root
             )
             result = json_or_empty(out)
@@ -456,7 +456,7 @@ def realistic(records: int, seed: int, *, in_memory: bool, work_dir: Path) -> in
             digests.add(result["digest"])
             worst = max(worst, peak) if "streamed" in label else worst
             print(
-                f"  {label:36} {seconds:8.1f} s  {records / seconds:9,.0f} records/s"
+                f"  {label:36} {seconds:8.1f} s wall {cpu:8.1f} s CPU"
                 f"  peak RSS {peak / 1024:7,.0f} MiB  decision {result['decision']}"
             )
         if len(digests) != 1:

@@ -7,8 +7,10 @@ time is varied around a base configuration (5-shot ~1.4 KB inputs,
 ``exact_match``, ``token_f1``, ``normalized_match``, a second ``token_f1``) and the
 slices (0, 1, 3). Each configuration runs :func:`compare_run_files` in a
 child process (no work budget, bootstrap on one core, so CPU time is not
-hidden by parallel workers) and the script prints its wall time, the time
-per record and the child's peak RSS. The bootstrap draws 2,048 replicates
+hidden by parallel workers) and the script prints its wall time, its CPU
+time (user + system: the figure to compare on a loaded machine), the CPU
+time per record (interpreter start and imports included) and the child's
+peak RSS. The bootstrap draws 2,048 replicates
 per scope and bootstrap metric (the reference's fixed count), so its share
 grows with scopes x bootstrap metrics x records; reading, hashing and
 scoring grow with records x content.
@@ -85,7 +87,7 @@ def main() -> int:
     args.work_dir.mkdir(parents=True, exist_ok=True)
     print(
         f"{'knob':8} {'records':>9} {'shots':>5} {'input':>8} {'metrics':>7} {'slices':>6}"
-        f" {'seconds':>8} {'us/record':>9} {'peak RSS':>9}"
+        f" {'wall s':>7} {'CPU s':>6} {'CPU us/rec':>10} {'peak RSS':>9}"
     )
     failed = False
     for knob, config in grid:
@@ -97,15 +99,15 @@ def main() -> int:
             per_record = baseline.stat().st_size / config["records"]
             policy = root / "policy.json"
             policy.write_text(json.dumps(_policy(config["metrics"], config["slices"])))
-            seconds, status, peak, out = measured(
+            seconds, status, peak, out, cpu = measured(
                 [sys.executable, "-c", CHILD, str(baseline), str(subject), str(policy)], root
             )
             if status != 0 or not json_or_empty(out):
                 failed = True
             print(
                 f"{knob:8} {config['records']:9,} {config['shots']:5} {per_record:7,.0f}B"
-                f" {config['metrics']:7} {config['slices']:6} {seconds:8.1f}"
-                f" {seconds / config['records'] * 1e6:9,.0f} {peak / 1024:6,.0f} MiB",
+                f" {config['metrics']:7} {config['slices']:6} {seconds:7.1f} {cpu:6.1f}"
+                f" {cpu / config['records'] * 1e6:10,.0f} {peak / 1024:6,.0f} MiB",
                 flush=True,
             )
     return 1 if failed else 0
