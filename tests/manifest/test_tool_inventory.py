@@ -34,6 +34,7 @@ from sealeval.manifest.tool_inventory import (
     build_tool_inventory,
     tool_inventory_digest,
 )
+from support.refusals import assert_refused
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 CONTRACT_PATH = PROJECT_ROOT / "contracts" / "sealeval.tool_inventory.v1.schema.json"
@@ -262,10 +263,8 @@ def _code(message: str) -> str:
     [pytest.param(document, message, id=rule) for rule, document, message in REFUSALS],
 )
 def test_refusal(document: Any, message: str) -> None:
-    error = refuse(document)
-    assert error.code == _code(message)
+    error = assert_refused(refuse(document), _code(message), message.rsplit(": ", 1)[0])
     assert str(error) == message
-    assert error.field == message.rsplit(": ", 1)[0]
     assert error.__cause__ is None
     assert error.__suppress_context__
 
