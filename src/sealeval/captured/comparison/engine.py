@@ -35,13 +35,13 @@ from sealeval.captured.comparison.model import (
     REASON_WIDE,
     REGRESSION,
     Bindings,
+    BoolArray,
     ComparisonError,
     ComparisonReport,
+    FloatArray,
+    IndexArray,
     MetricEntry,
-    _BoolArray,
     _document,
-    _FloatArray,
-    _IndexArray,
 )
 from sealeval.captured.comparison.pairing import (
     _budget,
@@ -80,7 +80,7 @@ def _finite(*numbers: float) -> bool:
     return all(math.isfinite(number) for number in numbers)
 
 
-def _mean(values: _FloatArray, count: int, where: str) -> float:
+def _mean(values: FloatArray, count: int, where: str) -> float:
     """``fsum(values) / n``; the array is streamed (no list of a million floats)."""
     try:
         return math.fsum(values) / count
@@ -135,10 +135,10 @@ def _entry(
     metric: PolicyMetric,
     *,
     scope_name: str,
-    scope: _IndexArray | None,
+    scope: IndexArray | None,
     seed: str | None,
     values: _Values,
-    mask: _BoolArray,
+    mask: BoolArray,
     pairs: _Pairs,
     decision_order: str,
     workers: int,
@@ -283,13 +283,13 @@ def compare_runs(
                 raise ComparisonError("case_set_mismatch", side) from None
     seeded = approved.bootstrap_metric_count > 0
     pairs = _pair(baseline_run, subject_run, approved, seeded)
-    _check_budget(pairs, approved, budget)
+    check_budget(pairs, approved, budget)
     metric_values = [
         _metric_values(metric, scorer, baseline_run, subject_run, pairs)
         for metric, scorer in zip(approved.metrics, scorers, strict=True)
     ]
     hosted = baseline_run.service_identity is not None or subject_run.service_identity is not None
-    return _report(
+    return finish_report(
         pairs,
         metric_values,
         approved,
@@ -300,7 +300,7 @@ def compare_runs(
     )
 
 
-def _check_budget(pairs: _Pairs, approved: ComparisonPolicy, budget: int | None) -> int:
+def check_budget(pairs: _Pairs, approved: ComparisonPolicy, budget: int | None) -> int:
     """Charge the work budget (§1 step 7, before any scoring); return the draws required."""
     counts = [len(pairs.ids) if scope is None else int(scope.size) for scope in pairs.scopes]
     required = required_bootstrap_draws(counts, approved.bootstrap_metric_count)
@@ -309,7 +309,7 @@ def _check_budget(pairs: _Pairs, approved: ComparisonPolicy, budget: int | None)
     return required
 
 
-def _report(
+def finish_report(
     pairs: _Pairs,
     metric_values: Sequence[_Values],
     approved: ComparisonPolicy,
@@ -390,9 +390,9 @@ class ScopeValues:
     scope: str
     seed: str | None
     ids: tuple[str, ...]
-    baseline: _FloatArray
-    subject: _FloatArray
-    missing: _BoolArray
+    baseline: FloatArray
+    subject: FloatArray
+    missing: BoolArray
 
 
 def scope_values(

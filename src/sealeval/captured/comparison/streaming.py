@@ -17,7 +17,7 @@ from contextlib import ExitStack
 from typing import IO, Any
 
 from sealeval import _validate
-from sealeval.captured.comparison.engine import _check_budget, _report
+from sealeval.captured.comparison.engine import check_budget, finish_report
 from sealeval.captured.comparison.model import (
     DECISION_ORDERS,
     DEFAULT_MAX_BOOTSTRAP_DRAWS,
@@ -164,7 +164,7 @@ def compare_run_files(
                 if table.case_set_digest() != pinned:
                     raise ComparisonError("case_set_mismatch", side)
         paired = pair_tables(left, right, approved, seeded)
-        _check_budget(paired.pairs, approved, budget)
+        check_budget(paired.pairs, approved, budget)
         metric_values = [
             table_values(number, metric, scorer, (left, right), paired)
             for number, (metric, scorer) in enumerate(zip(approved.metrics, scorers, strict=True))
@@ -174,7 +174,7 @@ def compare_run_files(
         hosted = (
             left.header.service_identity is not None or right.header.service_identity is not None
         )
-        return _report(
+        return finish_report(
             paired.pairs,
             metric_values,
             approved,

@@ -47,11 +47,11 @@ import numpy.typing as npt
 from sealeval import canonical
 from sealeval.captured.case_set import CASE_SET_FORMAT
 from sealeval.captured.comparison.model import (
-    _HASH_CHUNK,
-    _STRING,
+    HASH_CHUNK,
+    JSON_STRING,
+    BoolArray,
     ComparisonError,
-    _BoolArray,
-    _IndexArray,
+    IndexArray,
 )
 from sealeval.captured.comparison.pairing import _held, _Pairs, _ScopeHash, _seed_row, _Values
 from sealeval.captured.errors import CapturedRunError
@@ -81,7 +81,7 @@ def _value_digest(value: object) -> bytes:
 
 def _metadata_digest(metadata: Mapping[str, str]) -> bytes:
     """SHA-256 of the metadata's members in key order (string values: equality is exact)."""
-    text = ",".join(_STRING(key) + ":" + _STRING(metadata[key]) for key in sorted(metadata))
+    text = ",".join(JSON_STRING(key) + ":" + JSON_STRING(metadata[key]) for key in sorted(metadata))
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
 
 
@@ -109,7 +109,7 @@ class _Spill:
         self.offsets.append(self._written + len(self._buffer))
         self.lengths.append(len(row))
         self._buffer += row
-        if len(self._buffer) >= _HASH_CHUNK:
+        if len(self._buffer) >= HASH_CHUNK:
             self._file.write(self._buffer)
             self._written += len(self._buffer)
             self._buffer.clear()
@@ -263,7 +263,7 @@ class RunTable:
         hasher = _ScopeHash(b'{"cases":[')
         for row in self.spill.rows(order):
             hasher.add(row)
-        return hasher.seed(b'],"format":' + _STRING(CASE_SET_FORMAT).encode("utf-8") + b"}\n")
+        return hasher.seed(b'],"format":' + JSON_STRING(CASE_SET_FORMAT).encode("utf-8") + b"}\n")
 
 
 def _id_order(ids: list[str]) -> _Positions:
@@ -341,7 +341,7 @@ def pair_tables(
     errored_l = np.frombuffer(baseline.errored, dtype=np.uint8)[left_positions]
     errored_r = np.frombuffer(subject.errored, dtype=np.uint8)[right_positions]
     slice_members = [np.frombuffer(members, dtype=np.uint8) for members in baseline.members]
-    scopes: list[_IndexArray | None] = [None]
+    scopes: list[IndexArray | None] = [None]
     for members in slice_members:
         scopes.append(np.flatnonzero(members[left_positions]).astype(np.intp))
     seeds: list[str | None] = [None] * len(scopes)
@@ -371,7 +371,7 @@ def pair_tables(
 def _first(
     faults: dict[int, SealevalError],
     positions: _Positions,
-    candidates: _BoolArray,
+    candidates: BoolArray,
 ) -> tuple[int, int, SealevalError] | None:
     """Find the first pair (pair order, among ``candidates``) whose record has a fault.
 
@@ -391,7 +391,7 @@ def _first(
 def _first_of_sides(
     columns: tuple[_Column, _Column],
     paired: TablePairs,
-    candidates: _BoolArray,
+    candidates: BoolArray,
     where: str,
     member: str | None,
     *,
