@@ -113,8 +113,9 @@ def compare_run_files(
     """Compare two run files like :func:`~sealeval.captured.comparison.compare_runs`, streamed.
 
     Memory holds, per record and run, the id, three identity digests, the
-    error flag, slice membership and one value per metric (about 150 bytes
-    plus the id), never the records' content; the seed rows that the scope
+    error flag, slice membership and one value per metric (about 260 bytes
+    with two metrics, the id included), never the records' content; the
+    seed rows that the scope
     seeds hash in id order are spilled to an unlinked temporary file. The
     report is byte-identical to :func:`compare_runs` on the same runs and
     every refusal is the same, in the same order, except that a refusal of a
