@@ -1698,7 +1698,7 @@ _SHAPES: list[Callable[[dict[str, Any]], None]] = [
 ]
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(records=_RECORDS, data=st.data())
 def test_plain_fast_path_refuses_what_the_record_path_refuses(
     records: list[dict[str, Any]], data: st.DataObject

@@ -931,13 +931,13 @@ def _check_fuzz(document: Any) -> None:
     assert_contract(inventory.to_dict())
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(document=JSON_LIKE)
 def test_fuzz_arbitrary_documents(document: Any) -> None:
     _check_fuzz(document)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(name=st.text(max_size=6) | st.just("t"), parameters=JSON_LIKE)
 def test_fuzz_parameters(name: str, parameters: Any) -> None:
     _check_fuzz([{"name": name, "parameters": parameters}])
@@ -1002,7 +1002,7 @@ _INVENTORIES = st.lists(
 )
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(document=_INVENTORIES, rng=st.randoms(use_true_random=False))
 def test_fuzz_well_formed_inventories(document: list[dict[str, Any]], rng: random.Random) -> None:
     _check_fuzz(document)
