@@ -283,7 +283,7 @@ def compare_runs(
                 raise ComparisonError("case_set_mismatch", side) from None
     seeded = approved.bootstrap_metric_count > 0
     pairs = _pair(baseline_run, subject_run, approved, seeded)
-    check_budget(pairs, approved, budget)
+    required = check_budget(pairs, approved, budget)
     metric_values = [
         _metric_values(metric, scorer, baseline_run, subject_run, pairs)
         for metric, scorer in zip(approved.metrics, scorers, strict=True)
@@ -294,6 +294,7 @@ def compare_runs(
         metric_values,
         approved,
         Bindings(baseline_run.digest, subject_run.digest, approved.digest),
+        required=required,
         hosted=hosted,
         decision_order=decision_order,
         workers=processes,
@@ -315,13 +316,15 @@ def finish_report(
     approved: ComparisonPolicy,
     bindings: Bindings,
     *,
+    required: int,
     hosted: bool,
     decision_order: str,
     workers: int,
 ) -> ComparisonReport:
-    """Capacity, one entry per scope x metric, the decision and the report (§1 steps 8-10)."""
-    counts = [len(pairs.ids) if scope is None else int(scope.size) for scope in pairs.scopes]
-    required = required_bootstrap_draws(counts, approved.bootstrap_metric_count)
+    """Capacity, one entry per scope x metric, the decision and the report (§1 steps 8-10).
+
+    ``required`` is what :func:`check_budget` charged.
+    """
     masks = [values.missing_mask() for values in metric_values]
     missing_bytes = _missing_id_bytes(pairs, masks)
     if missing_bytes > MAX_MISSING_ID_BYTES:

@@ -165,7 +165,7 @@ def compare_run_files(
                 if table.case_set_digest() != pinned:
                     raise ComparisonError("case_set_mismatch", side)
         paired = pair_tables(left, right, approved, seeded)
-        check_budget(paired.pairs, approved, budget)
+        required = check_budget(paired.pairs, approved, budget)
         metric_values = [
             table_values(number, metric, scorer, (left, right), paired)
             for number, (metric, scorer) in enumerate(zip(approved.metrics, scorers, strict=True))
@@ -180,6 +180,7 @@ def compare_run_files(
             metric_values,
             approved,
             Bindings(left.digest, right.digest, approved.digest),
+            required=required,
             hosted=hosted,
             decision_order=decision_order,
             workers=processes,
