@@ -22,13 +22,14 @@ import argparse
 import copy
 import hashlib
 import json
-import random
 import shutil
 import sys
 from pathlib import Path
 from typing import Any
 
 from invarlock.engine import compare_runs  # the reference, in its own venv
+from invarlock_requests import regenerate_requests
+from renaming import Rewriter, canonical_text
 
 #: Runs whose records carry a planted defect at a fixed position keep their size.
 _KEEP_SIZE = (
@@ -43,64 +44,6 @@ _KEEP_SIZE = (
     "hosted",
     "single",
 )
-
-
-def canonical_text(document: Any) -> str:
-    """Return the reference's canonical JSON text (sorted keys, compact, UTF-8, one newline)."""
-    return json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False) + "\n"
-
-
-class Rewriter:
-    """Consistent, seeded renaming of record ids, run ids and metric names."""
-
-    def __init__(self, seed: int) -> None:
-        """Start an empty renaming drawn from ``seed``."""
-        self.seed = seed
-        self.random = random.Random(seed)
-        self.ids: dict[str, str] = {}
-        self.runs: dict[str, str] = {}
-        self.metrics: dict[str, str] = {}
-
-    def record_id(self, old: str) -> str:
-        """Return the new id of record ``old`` (the same for every run and case)."""
-        if old not in self.ids:
-            taken = set(self.ids.values())
-            new = old
-            while new == old or new in taken:  # distinct ids stay distinct
-                new = f"item-{self.seed}-{self.random.randrange(16**6):06x}"
-            self.ids[old] = new
-        return self.ids[old]
-
-    def run_id(self, old: str) -> str:
-        """Return the new run id of run ``old``."""
-        return self.runs.setdefault(old, f"{old}-s{self.seed}")
-
-    def metric(self, old: str) -> str:
-        """Return the new name of metric ``old``."""
-        return self.metrics.setdefault(old, f"{old}_s{self.seed}")
-
-    def size(self, name: str, count: int) -> int:
-        """Return another record count for a run of ``count`` records (kept for defect runs)."""
-        if any(marker in name for marker in _KEEP_SIZE) or count < 3:
-            return count
-        # Another size: between half and all-but-one of the records, seeded.
-        return self.random.randrange(count // 2 + 1, count)
-
-    def run(self, name: str, document: dict[str, Any], size: int) -> dict[str, Any]:
-        """Return run ``document`` renamed and cut to its first ``size`` records."""
-        new = copy.deepcopy(document)
-        new["run_id"] = self.run_id(document["run_id"])
-        new["records"] = [
-            {**record, "id": self.record_id(record["id"])} for record in new["records"][:size]
-        ]
-        return new
-
-    def policy(self, policy: dict[str, Any]) -> dict[str, Any]:
-        """Return ``policy`` with every metric renamed."""
-        new = copy.deepcopy(policy)
-        for metric in new.get("metrics", []):
-            metric["name"] = self.metric(metric["name"])
-        return new
 
 
 def regenerate_comparisons(source: Path, output: Path, seed: int) -> int:
@@ -123,13 +66,12 @@ def regenerate_comparisons(source: Path, output: Path, seed: int) -> int:
         for side in ("baseline", "subject"):
             relative = given[side]
             run = json.loads((source / "invarlock" / relative).read_text("utf-8"))
-            stem = Path(relative).name.split(".")[0]
             count = len(run["records"])
             # One new size per original size, so both sides of a pair keep their pairing.
-            size = sizes.setdefault(f"{count}", rewriter.size("", count))
+            size = sizes.setdefault(f"{count}", rewriter.size(count))
             if keep:
                 size = count
-            documents[side] = rewriter.run(stem, run, size)
+            documents[side] = rewriter.run(run, size)
             target = f"runs/alt-{seed}-{size}-{Path(relative).name}"
             text = canonical_text(documents[side])
             if written.setdefault(target, text) != text:
@@ -199,6 +141,8 @@ def main() -> int:
             path.chmod(0o755 if path.is_dir() else 0o644)
     count = regenerate_comparisons(source, output, arguments.seed)
     print(f"invarlock/comparisons.json: {count} cases regenerated (seed {arguments.seed})")
+    count = regenerate_requests(source, output, arguments.seed)
+    print(f"invarlock/requests.json: {count} cases regenerated (seed {arguments.seed})")
     print(f"alternate vectors: {output}")
     return 0
 
