@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from invarlock.engine import compare_runs  # the reference, in its own venv
+from invarlock_adapters import regenerate_adapters
 from invarlock_exports import regenerate_exports
 from invarlock_requests import regenerate_requests
 from renaming import Rewriter, canonical_text
@@ -146,6 +147,8 @@ def main() -> int:
     print(f"invarlock/requests.json: {count} cases regenerated (seed {arguments.seed})")
     count, kept = regenerate_exports(source, output, arguments.seed)
     print(f"invarlock/evaluator_exports.json: {count} cases regenerated, {kept} copied")
+    count, kept = regenerate_adapters(source, output, arguments.seed)
+    print(f"invarlock/adapters.json: {count} cases regenerated, {kept} copied")
     print(f"alternate vectors: {output}")
     return 0
 
