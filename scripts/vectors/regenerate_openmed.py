@@ -39,6 +39,7 @@ from openmed.eval.workflows.sealed_manifest import (
     seal_workflow_manifest,
     verify_at_evaluation_start,
 )
+from openmed.eval.workflows.session import SessionRecord
 from renaming import DIGEST, DigestRenamer
 
 Case = dict[str, Any]
@@ -142,6 +143,48 @@ def holdout_proof(data: Any) -> dict[str, Any] | None:
     return outcome(act)
 
 
+def tuples(value: Any) -> Any:
+    """Return ``value`` with every list a tuple (how the record's steps are given)."""
+    if isinstance(value, list):
+        return tuple(tuples(item) for item in value)
+    return value
+
+
+def session_record(data: Any) -> dict[str, Any]:
+    """Run one ``session_record.json`` case."""
+    if data["op"] == "from_json":
+        return outcome(lambda: document(SessionRecord.from_json(data["json"])))
+    return outcome(
+        lambda: document(
+            SessionRecord(
+                session_key=tuples(data["session_key"]),
+                binding_digest=tuples(data["binding_digest"]),
+                steps=tuples(data["steps"]),
+            )
+        )
+    )
+
+
+def rename_record_text(case: Case, renamer: DigestRenamer) -> Case:
+    """Return a ``from_json`` case's input with the digests in its text renamed and resealed.
+
+    A record whose text was valid gets the session digest the reference computes for the
+    renamed record (the text's layout is kept); an invalid one keeps its renamed digest.
+    """
+    given = dict(case["input"])
+    text = DIGEST.sub(lambda match: renamer.digest(match.group(0)), given["json"])
+    if "canonical" in case["expected"]:
+        fields = json.loads(text)
+        record = SessionRecord(
+            session_key=fields["session_key"],
+            binding_digest=fields["binding_digest"],
+            steps=tuples(fields["steps"]),
+        )
+        text = text.replace(fields["session_digest"], record.to_dict()["session_digest"])
+    given["json"] = text
+    return given
+
+
 def reseal(original: Any, renamed: Any) -> Any:
     """Give every manifest whose seal was valid in ``original`` a valid seal in ``renamed``.
 
@@ -174,6 +217,7 @@ REGENERATORS: dict[str, Callable[[Any], dict[str, Any] | None]] = {
     "manifest_verify.json": manifest_verify,
     "gates_reports.json": gates_report,
     "holdout.json": holdout_proof,
+    "session_record.json": session_record,
 }
 
 
@@ -206,7 +250,10 @@ def regenerate_file(source: Path, output: Path, name: str, seed: int) -> int:
             continue
         if replayed != case["expected"]:
             raise SystemExit(f"openmed/{name} {case['name']}: the reference does not reproduce")
-        given = reseal(case["input"], renamer.rename(case["input"]))
+        if case["input"].get("op") == "from_json" and isinstance(case["input"].get("json"), str):
+            given = rename_record_text(case, renamer)
+        else:
+            given = reseal(case["input"], renamer.rename(case["input"]))
         expected = run(decode(given))
         if expected is None or skeleton(expected) != skeleton(case["expected"]):
             raise SystemExit(f"openmed/{name} {case['name']}: renaming changed the outcome")
