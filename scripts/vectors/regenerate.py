@@ -8,10 +8,14 @@ the cases name -- other record ids, other run ids, other metric names, fewer rec
 the run has no planted defect -- writes the new runs under ``runs/alt-*.json`` and asks
 invarlock 0.17.1's own ``compare_runs`` for every expected report or refusal. Every record
 id, draw count, digest and interval in the new file is therefore the reference's output for
-inputs our tests have never seen. Files it does not regenerate are copied unchanged.
+inputs our tests have never seen. It then regenerates ``requests.json``
+(``invarlock_requests.py``), ``evaluator_exports.json`` (``invarlock_exports.py``) and
+``adapters.json`` (``invarlock_adapters.py``) the same way. Files it does not regenerate are
+copied unchanged; ``regenerate_openmed.py`` (openmed venv) then rewrites the openmed files.
+docs/vectors.md lists what is regenerated and what cannot be.
 
 It runs inside the reference venv (``.interop/invarlock-venv/bin/python``), never imports
-sealeval, and uses only the reference's public ``invarlock.engine.compare_runs``.
+sealeval, and uses only the reference's public facade ``invarlock.engine``.
 
 Usage: python regenerate.py --vectors ../shared/vectors --output DIR [--seed N]
 """
