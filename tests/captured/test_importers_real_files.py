@@ -189,7 +189,7 @@ def test_identities_stated_by_the_file_are_used_and_checked(tmp_path: Path) -> N
     assert run["run_id"] == stated_run
     assert run["source"]["version"] == version
     for extra, field in (
-        (["--run-id", stated_run + "-other"], "run_id"),
+        (["--run-id", stated_run + "-other"], "--run-id"),
         (["--source", "inspect_ai@0.0.0-not-it"], "source.version"),
     ):
         refused = CliRunner().invoke(import_command, [*base[:-1], str(tmp_path / "b.json"), *extra])

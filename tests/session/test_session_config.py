@@ -527,6 +527,24 @@ def test_usage_file_is_locked_while_a_session_is_open(tmp_path: Path) -> None:
     assert decode((folder / "ledger-usage.json").read_bytes())["entries"] == []
 
 
+@pytest.mark.parametrize("kind", ["symlink", "fifo"])
+def test_usage_lock_file_must_be_a_regular_file(tmp_path: Path, kind: str) -> None:
+    folder = copy_bundle(tmp_path / "bundle")
+    lock = folder / "ledger-usage.json.lock"
+    elsewhere = tmp_path / "elsewhere"
+    if kind == "symlink":
+        lock.symlink_to(elsewhere)  # never followed, never created through
+    else:
+        os.mkfifo(lock)  # refused without blocking (sealeval._fs.open_lock_file)
+    with (
+        pytest.raises(SessionConfigError, match=r"^feedback.ledger_usage: unwritable$"),
+        open_session(folder / "attempt-1.yaml", clock=_clock),
+    ):
+        pass
+    assert not elsewhere.exists()
+    assert not (folder / "sessions.sqlite3").exists()
+
+
 def test_usage_of_other_epochs_is_kept(tmp_path: Path) -> None:
     folder = copy_bundle(tmp_path / "bundle")
     other = LedgerUsage(

@@ -26,6 +26,8 @@ READ_FLAGS: Final = os.O_RDONLY | _O_NOFOLLOW | _O_NONBLOCK | _O_CLOEXEC | _O_BI
 #: Flags of every directory open inside a walk.
 DIR_FLAGS: Final = os.O_RDONLY | _O_DIRECTORY | _O_NOFOLLOW | _O_CLOEXEC
 _WRITE_FLAGS: Final = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC | _O_BINARY
+#: Flags of a lock-file open (read-write, never through a symlink, never blocking).
+LOCK_FLAGS: Final = os.O_RDWR | _O_NOFOLLOW | _O_NONBLOCK | _O_CLOEXEC | _O_BINARY
 #: Flags of an append-only probe or log file (created if missing, never through a symlink).
 APPEND_FLAGS: Final = os.O_WRONLY | os.O_CREAT | os.O_APPEND | _O_NOFOLLOW | _O_CLOEXEC | _O_BINARY
 #: Whether descriptor-relative calls (``openat`` and friends) are available.

@@ -19,6 +19,7 @@ from sealeval._fs._base import (
     _O_NONBLOCK,
     CHUNK_SIZE,
     DIR_FLAGS,
+    LOCK_FLAGS,
     READ_FLAGS,
     _fail,
 )
@@ -48,6 +49,41 @@ def _open_error(error: OSError) -> FileSystemError:
     return _fail("unreadable")  # ENOTDIR (a file used as a folder), EACCES, EIO, ...
 
 
+def _open_checked(
+    path: str | bytes | os.PathLike[str],
+    flags: int,
+    dir_fd: int | None,
+    *,
+    follow_symlinks: bool = False,
+    mode: int = 0o600,
+) -> int:
+    """Open with ``flags`` (non-blocking), refuse anything but a regular file, make it blocking."""
+    try:
+        if (
+            not follow_symlinks
+            and not _O_NOFOLLOW
+            and stat.S_ISLNK(os.stat(path, dir_fd=dir_fd, follow_symlinks=False).st_mode)
+        ):  # pragma: no cover - Windows
+            raise _fail("not_regular_file")
+        fd = os.open(path, flags, mode, dir_fd=dir_fd)
+    except FileExistsError:
+        raise _fail("output_exists") from None
+    except OSError as error:
+        raise _open_error(error) from None
+    except ValueError:  # an embedded NUL: nothing can exist there
+        raise _fail("not_found") from None
+    try:
+        regular = stat.S_ISREG(os.fstat(fd).st_mode)
+        if regular and _O_NONBLOCK:
+            os.set_blocking(fd, True)
+    except OSError:  # pragma: no cover - fstat on a fresh descriptor does not fail
+        regular = False
+    if not regular:
+        os.close(fd)
+        raise _fail("not_regular_file")
+    return fd
+
+
 def open_regular(
     path: str | bytes | os.PathLike[str],
     *,
@@ -64,28 +100,34 @@ def open_regular(
         FileSystemError: ``not_found``, ``not_regular_file`` or ``unreadable``.
     """
     flags = READ_FLAGS & ~_O_NOFOLLOW if follow_symlinks else READ_FLAGS
-    try:
-        if (
-            not follow_symlinks
-            and not _O_NOFOLLOW
-            and stat.S_ISLNK(os.stat(path, dir_fd=dir_fd, follow_symlinks=False).st_mode)
-        ):  # pragma: no cover - Windows
-            raise _fail("not_regular_file")
-        fd = os.open(path, flags, dir_fd=dir_fd)
-    except OSError as error:
-        raise _open_error(error) from None
-    except ValueError:  # an embedded NUL: nothing can exist there
-        raise _fail("not_found") from None
-    try:
-        regular = stat.S_ISREG(os.fstat(fd).st_mode)
-        if regular and _O_NONBLOCK:
-            os.set_blocking(fd, True)
-    except OSError:  # pragma: no cover - fstat on a fresh descriptor does not fail
-        regular = False
-    if not regular:
-        os.close(fd)
-        raise _fail("not_regular_file")
-    return fd
+    return _open_checked(path, flags, dir_fd, follow_symlinks=follow_symlinks)
+
+
+def open_lock_file(
+    path: str | bytes | os.PathLike[str],
+    *,
+    dir_fd: int | None = None,
+    create: bool = False,
+    exclusive: bool = False,
+    mode: int = 0o600,
+) -> int:
+    """Open (or create) a lock file read-write, never through a symlink; return a blocking fd.
+
+    ``create`` creates a missing file with ``mode``; ``exclusive`` (implies
+    ``create``) refuses an existing name, link or not. Like
+    :func:`open_regular`, the open never blocks and anything but a regular
+    file is refused. The caller takes the lock with :mod:`sealeval._lock`.
+
+    Raises:
+        FileSystemError: ``not_found``, ``not_regular_file``,
+            ``output_exists`` (``exclusive``) or ``unreadable``.
+    """
+    flags = LOCK_FLAGS
+    if create or exclusive:
+        flags |= os.O_CREAT
+    if exclusive:
+        flags |= os.O_EXCL
+    return _open_checked(path, flags, dir_fd, mode=mode)
 
 
 def read_fd_bounded(fd: int, limit: int) -> bytes:
@@ -146,6 +188,28 @@ def read_regular(
     return data
 
 
+def descend(fd: int, parts: Iterable[str | bytes]) -> int:
+    """Open each of ``parts`` in turn as a directory below ``fd``, never following a link.
+
+    Takes ownership of ``fd``: every descriptor but the last one opened is
+    closed, on success and on failure. Returns the last directory opened
+    (``fd`` itself when ``parts`` is empty).
+
+    Raises:
+        FileSystemError: as :func:`open_directory` (``not_found``,
+            ``not_directory`` for a symlink or a file, ``unreadable``).
+    """
+    try:
+        for part in parts:
+            child = open_directory(part, dir_fd=fd)
+            os.close(fd)
+            fd = child
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
 def open_directory_below(base: str | os.PathLike[str], parts: Iterable[str]) -> int:
     """Open ``base`` (the caller's trusted folder), then each of ``parts`` without following.
 
@@ -159,21 +223,11 @@ def open_directory_below(base: str | os.PathLike[str], parts: Iterable[str]) -> 
     except (OSError, ValueError):
         raise _fail("not_found") from None
     try:
-        for part in parts:
-            try:
-                child = os.open(part, DIR_FLAGS, dir_fd=fd)
-            except FileNotFoundError:
-                raise _fail("not_found") from None
-            except OSError as error:
-                if error.errno in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
-                    raise _fail("not_regular_file") from None
-                raise _fail("unreadable") from None
-            os.close(fd)
-            fd = child
-    except BaseException:
-        os.close(fd)
+        return descend(fd, parts)
+    except FileSystemError as error:
+        if error.code == "not_directory":
+            raise _fail("not_regular_file") from None
         raise
-    return fd
 
 
 def read_below(base: str | os.PathLike[str], relative: str, *, limit: int) -> bytes:

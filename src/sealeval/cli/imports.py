@@ -42,7 +42,7 @@ from sealeval.captured.importers.jsonl import decode_document, read_source
 from sealeval.captured.importers.registry import FALLBACKS
 from sealeval.captured.run import INVARLOCK_LIMITS, UNLIMITED
 from sealeval.captured.service_identity import validate_service_identity
-from sealeval.cli._common import CONTEXT_SETTINGS, EXIT_ERROR, is_terminal, refusals_exit
+from sealeval.cli._common import CONTEXT_SETTINGS, EXIT_ERROR, is_terminal, refusals_naming
 from sealeval.errors import CapturedError, SealevalError
 
 __all__ = ["PROGRESS_MIN_BYTES", "adapter_suggestion", "import_command"]
@@ -215,7 +215,16 @@ def _progress_bar(path: Path) -> Iterator[Any]:
     is_flag=True,
     help="Print the import summary as one JSON object on standard output.",
 )
-@refusals_exit
+@refusals_naming(
+    {
+        "run_id": "--run-id",
+        "artifact_digest": "--artifact-digest",
+        "service_identity": "--service-identity",
+        "score_provenance": "--score-provenance",
+        "input_projection": "--input-projection",
+        "output": "--output",
+    }
+)
 def import_command(
     *,
     path: Path,

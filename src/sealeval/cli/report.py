@@ -50,6 +50,15 @@ _MAX_EXTENSION_BYTES: Final = 65_536
 #: Output formats in the order they are written.
 FORMATS: Final = ("html", "junit", "markdown")
 
+#: What the user typed for report's inputs (field -> argument or option).
+_TYPED: Final = {
+    "pack": "EVIDENCE",
+    "extension": "--extension",
+    "outputs.html": "--html",
+    "outputs.markdown": "--markdown",
+    "outputs.junit": "--junit",
+}
+
 
 def _lexical(path: str) -> Path:
     """Return the absolute path without resolving symlinks (``..`` removed lexically)."""
@@ -203,7 +212,7 @@ def report_command(
             failed = None
     except SealevalError as error:
         if not as_json:
-            raise fail(error) from None
+            raise fail(error, _TYPED) from None
         document = report_result(
             ok=False,
             pack_manifest_digest=None,

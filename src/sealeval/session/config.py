@@ -42,9 +42,9 @@ from pathlib import Path
 from typing import Any, Final, NoReturn
 
 from sealeval import _lock
-from sealeval._fs import read_regular, replace_atomic, translated
+from sealeval._fs import open_lock_file, read_regular, replace_atomic, translated
 from sealeval.canonical import is_digest
-from sealeval.errors import ConfigDocumentError, SessionError
+from sealeval.errors import ConfigDocumentError, FileSystemError, SessionError
 from sealeval.manifest.components import load_config_document
 from sealeval.manifest.sealed import COMPONENTS, SealedWorkflowManifest
 from sealeval.manifest.snapshot import KINDS, snapshot_components
@@ -716,10 +716,9 @@ class LedgerUsageFile:
     def lock(self) -> None:
         """Take the exclusive lock on ``<usage file>.lock`` (created when absent)."""
         lock_path = self._path.with_name(self._path.name + ".lock")
-        flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0) | os.O_NOFOLLOW
         try:
-            fd = os.open(lock_path, flags, 0o600)
-        except OSError:
+            fd = open_lock_file(lock_path, create=True)
+        except FileSystemError:  # a symlink, a folder, a FIFO, or no permission
             _fail("unwritable", _USAGE_FIELD)
         try:
             _lock.lock_exclusive(fd)
