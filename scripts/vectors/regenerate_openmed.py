@@ -121,6 +121,23 @@ def gates_report(data: Any) -> dict[str, Any]:
     return outcome(act)
 
 
+def gates_error(data: Any) -> dict[str, Any]:
+    """Run one ``gates_errors.json`` case (evidence parsing or the gate evaluator)."""
+    if data["op"] == "metric_from_dict":
+        return outcome(lambda: {"ok": document(MetricEvidence.from_dict(data["value"]))})
+    raw = data["evidence"]
+
+    def act() -> dict[str, Any]:
+        evidence = raw
+        if isinstance(raw, list):
+            evidence = [MetricEvidence.from_dict(i) if isinstance(i, dict) else i for i in raw]
+        return document(
+            evaluate_agent_release_gates(evidence, candidate_digest=data["candidate_digest"])
+        )
+
+    return outcome(act)
+
+
 def holdout_proof(data: Any) -> dict[str, Any] | None:
     """Run one ``holdout.json`` proof case (None for the ops the public API cannot replay).
 
@@ -216,6 +233,7 @@ REGENERATORS: dict[str, Callable[[Any], dict[str, Any] | None]] = {
     "manifest_seal.json": manifest_seal,
     "manifest_verify.json": manifest_verify,
     "gates_reports.json": gates_report,
+    "gates_errors.json": gates_error,
     "holdout.json": holdout_proof,
     "session_record.json": session_record,
 }
