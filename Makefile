@@ -83,8 +83,10 @@ lint: $(DEV_STAMP)
 types: $(DEV_STAMP)
 	$(BIN)/mypy --strict src
 
+## The suite runs in TEST_WORKERS processes (pytest-xdist, work stealing); TEST_WORKERS=0 runs it in one.
+TEST_WORKERS ?= 2
 unit: $(DEV_STAMP) $(UCD_STAMPS)
-	$(BIN)/python -m pytest --cov=sealeval --cov-branch --cov-report=term:skip-covered --cov-fail-under=95
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist worksteal --cov=sealeval --cov-branch --cov-report=term:skip-covered --cov-fail-under=95
 
 ## make interop: check documents both ways against the reference openmed 3.1.0 and
 ## invarlock 0.17.1 (each in its own venv; invarlock needs Python 3.12, from pyenv)

@@ -229,6 +229,21 @@ def test_members_checks_keys_before_the_count_and_only_when_asked() -> None:
     assert _validate.check_members({1: CANARY}, FIELD, error=CapturedRunError) == {1: CANARY}
 
 
+def test_a_closed_object_refusal_carries_no_context() -> None:
+    """Checked inside a handler, the refusal still drops the exception being handled."""
+
+    def check_while_handling() -> None:
+        try:
+            raise LookupError(CANARY)
+        except LookupError:
+            _validate.check_closed({CANARY: 1}, FIELD, ("a",), error=CapturedRunError)
+
+    with pytest.raises(CapturedRunError) as caught:
+        check_while_handling()
+    assert caught.value.__cause__ is None
+    assert caught.value.__suppress_context__
+
+
 def test_accepted_values_come_back_checked_and_frozen() -> None:
     document = {"a": 1, "b": [1, {"c": None}]}
     assert _validate.check_closed(document, FIELD, ("a",), ("b",), error=CapturedRunError) is (

@@ -119,14 +119,16 @@ def check_closed(
     named ``missing_prefix + member`` (a library-chosen name: the contracts
     that name the missing member, e.g. ``policy.metrics[0].unit``).
     """
+    # ``from None``: a refusal never carries a context, even when checked inside a handler.
     if not isinstance(document, Mapping):
-        raise error(type_code, field)
+        raise error(type_code, field) from None
     for key in document:
         if key not in required and key not in optional:
-            raise error(unknown_code, field)
+            raise error(unknown_code, field) from None
     for key in required:
         if key not in document:
-            raise error(missing_code, field if missing_prefix is None else missing_prefix + key)
+            missing = field if missing_prefix is None else missing_prefix + key
+            raise error(missing_code, missing) from None
     return document
 
 

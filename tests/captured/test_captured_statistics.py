@@ -91,15 +91,20 @@ def _continuous_sample(rng: np.random.Generator) -> tuple[Any, Any]:
 
 
 def test_bootstrap_interval_covers_the_true_difference() -> None:
+    """Coverage near 95 % on 150 seeded samples (the band is +-2.8 standard errors).
+
+    The full-size simulation (thousands of samples, every interval kind) is
+    ``bench/simulate.py``; this keeps a too-narrow or shifted interval from landing.
+    """
     truth = 0.01
     rng = np.random.default_rng(20_260_603)
-    repetitions = 400
+    repetitions = 150
     covered = 0
     for repetition in range(repetitions):
         baseline, subject = _continuous_sample(rng)
         interval = shake256_bootstrap_interval(baseline, subject, _seed(f"coverage-{repetition}"))
         covered += interval.lower <= truth <= interval.upper
-    assert 0.93 <= covered / repetitions <= 0.97
+    assert 0.90 <= covered / repetitions <= 0.99
 
 
 def test_simulated_sample_through_compare_runs() -> None:

@@ -35,6 +35,7 @@ from sealeval.session.config import (
     session_clock,
 )
 from support.contracts import schema
+from support.refusals import assert_refused
 from support.session_config import (
     CANARY,
     OTHER_DIGEST,
@@ -243,11 +244,13 @@ SHAPE_REFUSALS: list[tuple[str, Any, str]] = [
 def test_parse_refusals(mutate: Any, message: str) -> None:
     document = base_document()
     mutated = mutate(document)
-    with pytest.raises(SessionConfigError) as caught:
-        parse_session_config(mutated if mutated is not None else document)
-    assert str(caught.value) == message
-    assert CANARY not in repr(caught.value)
-    assert caught.value.__cause__ is None
+    field, _, code = message.rpartition(": ")
+    error = assert_refused(
+        lambda: parse_session_config(mutated if mutated is not None else document), code, field
+    )
+    assert isinstance(error, SessionConfigError)
+    assert str(error) == message
+    assert error.__cause__ is None
 
 
 def test_missing_identity_is_a_cross_check() -> None:

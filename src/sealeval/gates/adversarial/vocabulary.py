@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Final
 
+from sealeval import _validate
 from sealeval.gates.registry import GateError
 
 __all__ = [
@@ -143,7 +144,7 @@ _GOVERNANCE_ID: Final = re.compile(
     rf"({_LABEL}(?:\.{_LABEL})+)/[a-z][a-z0-9-]{{0,63}}"
     r"(?:@(?:0|[1-9][0-9]*)\.(?:0|[1-9][0-9]*)\.(?:0|[1-9][0-9]*))?"
 )
-_SEMVER: Final = re.compile(r"(?:0|[1-9][0-9]*)\.(?:0|[1-9][0-9]*)\.(?:0|[1-9][0-9]*)")
+SEMVER: Final = re.compile(r"(?:0|[1-9][0-9]*)\.(?:0|[1-9][0-9]*)\.(?:0|[1-9][0-9]*)")
 
 
 def is_adversarial_case_id(value: object) -> bool:
@@ -169,7 +170,13 @@ MAX_JSON_DEPTH: Final = 32
 MAX_JSON_NODES: Final = 10_000
 
 
-class _NotJsonError(ValueError):
+# ``freeze_json`` stays the suite's own: its bounds (a node budget, a depth
+# counted per value) are part of the boundary contract, which
+# ``sealeval._validate.freeze_json`` does not express; ``thaw_json`` is the
+# toolkit's.
+
+
+class NotJsonError(ValueError):
     """Internal: a value outside frozen JSON (mapped to a field code by the caller)."""
 
 
@@ -182,7 +189,7 @@ def freeze_json(value: object) -> JsonValue:
     and :data:`MAX_JSON_NODES` values.
 
     Raises:
-        ValueError: (internal ``_NotJsonError``) for anything else; callers turn it
+        ValueError: (internal ``NotJsonError``) for anything else; callers turn it
             into their own closed code.
     """
     budget = [MAX_JSON_NODES]
@@ -192,13 +199,13 @@ def freeze_json(value: object) -> JsonValue:
 def _freeze(value: object, depth: int, budget: list[int]) -> JsonValue:
     budget[0] -= 1
     if budget[0] < 0 or depth > MAX_JSON_DEPTH:
-        raise _NotJsonError
+        raise NotJsonError
     kind = type(value)
     if value is None or kind is bool or kind is int or kind is str:
         return value  # type: ignore[return-value]
     if kind is float:
         if not math.isfinite(value):  # type: ignore[arg-type]
-            raise _NotJsonError
+            raise NotJsonError
         return value  # type: ignore[return-value]
     if kind is list or kind is tuple:
         return tuple(_freeze(item, depth + 1, budget) for item in value)  # type: ignore[attr-defined]
@@ -206,27 +213,27 @@ def _freeze(value: object, depth: int, budget: list[int]) -> JsonValue:
         frozen: dict[str, JsonValue] = {}
         for key, item in value.items():
             if type(key) is not str:
-                raise _NotJsonError
+                raise NotJsonError
             frozen[key] = _freeze(item, depth + 1, budget)
         return MappingProxyType(frozen)
-    raise _NotJsonError
+    raise NotJsonError
 
 
 def thaw_json(value: JsonValue) -> object:
-    """Return a fresh mutable copy (``dict`` / ``list``) of a frozen JSON value."""
-    if isinstance(value, Mapping):
-        return {key: thaw_json(item) for key, item in value.items()}
-    if isinstance(value, tuple):
-        return [thaw_json(item) for item in value]
-    return value
+    """Return a fresh mutable copy (``dict`` / ``list``) of a frozen JSON value.
+
+    The suite's name for :func:`sealeval._validate.thaw_json`.
+    """
+    return _validate.thaw_json(value)
 
 
-def _frozen_mapping(value: object, code: str, field_name: str) -> Mapping[str, JsonValue]:
+def frozen_mapping(value: object, code: str, field_name: str) -> Mapping[str, JsonValue]:
+    """Return a frozen JSON object, or refuse with ``code`` at ``field_name``."""
     if not isinstance(value, Mapping):
         raise AdversarialSuiteError(code, field_name)
     try:
         frozen = freeze_json(value)
-    except _NotJsonError:
+    except NotJsonError:
         raise AdversarialSuiteError(code, field_name) from None
     assert isinstance(frozen, Mapping)
     return frozen
