@@ -1013,10 +1013,11 @@ def test_canary_never_reaches_errors_reprs_or_logs(
 
 
 def test_reprs_hide_declared_values() -> None:
+    declared = _AUTHORED["input"]["authored"]["comparison"]["baseline"]["run_id"]
     authored = parse_authored_request(_AUTHORED["input"]["authored"])
-    assert "native-baseline" not in repr(authored)
-    assert "native-baseline" not in repr(authored.baseline)
-    assert authored.baseline.run_id == "native-baseline"
+    assert declared not in repr(authored)
+    assert declared not in repr(authored.baseline)
+    assert authored.baseline.run_id == declared
     assert authored.baseline.source is not None
     assert authored.subject.service_identity is not None
     assert authored.baseline.score_provenance is not None
