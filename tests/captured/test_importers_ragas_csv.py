@@ -333,6 +333,7 @@ def test_cell_limit_holds_whatever_the_csv_module_allows(
 
 def test_row_cap(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(ragas_csv, "MAX_ROWS", 2)
+    assert len(records(write_csv(tmp_path / "two.csv", [HEADER, ROW, ROW]))) == 2
     path = write_csv(tmp_path / "r.csv", [HEADER, ROW, ROW, ROW])
     assert_refused(lambda: records(path), "too_large", "file")
 

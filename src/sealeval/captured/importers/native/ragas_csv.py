@@ -180,10 +180,10 @@ def _rows(handle: IO[bytes], options: ImportOptions) -> Iterator[tuple[str, list
             continue  # a blank line
         if max(map(len, cells)) > MAX_CELL_CHARS:
             raise refuse("too_large", lines.where)
+        if position >= MAX_ROWS:  # the header is position -1
+            raise refuse("too_large", "file")
         yield lines.where, cells
         position += 1
-        if position >= MAX_ROWS:
-            raise refuse("too_large", "file")
         lines.where = f"rows[{position}]"
 
 
