@@ -35,6 +35,11 @@ native ``lm-eval-log-samples`` reader reads it; the reference cannot read that
 file at all, so its time on the one-filter file of the same record count is
 the yardstick).
 
+A ragas result table written with pandas ``to_csv`` (``auto`` picks the
+native ``ragas-result-csv`` reader) is measured the same way: the reference
+has no CSV reader, so its time on the lm-eval file of the same record count
+is the yardstick.
+
 ``--scale`` imports a 1,000,000-record lm-eval samples file with sealeval
 alone (``import_run_streaming``) and prints its time and peak RSS (target:
 under 1 GiB).
@@ -46,6 +51,7 @@ Usage: python bench/import.py [--records 50000] [--seed 7] [--repeat 1]
 from __future__ import annotations
 
 import argparse
+import csv
 import hashlib
 import json
 import os
@@ -180,6 +186,42 @@ def jsonl_rows(count: int, seed: int) -> Any:
         yield row
 
 
+RAGAS_HEADER = (
+    "user_input",
+    "retrieved_contexts",
+    "response",
+    "reference",
+    "faithfulness",
+    "answer_relevancy",
+    "context_precision",
+    "context_recall",
+)
+
+
+def ragas_csv_rows(count: int, seed: int) -> Any:
+    """Yield ragas ``to_pandas()`` rows as pandas writes them (a failed metric: empty cell)."""
+    rng = random.Random(seed)
+    yield RAGAS_HEADER
+    for _ in range(count):
+        contexts = [_text(rng, 20, 60) + ', "quoted"\nline' for _ in range(rng.randint(1, 3))]
+        yield (
+            _text(rng, 5, 20) + "?",
+            repr(contexts),
+            _text(rng, 5, 40),
+            _text(rng, 3, 15),
+            repr(rng.random()),
+            "" if rng.random() < 0.1 else repr(rng.random()),
+            repr(rng.choice((0.0, 0.5, 0.9999999999))),
+            repr(rng.choice((0.0, 1.0))),
+        )
+
+
+def write_csv(path: Path, rows: Any) -> int:
+    with path.open("w", encoding="utf-8", newline="") as handle:
+        csv.writer(handle, lineterminator="\n").writerows(rows)
+    return path.stat().st_size
+
+
 def write_jsonl(path: Path, rows: Any) -> int:
     size = 0
     with path.open("w", encoding="utf-8") as handle:
@@ -312,7 +354,7 @@ def compare(
     same = "sealeval's two" if yardstick else "all three"
     print(f"  run digest ({same} identical): {stream['digest']}")
     if yardstick is not None:
-        print(f"  (reference timed on the one-filter file of {ref['records']:,} records)")
+        print(f"  (reference timed on the one-filter lm-eval file of {ref['records']:,} records)")
     header = f"  {'':34}{'import s':>10}{'wall s':>10}{'peak RSS MiB':>14}"
     print(header)
     for label, result in (
@@ -373,6 +415,9 @@ def main() -> None:
     options = parser.parse_args()
     if options.generate:
         kind, path, count, seed = options.generate
+        if kind == "ragas-csv":
+            print(write_csv(Path(path), ragas_csv_rows(int(count), int(seed))))
+            return
         rows = {
             "lm-eval-samples": lm_eval_rows,
             "lm-eval-filters": lm_eval_filter_rows,
@@ -388,9 +433,11 @@ def main() -> None:
     lm_eval = WORK / "bench-lm-eval-samples.jsonl"
     filters = WORK / "bench-lm-eval-filters.jsonl"
     plain = WORK / "bench-records.jsonl"
+    ragas = WORK / "bench-ragas.csv"
     generate("lm-eval-samples", lm_eval, records, options.seed)
     generate("lm-eval-filters", filters, records, options.seed)
     generate("jsonl", plain, records, options.seed)
+    generate("ragas-csv", ragas, records, options.seed)
     try:
         ratios = [
             compare("lm-eval-samples", lm_eval, "lm-eval-samples", reference, options.repeat),
@@ -412,11 +459,21 @@ def main() -> None:
                 ours="auto",
                 yardstick=lm_eval,
             ),
+            compare(
+                "ragas CSV, --adapter auto (ragas-result-csv)",
+                ragas,
+                "lm-eval-samples",
+                reference,
+                options.repeat,
+                ours="auto",
+                yardstick=lm_eval,
+            ),
         ]
     finally:
         lm_eval.unlink(missing_ok=True)
         filters.unlink(missing_ok=True)
         plain.unlink(missing_ok=True)
+        ragas.unlink(missing_ok=True)
     worst = min(ratios)
     print(f"\nworst speed-up: {worst:.1f}x (target {TARGET:.0f}x)")
     if worst < TARGET:
