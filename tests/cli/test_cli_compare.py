@@ -79,8 +79,13 @@ def test_comparison_vector_through_cli(case: dict[str, Any], tmp_path: Path) -> 
         cls, code, field, side = mapped
         assert result.exit_code == 2
         assert result.stdout == ""
-        assert ERROR_LINE.fullmatch(result.stderr) is not None
-        assert result.stderr == f"sealeval: error: {cli_field(cls, field, side)}: {code}\n"
+        first, *remedies = result.stderr.splitlines(keepends=True)
+        assert ERROR_LINE.fullmatch(first) is not None
+        assert first == f"sealeval: error: {cli_field(cls, field, side)}: {code}\n"
+        # at most one remedy line under it, naming options (never a value)
+        assert len(remedies) <= 1
+        assert all(line.startswith("sealeval: ") for line in remedies)
+        assert all(not line.startswith("sealeval: error:") for line in remedies)
     else:
         pytest.fail("vector case shape not understood")
 
@@ -164,7 +169,13 @@ def test_budget_options(tmp_path: Path) -> None:
     )
     short = _invoke(*_argv(case["input"], tmp_path, "--max-bootstrap-draws", str(int(needed) - 1)))
     assert short.exit_code == 2
-    assert short.stderr == "sealeval: error: max_bootstrap_draws: work_budget_exceeded\n"
+    # the plan is printed up front, then the refusal and the options that lift it
+    assert short.stderr.splitlines() == [
+        f"planned bootstrap draws: {int(needed):,} (work budget: {int(needed) - 1:,})",
+        "sealeval: error: max_bootstrap_draws: work_budget_exceeded",
+        "sealeval: raise the work budget with --max-bootstrap-draws N, or --unlimited-draws",
+    ]
+    assert short.stdout == ""
     assert _invoke(*_argv(case["input"], tmp_path, "--unlimited-draws")).exit_code in (0, 7)
     both = _invoke(
         *_argv(case["input"], tmp_path, "--unlimited-draws", "--max-bootstrap-draws", "5")

@@ -24,9 +24,8 @@ from pathlib import Path
 from typing import Any, Final
 
 import click
-from rich.console import Console
-from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
+from sealeval._progress import terminal_progress
 from sealeval.canonical import encode_invarlock
 from sealeval.captured.importers import (
     AUTO,
@@ -51,8 +50,6 @@ __all__ = ["PROGRESS_MIN_BYTES", "adapter_suggestion", "import_command"]
 PROGRESS_MIN_BYTES: Final = 8 * 1_048_576
 #: Largest ``--service-identity`` / ``--score-provenance`` file.
 _OPTION_FILE_BYTES: Final = 4 * 1_048_576
-#: Redraw the bar at most once per this many bytes processed.
-_PROGRESS_STEP: Final = 1_048_576
 
 
 def adapter_suggestion(typed: str) -> str | None:
@@ -106,29 +103,17 @@ def _size(path: Path) -> int:
 
 @contextmanager
 def _progress_bar(path: Path) -> Iterator[Any]:
-    """Yield a ``progress(completed, total)`` callback, or ``None`` when quiet."""
+    """Yield a ``progress(completed, total)`` callback, or ``None`` when quiet.
+
+    The bar is :mod:`sealeval._progress`'s (phase ``importing``, bytes).
+    """
     if not is_terminal() or _size(path) < PROGRESS_MIN_BYTES:
         yield None
         return
-    console = Console(stderr=True)
-    columns = (
-        TextColumn("importing"),
-        BarColumn(),
-        DownloadColumn(),
-        TimeRemainingColumn(),
-    )
-    # No refresh thread: the bar is redrawn from ``update`` itself, so the import
-    # stays single-threaded and may still use its forked worker on large files.
-    with Progress(*columns, console=console, transient=True, auto_refresh=False) as progress:
-        task = progress.add_task("import", total=None)
-        shown = -_PROGRESS_STEP
+    with terminal_progress(enabled=True) as reporter:
 
         def update(completed: int, total: int) -> None:
-            nonlocal shown
-            if completed - shown >= _PROGRESS_STEP or completed >= total:
-                shown = completed
-                progress.update(task, completed=completed, total=total)
-                progress.refresh()
+            reporter("importing", completed, total)
 
         yield update
 

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from sealeval._progress import PLANNED_DRAWS, Progress, notify
 from sealeval.canonical import digest_bytes, encode_invarlock
 from sealeval.captured.case_set import validate_run_case_set
 from sealeval.captured.comparison.model import (
@@ -224,6 +225,13 @@ def _scope_names(policy: ComparisonPolicy) -> Iterator[tuple[str, str]]:
         yield item.name, f"slices[{index}]."
 
 
+def _charge(required: int, budget: int | None, progress: Progress | None) -> None:
+    """Announce the planned draws, then refuse them beyond the budget (before any scoring)."""
+    notify(progress, PLANNED_DRAWS, required, -1 if budget is None else budget)
+    if budget is not None and required > budget:
+        raise ComparisonError("work_budget_exceeded", "max_bootstrap_draws")
+
+
 # ---------------------------------------------------------------------------
 # Public entry point
 
@@ -236,6 +244,7 @@ def compare_runs(
     max_bootstrap_draws: int | None = DEFAULT_MAX_BOOTSTRAP_DRAWS,
     decision_order: str = "reference",
     workers: int | None = None,
+    progress: Progress | None = None,
 ) -> ComparisonReport:
     """Compare a subject run with a baseline run under an approved policy (22-comparison.md).
 
@@ -255,6 +264,10 @@ def compare_runs(
             scopes (at least :data:`PARALLEL_MIN_PAIRS` pairs); ``None`` uses
             the available CPUs (at most 8), ``1`` computes in this process.
             The report is bit-identical for every value.
+        progress: optional :data:`sealeval._progress.Progress` callback:
+            the planned draws (announced before the budget is checked), then
+            the phases ``pairing``, ``scoring`` (metrics) and ``intervals``
+            (entries), counts only.
 
     Returns:
         The report; ``canonical_bytes`` is what an evidence pack stores.
@@ -284,13 +297,14 @@ def compare_runs(
     seeded = approved.bootstrap_metric_count > 0
     pairs = _pair(baseline_run, subject_run, approved, seeded)
     counts = [len(pairs.ids) if scope is None else int(scope.size) for scope in pairs.scopes]
+    notify(progress, "pairing", len(pairs.ids), len(pairs.ids))
     required = required_bootstrap_draws(counts, approved.bootstrap_metric_count)
-    if budget is not None and required > budget:
-        raise ComparisonError("work_budget_exceeded", "max_bootstrap_draws")
-    metric_values = [
-        _metric_values(metric, scorer, baseline_run, subject_run, pairs)
-        for metric, scorer in zip(approved.metrics, scorers, strict=True)
-    ]
+    _charge(required, budget, progress)
+    metric_values: list[_Values] = []
+    for metric, scorer in zip(approved.metrics, scorers, strict=True):
+        notify(progress, "scoring", len(metric_values), len(approved.metrics))
+        metric_values.append(_metric_values(metric, scorer, baseline_run, subject_run, pairs))
+    entry_count = len(pairs.scopes) * len(approved.metrics)
     masks = [values.missing_mask() for values in metric_values]
     missing_bytes = _missing_id_bytes(pairs, masks)
     if missing_bytes > MAX_MISSING_ID_BYTES:
@@ -304,6 +318,7 @@ def compare_runs(
                 # The overall scope holds every pair, so a held-back error is
                 # reached there, at this metric's turn.
                 raise values.error
+            notify(progress, "intervals", len(entries), entry_count)
             entries.append(
                 _entry(
                     metric,
@@ -318,6 +333,7 @@ def compare_runs(
                     where=f"{prefix}metrics[{metric.index}]",
                 )
             )
+    notify(progress, "intervals", len(entries), entry_count)
     limitations = list(LIMITATIONS)
     if baseline_run.service_identity is not None or subject_run.service_identity is not None:
         limitations.append(HOSTED_LIMITATION)
