@@ -44,6 +44,7 @@ __all__ = [
     "Progress",
     "TerminalProgress",
     "notify",
+    "phases_only",
     "planned_draws_line",
     "terminal_progress",
 ]
@@ -77,6 +78,19 @@ def notify(progress: Progress | None, phase: str, completed: int, total: int = 0
     """Call ``progress`` when given (library code's one-line hook)."""
     if progress is not None:
         progress(phase, completed, total)
+
+
+def phases_only(progress: Progress | None) -> Progress | None:
+    """Return ``progress`` without the :data:`PLANNED_DRAWS` announcement (a replay's)."""
+    if progress is None:
+        return None
+    given = progress
+
+    def phases(phase: str, completed: int, total: int) -> None:
+        if phase != PLANNED_DRAWS:
+            given(phase, completed, total)
+
+    return phases
 
 
 def planned_draws_line(planned: int, budget: int) -> str:
