@@ -34,7 +34,7 @@ ENVELOPE_REMEDY: Final = (
     "(on compare, evaluate, verify and report)"
 )
 #: The remedy when the limit is fixed.
-FIXED_LIMIT: Final = "this size limit is fixed (docs/scaling.md); no option lifts it"
+FIXED_LIMIT: Final = "this size limit is fixed (docs/cli.md, limits); no option lifts it"
 _IMPORT_REMEDY: Final = (
     "--compat-invarlock applies invarlock's envelope (50,000 records, 128 MiB); "
     "without it the import has no record cap"
