@@ -41,7 +41,8 @@ from sealeval.captured.importers.jsonl import decode_document, read_source
 from sealeval.captured.importers.registry import FALLBACKS
 from sealeval.captured.run import INVARLOCK_LIMITS, UNLIMITED
 from sealeval.captured.service_identity import validate_service_identity
-from sealeval.cli._common import CONTEXT_SETTINGS, EXIT_ERROR, is_terminal, refusals_exit
+from sealeval.cli._common import CONTEXT_SETTINGS, EXIT_ERROR, fail, is_terminal, refusals_exit
+from sealeval.cli._remedies import limit_remedy
 from sealeval.errors import CapturedError, SealevalError
 
 __all__ = ["PROGRESS_MIN_BYTES", "adapter_suggestion", "import_command"]
@@ -252,9 +253,14 @@ def import_command(
             summary = import_run_streaming(
                 path, output, adapter=adapter, progress=progress, **arguments
             )
-    except CapturedError:
+    except CapturedError as error:
         _hint(path, adapter, arguments)
-        raise
+        remedy = limit_remedy("import", error.code, error.field, compat_invarlock=compat_invarlock)
+        if remedy is None:
+            raise
+        exit_ = fail(error)
+        click.echo(f"sealeval: {remedy}", err=True)
+        raise exit_ from None
     if as_json:
         click.echo(encode_invarlock(summary.document()).decode("utf-8"))
     else:
