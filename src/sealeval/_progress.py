@@ -140,7 +140,8 @@ class TerminalProgress:
         from rich.progress import Progress as RichProgress  # noqa: PLC0415
 
         counts: ProgressColumn = DownloadColumn() if unit == "bytes" else MofNCompleteColumn()
-        console = Console(file=self._stream or sys.stderr, stderr=self._stream is None)
+        # Drawn only when the caller found a terminal (or asked for the bar).
+        console = Console(file=self._stream or sys.stderr, force_terminal=True)
         columns = (
             TextColumn("{task.description}"),
             BarColumn(),
