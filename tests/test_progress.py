@@ -70,7 +70,8 @@ def test_disabled_reporter_is_silent_but_notes_and_announces() -> None:
         planned_draws_line(4_096, -1),
         "next line",
     ]
-    assert planned_draws_line(4_096, -1) == "planned bootstrap draws: 4,096 (work budget: unlimited)"
+    unlimited = "planned bootstrap draws: 4,096 (work budget: unlimited)"
+    assert planned_draws_line(4_096, -1) == unlimited
     assert planned_draws_line(2_048, 10_000) == (
         "planned bootstrap draws: 2,048 (work budget: 10,000)"
     )
