@@ -37,6 +37,7 @@ COMMANDS: Final[Mapping[str, tuple[str, str]]] = {
     "manifest": ("sealeval.cli.manifest", "manifest"),
     "plan": ("sealeval.cli.plan", "plan_command"),
     "report": ("sealeval.cli.report", "report_command"),
+    "extended": ("sealeval.cli.extended", "extended_command"),
     "session": ("sealeval.cli.session", "session"),
     "verify": ("sealeval.cli.verify", "verify_command"),
     "view": ("sealeval.cli.view", "view_command"),
