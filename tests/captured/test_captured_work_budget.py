@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 import pytest
 
+import sealeval
 from sealeval._progress import PHASES, PLANNED_DRAWS
 from sealeval.captured.comparison import (
     DEFAULT_MAX_BOOTSTRAP_DRAWS,
@@ -16,7 +18,7 @@ from sealeval.captured.intervals import REPLICATES
 from sealeval.captured.planning import DEFAULT_WORK_BUDGET, PlanningError, plan_draws
 from sealeval.captured.policy import parse_comparison_policy
 from support.captured_comparison import vector_run
-from support.vectors import load
+from support.vectors import load, vectors_dir
 
 VECTORS = "invarlock/comparisons.json"
 
@@ -113,3 +115,26 @@ def test_a_hosts_cap_is_enforced_after_the_plan_is_announced() -> None:
     )
     assert (PLANNED_DRAWS, needed, needed - 1) in heard
     assert "scoring" not in [event[0] for event in heard]  # refused before any scoring
+
+
+def test_the_library_face_takes_uncapped_progress_and_the_default_budget() -> None:
+    """``sealeval.compare``: sealeval's default budget; uncapped and progress pass through."""
+    default = inspect.signature(sealeval.compare).parameters["max_bootstrap_draws"].default
+    assert default == DEFAULT_WORK_BUDGET
+    case = _case("text-20-multi-metric-slices")
+    root = vectors_dir() / "invarlock"
+    heard: list[tuple[str, int, int]] = []
+    report = sealeval.compare(
+        root / case["baseline"],
+        root / case["subject"],
+        case["policy"],
+        uncapped=True,
+        progress=lambda *event: heard.append(event),
+    )
+    expected = compare_runs(
+        baseline=vector_run(case["baseline"]),
+        subject=vector_run(case["subject"]),
+        policy=case["policy"],
+    )
+    assert report.canonical_bytes == expected.canonical_bytes
+    assert (PLANNED_DRAWS, report.required_bootstrap_draws, DEFAULT_WORK_BUDGET) in heard
