@@ -12,6 +12,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import click
 import pytest
 from click.testing import CliRunner
 
@@ -220,3 +221,24 @@ def test_limit_remedy_table(
     command: str, code: str, field: str, options: dict[str, bool], expected: str | None
 ) -> None:
     assert limit_remedy(command, code, field, **options) == expected
+
+
+def test_other_commands_say_a_size_limit_is_fixed() -> None:
+    """Commands without a cap option (session, manifest, gates, ...) share ``refusals_exit``."""
+    from sealeval.captured.errors import CapturedRunError  # noqa: PLC0415
+    from sealeval.cli._common import refusals_exit  # noqa: PLC0415
+
+    @click.command()
+    @click.argument("code")
+    @refusals_exit
+    def refusing(code: str) -> None:
+        raise CapturedRunError(code, "run")
+
+    too_large = CliRunner().invoke(refusing, ["too_large"])
+    assert too_large.exit_code == 2
+    assert too_large.stderr.splitlines() == [
+        "sealeval: error: run: too_large",
+        f"sealeval: {FIXED_LIMIT}",
+    ]
+    other = CliRunner().invoke(refusing, ["not_found"])
+    assert other.stderr.splitlines() == ["sealeval: error: run: not_found"]

@@ -11,6 +11,7 @@ from typing import IO, Any, Final, ParamSpec, TypeVar
 
 import click
 
+from sealeval.cli._remedies import FIXED_LIMIT
 from sealeval.errors import SealevalError, UsageError
 
 __all__ = [
@@ -49,14 +50,21 @@ def fail(error: SealevalError) -> click.exceptions.Exit:
 
 
 def refusals_exit(command: Callable[P, R]) -> Callable[P, R]:
-    """Turn any :class:`SealevalError` (or stray ``OSError``) of a command into exit status 2."""
+    """Turn any :class:`SealevalError` (or stray ``OSError``) of a command into exit status 2.
+
+    A ``too_large`` refusal gets the line saying its limit is fixed (commands
+    whose limits an option lifts print their own remedy first).
+    """
 
     @functools.wraps(command)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             return command(*args, **kwargs)
         except SealevalError as error:
-            raise fail(error) from None
+            exit_ = fail(error)
+            if error.code == "too_large":  # no option of these commands lifts a size limit
+                click.echo(f"sealeval: {FIXED_LIMIT}", err=True)
+            raise exit_ from None
         except OSError as error:
             if error.errno == errno.EPIPE:
                 raise
