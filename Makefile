@@ -83,8 +83,10 @@ lint: $(DEV_STAMP)
 types: $(DEV_STAMP)
 	$(BIN)/mypy --strict src
 
+## The suite runs in TEST_WORKERS processes (pytest-xdist, work stealing); TEST_WORKERS=0 runs it in one.
+TEST_WORKERS ?= 2
 unit: $(DEV_STAMP) $(UCD_STAMPS)
-	$(BIN)/python -m pytest --cov=sealeval --cov-branch --cov-report=term:skip-covered --cov-fail-under=95
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist worksteal --cov=sealeval --cov-branch --cov-report=term:skip-covered --cov-fail-under=95
 
 ## make interop: check documents both ways against the reference openmed 3.1.0 and
 ## invarlock 0.17.1 (each in its own venv; invarlock needs Python 3.12, from pyenv)
@@ -115,10 +117,17 @@ tables: $(UCD_STAMPS)
 VECTORS_ALT_SEED ?= 7
 VECTORS_SOURCE ?= ../shared/vectors
 VECTORS_ALT_TESTS := tests/captured/test_captured_comparison.py tests/cli/test_cli_compare.py \
-  tests/captured/test_captured_intervals.py tests/captured/test_captured_run.py tests/captured/test_captured_statistics.py
-vectors-alt: $(DEV_STAMP) $(INTEROP_INVARLOCK)/bin/python
+  tests/captured/test_captured_intervals.py tests/captured/test_captured_run.py \
+  tests/captured/test_captured_statistics.py tests/captured/test_captured_request.py \
+  tests/captured/test_captured_export.py tests/captured/test_captured_importers.py \
+  tests/cli/test_cli_import.py tests/manifest/test_manifest_sealed.py tests/gates/test_gates.py \
+  tests/session/test_session_holdout.py tests/session/test_session_record.py \
+  tests/test_contracts.py tests/test_canonical.py tests/attest/test_attest.py tests/cli/test_attest_cli.py
+vectors-alt: $(DEV_STAMP) $(INTEROP_INVARLOCK)/bin/python $(INTEROP_OPENMED)/bin/python
 	@alt=$$(mktemp -d) && trap 'rm -rf "$$alt"' EXIT && \
 	  $(INTEROP_INVARLOCK)/bin/python scripts/vectors/regenerate.py --vectors $(VECTORS_SOURCE) \
+	    --output "$$alt/vectors" --seed $(VECTORS_ALT_SEED) && \
+	  $(INTEROP_OPENMED)/bin/python scripts/vectors/regenerate_openmed.py --vectors $(VECTORS_SOURCE) \
 	    --output "$$alt/vectors" --seed $(VECTORS_ALT_SEED) && \
 	  SEALEVAL_VECTORS="$$alt/vectors" $(BIN)/python -m pytest -q -p no:cacheprovider --no-cov \
 	    $(VECTORS_ALT_TESTS)

@@ -36,8 +36,20 @@ slice tag unless ``--scale-metadata``), compared once, and the script prints
 the ``compare_runs`` time, the memory the two runs hold and the process's peak
 RSS, which must stay under 2 GiB.
 
+``--realistic`` compares lm-eval-like runs (``bench/_realistic.py``: ~1.4 KB
+few-shot inputs, ``doc-N`` ids out of code-point order, ``task``/``topic``
+tags) of ``--records`` cases with the usual metrics (``exact_match`` +
+``token_f1``, overall and one slice, no work budget): the pair is written
+record by record under ``--work-dir`` (default ``bench/.work``; about 2.8 GB
+for 1,000,000 records, deleted afterwards), then each command runs in its own
+child process and the script prints its wall time and peak RSS (``os.wait4``
+rusage of that child): ``compare_run_files`` (streamed, columnar), and with
+``--in-memory`` also ``read_canonical_run`` + ``compare_runs`` (both runs held). Target:
+streamed under 1 GiB at 1,000,000 records.
+
 Usage: python bench/compare.py [--records 50000] [--seed 7] [--repeat 1] [--workers auto|N]
        python bench/compare.py --scale [--scale-records 1000000] [--scale-metadata]
+       python bench/compare.py --realistic [--records N] [--in-memory] [--work-dir DIR]
 """
 
 from __future__ import annotations
@@ -384,6 +396,76 @@ def scale(records: int, seed: int, *, metadata: bool) -> int:
     return 0
 
 
+REALISTIC_RSS_LIMIT_KIB = 1024 * 1024
+
+STREAMED_CHILD = """
+import json, sys
+from sealeval.captured.comparison import compare_run_files
+baseline, subject, policy = sys.argv[1:4]
+report = compare_run_files(baseline=baseline, subject=subject,
+                           policy=json.load(open(policy)), max_bootstrap_draws=None)
+print(json.dumps({"decision": report.decision, "digest": report.digest}))
+"""
+
+IN_MEMORY_CHILD = """
+import json, sys
+from sealeval.captured import read_canonical_run
+from sealeval.captured.comparison import compare_runs
+baseline, subject, policy = sys.argv[1:4]
+report = compare_runs(baseline=read_canonical_run(baseline), subject=read_canonical_run(subject),
+                      policy=json.load(open(policy)), max_bootstrap_draws=None)
+print(json.dumps({"decision": report.decision, "digest": report.digest}))
+"""
+
+
+def realistic(records: int, seed: int, *, in_memory: bool, work_dir: Path) -> int:
+    """Compare a realistic-content pair in child processes; print time and peak RSS."""
+    sys.path.insert(0, str(HERE))
+    from _realistic import json_or_empty, measured, write_realistic_pair  # noqa: PLC0415
+
+    work_dir.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=work_dir, prefix="compare-realistic-") as folder:
+        root = Path(folder)
+        start = time.perf_counter()
+        baseline, subject = write_realistic_pair(root, records, seed)
+        size = baseline.stat().st_size + subject.stat().st_size
+        print(
+            f"wrote 2 x {records:,} realistic records ({size / 1024**2:,.0f} MiB) "
+            f"in {time.perf_counter() - start:.1f} s"
+        )
+        both = {
+            **policy("exact_match"),
+            "slices": [{"name": "geo", "where": {"topic": "geography"}}],
+        }
+        both["metrics"] = [policy("exact_match")["metrics"][0], policy("token_f1")["metrics"][0]]
+        policy_path = root / "policy.json"
+        policy_path.write_text(json.dumps(both), encoding="utf-8")
+        children = [("compare_run_files (streamed)", STREAMED_CHILD)]
+        if in_memory:
+            children.append(("read_canonical_run + compare_runs", IN_MEMORY_CHILD))
+        worst = 0
+        digests = set()
+        for label, child in children:
+            seconds, status, peak, out, cpu = measured(
+                [sys.executable, "-c", child, str(baseline), str(subject), str(policy_path)], root
+            )
+            result = json_or_empty(out)
+            if status != 0 or not result:
+                print(f"{label} failed (exit {status})", file=sys.stderr)
+                return 1
+            digests.add(result["digest"])
+            worst = max(worst, peak) if "streamed" in label else worst
+            print(
+                f"  {label:36} {seconds:8.1f} s wall {cpu:8.1f} s CPU"
+                f"  peak RSS {peak / 1024:7,.0f} MiB  decision {result['decision']}"
+            )
+        if len(digests) != 1:
+            print("  FAIL: the reports differ", file=sys.stderr)
+            return 1
+        print(f"  streamed peak RSS limit {REALISTIC_RSS_LIMIT_KIB / 1024:.0f} MiB")
+        return 0 if worst < REALISTIC_RSS_LIMIT_KIB else 1
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=50_000)
@@ -401,7 +483,17 @@ def main() -> int:
         action="store_true",
         help="keep the (unused) slice tag on every record of the --scale runs",
     )
+    parser.add_argument("--realistic", action="store_true")
+    parser.add_argument("--in-memory", action="store_true")
+    parser.add_argument("--work-dir", type=Path, default=WORK)
     arguments = parser.parse_args()
+    if arguments.realistic:
+        return realistic(
+            arguments.records,
+            arguments.seed,
+            in_memory=arguments.in_memory,
+            work_dir=arguments.work_dir,
+        )
     if arguments.scale:
         return scale(arguments.scale_records, arguments.seed, metadata=arguments.scale_metadata)
     return compare_with_reference(

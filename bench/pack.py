@@ -32,9 +32,18 @@ written record by record (``RunWriter``), then ``evaluate --uncapped`` and
 time and the peak resident set size of its process (``os.wait4`` rusage of
 that child; target: under 2 GiB each).
 
+``--realistic`` does the same with lm-eval-like content (``bench/_realistic.py``:
+~1.4 KB few-shot inputs, ``doc-N`` ids, ``task``/``topic`` tags; the policy
+above, whose slice selects ``topic: geography``) for ``--records`` cases,
+written under ``--work-dir`` (default ``bench/.work``; about 2.8 GB of runs
+for 1,000,000 records, deleted afterwards), and also times ``sealeval report
+--uncapped --json`` on the pack: one line per command with wall time and peak
+RSS (target: under 1 GiB each).
+
 Usage: python bench/pack.py [--records 50000] [--seed 11] [--repeat 1]
                             [--reference-python PATH]
        python bench/pack.py --scale [--scale-records 1000000]
+       python bench/pack.py --realistic [--records N] [--work-dir DIR]
 """
 
 from __future__ import annotations
@@ -240,6 +249,77 @@ def scale(records: int, seed: int) -> int:
         return 0 if worst < RSS_LIMIT_KIB else 1
 
 
+REALISTIC_RSS_LIMIT_KIB = 1024 * 1024
+
+
+def realistic(records: int, seed: int, work_dir: Path) -> int:
+    """Build, verify and render one realistic-content pack; print each command's time and RSS."""
+    sys.path.insert(0, str(HERE))
+    from _realistic import json_or_empty, measured, write_realistic_pair  # noqa: PLC0415
+
+    work_dir.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=work_dir, prefix="pack-realistic-") as folder:
+        root = Path(folder)
+        request = root / "request"
+        start = time.perf_counter()
+        write_realistic_pair(request / "inputs", records, seed)
+        (request / "policy.json").write_text(json.dumps(POLICY), encoding="utf-8")
+        (request / "request.yaml").write_text(REQUEST, encoding="utf-8")
+        size = sum(p.stat().st_size for p in (request / "inputs").iterdir())
+        print(
+            f"wrote 2 x {records:,} realistic records ({size / 1024**2:,.0f} MiB) "
+            f"in {time.perf_counter() - start:.1f} s"
+        )
+        signer = generate_key_directory(root / "signer")
+        verifier = generate_key_directory(root / "verifier")
+        rows: list[tuple[str, float, int, int, float]] = []
+        seconds, status, peak, out, cpu = measured(
+            [
+                *SEALEVAL_SIDE,
+                "evaluate",
+                "request.yaml",
+                "--signing-key",
+                str(signer.private_key),
+                "--output",
+                "pack",
+                "--max-bootstrap-draws",
+                SCALE_BUDGET,
+                "--uncapped",
+                "--json",
+            ],
+            request,
+        )
+        built = json_or_empty(out)
+        rows.append(("evaluate --uncapped", seconds, status, peak, cpu))
+        if status != 0 or not built:
+            print(f"evaluate failed (exit {status})", file=sys.stderr)
+            return 1
+        arguments = _verify_args("pack", built, signer.fingerprint, verifier.private_key, "")
+        arguments[arguments.index("--receipt") + 1] = str(root / "receipt.json")
+        arguments[arguments.index("--max-bootstrap-draws") + 1] = SCALE_BUDGET
+        seconds, status, peak, out, cpu = measured(
+            [*SEALEVAL_SIDE, "verify", *arguments, "--uncapped"], request
+        )
+        rows.append(("verify --uncapped", seconds, status, peak, cpu))
+        sealeval = str(Path(sys.executable).with_name("sealeval"))
+        seconds, status, peak, out, cpu = measured(
+            [sealeval, "report", "pack", "--uncapped", "--json"], request
+        )
+        rows.append(("report --uncapped --json", seconds, status, peak, cpu))
+        print(f"pack of 2 x {records:,} realistic records, decision {built['decision']}")
+        for label, seconds, status, peak, cpu in rows:
+            print(
+                f"  {label:26} {seconds:8.1f} s wall {cpu:8.1f} s CPU"
+                f"  peak RSS {peak / 1024:7,.0f} MiB  exit {status}"
+            )
+        worst = max(row[3] for row in rows)
+        print(
+            f"  worst peak RSS {worst / 1024:,.0f} MiB"
+            f" (target {REALISTIC_RSS_LIMIT_KIB // 1024} MiB)"
+        )
+        return 0 if worst < REALISTIC_RSS_LIMIT_KIB and all(r[2] in (0, 7) for r in rows) else 1
+
+
 def _ensure_reference(given: Path | None) -> Path:
     if given is not None:
         return Path(given).absolute()
@@ -331,7 +411,11 @@ def main() -> int:
     parser.add_argument("--reference-python", type=Path)
     parser.add_argument("--scale", action="store_true")
     parser.add_argument("--scale-records", type=int, default=1_000_000)
+    parser.add_argument("--realistic", action="store_true")
+    parser.add_argument("--work-dir", type=Path, default=WORK)
     args = parser.parse_args()
+    if args.realistic:
+        return realistic(args.records, args.seed, args.work_dir)
     if args.scale:
         return scale(args.scale_records, args.seed)
     reference = _ensure_reference(args.reference_python)

@@ -6,7 +6,9 @@
 * every family package (each public package directly under ``sealeval``) has a
   face: an ``__init__.py`` declaring ``__all__``, every name of which it binds;
 * no test module imports another test module (shared helpers live in
-  ``tests/support/``, shared fixtures in ``tests/conftest.py``).
+  ``tests/support/``, shared fixtures in ``tests/conftest.py``);
+* no module imports another module's underscore names (an allow-list, which
+  may only shrink, names the packages still being cleaned).
 """
 
 from __future__ import annotations
@@ -203,3 +205,58 @@ def test_tests_mirror_the_package() -> None:
 def test_test_module_basenames_are_unique() -> None:
     names = [path.name for path in _test_files() if path.name.startswith("test_")]
     assert len(names) == len(set(names)), "pytest imports test modules by basename"
+
+
+# ---------------------------------------------------------------------------
+# Underscore names stay in their module
+
+
+#: Sub-packages of ``sealeval`` whose modules still import underscore names of
+#: other modules, each with the most such imports it may hold while it is being
+#: cleaned (``captured/`` and its importers). A count may only
+#: fall; lower it when a package is cleaned and drop the entry at zero. Every
+#: other package (``manifest/``, ``session/``, ``gates/``, ...) holds none: a
+#: helper two modules share is public within its package, or lives in its home.
+UNDERSCORE_IMPORTS_UNTIL_CLEANED: dict[str, int] = {"captured": 129}
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _underscore_imports() -> dict[str, list[str]]:
+    """Map each sub-package to its ``from sealeval.x import _name`` of another module's name."""
+    modules = {_module_name(path) for path in _modules()}
+    found: dict[str, list[str]] = {}
+    for path in _modules():
+        importer = _module_name(path)
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.ImportFrom) or node.level or not node.module:
+                continue
+            if node.module.split(".")[0] != "sealeval" or node.module == importer:
+                continue
+            for alias in node.names:
+                private = alias.name.startswith("_") and not alias.name.startswith("__")
+                if private and f"{node.module}.{alias.name}" not in modules:
+                    package = importer.split(".")[1] if "." in importer else importer
+                    found.setdefault(package, []).append(f"{importer}: {node.module}.{alias.name}")
+    return found
+
+
+def test_no_module_imports_another_modules_underscore_names() -> None:
+    found = _underscore_imports()
+    assert set(UNDERSCORE_IMPORTS_UNTIL_CLEANED) <= {_relative(path) for path in _packages()}
+    offenders = {
+        package: imports
+        for package, imports in sorted(found.items())
+        if len(imports) > UNDERSCORE_IMPORTS_UNTIL_CLEANED.get(package, 0)
+    }
+    assert offenders == {}, "make the shared name public within its package, or move it home"
+
+
+def test_every_underscore_allowance_is_still_needed() -> None:
+    # An allowance outlives nothing: a cleaned package's entry goes (and the scan sees imports).
+    found = _underscore_imports()
+    stale = sorted(name for name in UNDERSCORE_IMPORTS_UNTIL_CLEANED if not found.get(name))
+    assert stale == [], "drop the entry of a package that is clean now"

@@ -312,7 +312,7 @@ def test_decode_inverts_both_encoders(value: Any) -> None:
     assert _same(decode(encode_invarlock(value)), value)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(st.dictionaries(_keys, _json_values, max_size=8), st.randoms(use_true_random=False))
 def test_encoding_ignores_insertion_order(value: dict[str, Any], rng: Any) -> None:
     items = list(value.items())

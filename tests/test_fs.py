@@ -568,3 +568,149 @@ def test_exclusive_writer_streams_and_discards(tmp_path: Path) -> None:
         writer.write(b"after")
     assert _code(error) == "output_unwritable"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["late", "run.json"]
+
+
+# ---------------------------------------------------------------------------
+# The lenient walk (the viewer's catalog), descend, lock files
+
+
+def _lenient(root: Path, **options: object) -> tuple[list[tuple[str, str]], _fs.WalkSkips]:
+    skips = _fs.WalkSkips()
+    entries = [
+        (entry.kind, entry.path)
+        for entry in _fs.walk_tree(root, lenient=skips, **options)  # type: ignore[arg-type]
+    ]
+    return entries, skips
+
+
+def test_lenient_walk_passes_over_what_a_strict_walk_refuses(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    (root / "sub").mkdir(parents=True)
+    (root / "sub" / "kept.txt").write_bytes(b"k")
+    (root / "escape").symlink_to("/etc")
+    (root / "dangling").symlink_to("nowhere")
+    os.mkfifo(root / "fifo")
+    (root / os.fsdecode(b"\xff")).write_bytes(b"")
+    with pytest.raises(FileSystemError):
+        _walk(root)
+    entries, skips = _lenient(root)
+    # links are listed (never read or resolved); the FIFO and the undecodable name are skipped
+    assert entries == [("l", "dangling"), ("l", "escape"), ("d", "sub"), ("f", "sub/kept.txt")]
+    assert skips == _fs.WalkSkips(skipped=2, truncated=False)
+
+
+def test_lenient_walk_links_carry_no_target(tmp_path: Path) -> None:
+    (tmp_path / "a").write_bytes(b"a")
+    (tmp_path / "l").symlink_to("a")
+    skips = _fs.WalkSkips()
+    links = [entry for entry in _fs.walk_tree(tmp_path, lenient=skips) if entry.kind == "l"]
+    assert [(link.link_text, link.link_target) for link in links] == [(None, None)]
+
+
+def test_lenient_walk_truncates_instead_of_refusing(tmp_path: Path) -> None:
+    _files(tmp_path, "a/b/c/f")
+    entries, skips = _lenient(tmp_path, max_depth=1)
+    assert entries == [("d", "a"), ("d", "a/b")]  # a/b is listed but not entered
+    assert skips.truncated
+    for index in range(5):
+        (tmp_path / f"f{index}").write_bytes(b"")
+    entries, skips = _lenient(tmp_path, max_entries=3)
+    assert len(entries) == 3
+    assert skips.truncated
+    entries, skips = _lenient(tmp_path)
+    assert len(entries) == 9
+    assert skips == _fs.WalkSkips()
+
+
+def _swap_for_link(entry: _fs.TreeEntry) -> bool:
+    """An ``enter`` hook that swaps the listed directory for a link just before it is entered."""
+    os.rename(entry.name, entry.name + b".moved", src_dir_fd=entry.dir_fd, dst_dir_fd=entry.dir_fd)
+    os.symlink(entry.name + b".moved", entry.name, dir_fd=entry.dir_fd)
+    return True
+
+
+@pytest.mark.parametrize("lenient", [False, True], ids=["strict", "lenient"])
+def test_a_directory_swapped_before_it_is_entered(tmp_path: Path, lenient: bool) -> None:
+    root = _files(tmp_path / "root", "sub/inside", "z.txt")
+    skips = _fs.WalkSkips() if lenient else None
+    walk = _fs.walk_tree(root, enter=_swap_for_link, lenient=skips)
+    if not lenient:
+        with pytest.raises(FileSystemError) as error:
+            list(walk)
+        assert _code(error) == "file_changed"
+        return
+    assert [entry.path for entry in walk] == ["sub", "z.txt"]  # never read through the link
+    assert skips == _fs.WalkSkips(skipped=1, truncated=False)
+
+
+def _files(root: Path, *relatives: str) -> Path:
+    """Create empty files (and their folders) below ``root``; return ``root``."""
+    for relative in relatives:
+        (root / relative).parent.mkdir(parents=True, exist_ok=True)
+        (root / relative).write_bytes(b"")
+    return root
+
+
+def test_walk_enter_prunes_and_root_follow_is_optional(tmp_path: Path) -> None:
+    root = _files(tmp_path / "root", "skip/inside", "keep/inside")
+    seen = [entry.path for entry in _fs.walk_tree(root, enter=lambda entry: entry.name != b"skip")]
+    assert seen == ["keep", "keep/inside", "skip"]
+    (tmp_path / "alias").symlink_to(root)
+    assert len(_walk(tmp_path / "alias")) == 4
+    with pytest.raises(FileSystemError) as error:
+        list(_fs.walk_tree(tmp_path / "alias", follow_root=False))
+    assert _code(error) == "not_directory"
+
+
+def test_descend_opens_a_chain_and_owns_the_descriptor(tmp_path: Path) -> None:
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    (tmp_path / "a" / "b" / "f").write_bytes(b"x")
+    (tmp_path / "a" / "link").symlink_to("b")
+    before = len(os.listdir("/proc/self/fd"))
+    fd = _fs.descend(_fs.open_directory(tmp_path), ["a", "b"])
+    try:
+        assert _fs.read_regular("f", limit=1, dir_fd=fd) == b"x"
+    finally:
+        os.close(fd)
+    for parts, code in ((["a", "link"], "not_directory"), (["a", "missing"], "not_found")):
+        with pytest.raises(FileSystemError) as error:
+            _fs.descend(_fs.open_directory(tmp_path), parts)
+        assert _code(error) == code
+    assert len(os.listdir("/proc/self/fd")) == before  # every descriptor closed
+
+
+def test_open_lock_file_refusals(tmp_path: Path) -> None:
+    lock = tmp_path / "x.lock"
+    with pytest.raises(FileSystemError) as error:
+        _fs.open_lock_file(lock)
+    assert _code(error) == "not_found"
+    fd = _fs.open_lock_file(lock, create=True)
+    os.close(fd)
+    assert stat.S_IMODE(lock.stat().st_mode) == 0o600
+    with pytest.raises(FileSystemError) as error:
+        _fs.open_lock_file(lock, exclusive=True)
+    assert _code(error) == "output_exists"
+    (tmp_path / "link.lock").symlink_to(lock)
+    os.mkfifo(tmp_path / "fifo.lock")
+    for name in ("link.lock", "fifo.lock"):  # never followed, never blocks
+        with pytest.raises(FileSystemError) as error:
+            _fs.open_lock_file(tmp_path / name, create=True)
+        assert _code(error) == "not_regular_file"
+    (tmp_path / "dangling").symlink_to("nowhere")
+    with pytest.raises(FileSystemError) as error:
+        _fs.open_lock_file(tmp_path / "dangling", exclusive=True)
+    assert _code(error) == "output_exists"  # O_EXCL refuses even a dangling link
+
+
+def test_read_below_names_a_linked_or_missing_component(tmp_path: Path) -> None:
+    _files(tmp_path, "a/b/f")
+    (tmp_path / "link").symlink_to("a")
+    assert _fs.read_below(tmp_path, "a/b/f", limit=1) == b""
+    for base, relative, code in (
+        (tmp_path, "link/b/f", "not_regular_file"),
+        (tmp_path, "a/missing/f", "not_found"),
+        (tmp_path / "missing", "a/b/f", "not_found"),
+    ):
+        with pytest.raises(FileSystemError) as error:
+            _fs.read_below(base, relative, limit=1)
+        assert _code(error) == code

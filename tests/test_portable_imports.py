@@ -7,13 +7,15 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
+import time
 import tomllib
 import types
 from pathlib import Path
 
 import pytest
 
-from sealeval import _lock
+from sealeval import _fs, _lock
 from sealeval.cli import COMMANDS
 from support.vectors import PROJECT_ROOT
 
@@ -93,6 +95,37 @@ def test_lock_is_exclusive_across_descriptors(tmp_path: Path) -> None:
     finally:
         os.close(first)
         os.close(second)
+
+
+def test_a_waiting_lock_is_taken_once_released(tmp_path: Path) -> None:
+    assert _lock.process_locks() is hasattr(os, "geteuid")  # flock on POSIX
+    holder = _fs.open_lock_file(tmp_path / "lock", create=True)
+    waiter = _fs.open_lock_file(tmp_path / "lock")  # its own open file description
+    try:
+        _lock.lock_exclusive(holder)
+        taken = threading.Event()
+
+        def wait_for_it() -> None:
+            _lock.lock_exclusive(waiter, wait=True)
+            taken.set()
+
+        thread = threading.Thread(target=wait_for_it)
+        thread.start()
+        time.sleep(0.05)
+        assert not taken.is_set()  # still waiting while the holder keeps the lock
+        _lock.unlock(holder)
+        thread.join(timeout=10)
+        assert taken.is_set()
+        with pytest.raises(BlockingIOError):
+            _lock.lock_exclusive(holder)  # now the waiter holds it
+    finally:
+        os.close(waiter)
+        os.close(holder)
+
+
+def test_no_backend_means_no_process_locks(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_lock, "_BACKENDS", ("no_such_locking_module",))
+    assert _lock.process_locks() is False
 
 
 def test_classifiers_list_exactly_the_interpreters_ci_tests() -> None:

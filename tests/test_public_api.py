@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -279,6 +280,58 @@ def test_init_starters_through_the_real_commands(workspace: Path) -> None:
     assert compared[0] == 2  # compare takes run files (sealeval import), not result files
 
 
+def _cli_walks() -> list[list[list[str]]]:
+    """The sh blocks of docs/cli.md's walk: commands (comments dropped, lines joined)."""
+    text = (DOCS / "cli.md").read_text(encoding="utf-8")
+    walk = text.split("## From nothing to a signed, verified pack", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```sh\n(.*?)```", walk, re.DOTALL)
+    commands = []
+    for block in blocks:
+        joined = block.replace("\\\n", " ")
+        commands.append(
+            [shlex.split(line, comments=True) for line in joined.splitlines() if line.strip()]
+        )
+    return commands
+
+
+#: What `sealeval evaluate` prints for each digest option of `sealeval init trust`.
+_PRINTED = {
+    "--baseline-run-digest": "Baseline run digest",
+    "--subject-run-digest": "Subject run digest",
+    "--request-digest": "Request digest",
+    "--evidence-signer-fingerprint": "Signer fingerprint",
+}
+
+
+def test_documented_cli_walk_runs_as_written(workspace: Path) -> None:
+    walk, gates = _cli_walks()
+    assert walk[0][:2] == ["sealeval", "init"]  # it starts from sealeval init
+    printed: dict[str, str] = {}
+    for argv in walk:
+        assert argv[0] == "sealeval"
+        args = argv[1:]
+        if args[:2] == ["init", "trust"]:  # each D: the digest evaluate printed for it
+            args = [
+                printed[_PRINTED[args[index - 1]]] if arg == "D" else arg
+                for index, arg in enumerate(args)
+            ]
+        code, out, err = _invoke(*args)
+        assert code == 0, (argv, err)
+        printed.update(
+            line.split(": ", 1) for line in (out + err).splitlines() if ": sha256:" in line
+        )
+    receipt = json.loads((workspace / "receipt.json").read_text(encoding="utf-8"))
+    statement = receipt["statement"]
+    assert statement["format"].endswith("evidence-verification-receipt-v3")
+    assert statement["pack_manifest_digest"] == printed["Pack manifest digest"]
+    assert "<html" in (workspace / "report.html").read_text(encoding="utf-8").lower()
+    for argv in gates:
+        args = ["sha256:" + "c" * 64 if arg == "sha256:HEX" else arg for arg in argv[1:]]
+        code, out, err = _invoke(*args)
+        assert code == 0, (argv, err)
+    assert "decision: READY" in out
+
+
 def test_init_session_runs_with_the_demo_data(workspace: Path) -> None:
     demo = resources.files("sealeval") / "_data" / "demo" / "session"
     with resources.as_file(demo) as source:
@@ -297,7 +350,50 @@ def test_init_session_runs_with_the_demo_data(workspace: Path) -> None:
     assert "session digest" in result.stdout
 
 
-@pytest.mark.parametrize("kind", ["policy", "request", "session"])
+def test_init_gate_sources_evaluates_like_the_demo_evidence(workspace: Path) -> None:
+    code, out, _ = _invoke("init", "gate-sources")
+    assert code == 0
+    assert "sealeval gates evaluate gate-sources.yaml" in out
+    assert (workspace / "gate-sources.yaml").read_text(encoding="utf-8").startswith("# sealeval")
+    candidate = "sha256:" + "c" * 64
+    code, out, err = _invoke(
+        "gates", "evaluate", "gate-sources.yaml", "--candidate-digest", candidate, "--json"
+    )
+    assert (code, err) == (0, "")
+    from_yaml = json.loads(out)
+    assert from_yaml["decision"] == "READY"
+    demo = resources.files("sealeval") / "_data" / "gates" / "baseline_pass.json"
+    (workspace / "demo.json").write_bytes(demo.read_bytes())  # what `sealeval demo` writes
+    code, out, _ = _invoke(
+        "gates", "evaluate", "demo.json", "--candidate-digest", candidate, "--json"
+    )
+    assert code == 0
+    assert json.loads(out) == from_yaml  # same evidence, same report digest
+
+
+@pytest.mark.parametrize(
+    ("content", "code", "line"),
+    [
+        ("- {a: &x 1, b: *x}\n", 2, "sealeval: error: evidence: anchor_or_alias"),
+        ("- [\n", 2, "sealeval: error: evidence: invalid_yaml"),
+        ("- {metric: x, metric: y}\n", 2, "sealeval: error: evidence: duplicate_key"),
+        (f"- {{metric: {CANARY}}}\n", 2, None),
+    ],
+    ids=["anchor", "syntax", "duplicate_key", "shape"],
+)
+def test_gate_evidence_yaml_refusals(
+    workspace: Path, content: str, code: int, line: str | None
+) -> None:
+    (workspace / "bad.yml").write_text(content, encoding="utf-8")
+    result = _invoke("gates", "evaluate", "bad.yml", "--candidate-digest", "sha256:" + "c" * 64)
+    assert result[0] == code
+    if line is not None:
+        assert result[2] == line + "\n"
+    assert result[2].startswith("sealeval: error: evidence")
+    assert CANARY not in result[1] + result[2]
+
+
+@pytest.mark.parametrize("kind", ["policy", "request", "session", "gate-sources"])
 def test_init_never_replaces(workspace: Path, kind: str) -> None:
     target = workspace / f"{kind}.yaml"
     target.write_text(CANARY, encoding="utf-8")
@@ -329,7 +425,7 @@ def test_init_trust_refuses_a_bad_anchor_by_option(workspace: Path) -> None:
 
 
 def test_init_starters_are_commented() -> None:
-    for name in ("policy.yaml", "request.yaml", "session.yaml"):
+    for name in ("policy.yaml", "request.yaml", "session.yaml", "gate-sources.yaml"):
         text = (resources.files("sealeval") / "_data" / "init" / name).read_text(encoding="utf-8")
         assert text.startswith("# sealeval"), name
 

@@ -743,3 +743,20 @@ def test_default_parser_is_libyaml_when_installed(monkeypatch: pytest.MonkeyPatc
     )
     assert load_strict_yaml("a: 1\n") == {"a": 1}
     assert used == (["c"] if strict_yaml.LIBYAML_AVAILABLE else ["py"])
+
+
+@pytest.mark.parametrize(
+    ("document", "code"),
+    [
+        ("!~!", "tag_or_directive"),
+        ("a: !<x y", "tag_or_directive"),
+        ("%YAML\n---\na: 1\n", "tag_or_directive"),
+        ("a: &", "anchor_or_alias"),
+        ("a: *", "anchor_or_alias"),
+        ("a: [1,", "invalid_yaml"),
+    ],
+)
+def test_a_malformed_token_of_a_refused_kind_is_named_by_its_kind(document: str, code: str) -> None:
+    """Both parsers name a malformed tag, directive, anchor or alias by its kind."""
+    for use_libyaml in (False, *((True,) if strict_yaml.LIBYAML_AVAILABLE else ())):
+        assert _outcome(document, use_libyaml) == ("refused", code), (document, use_libyaml)

@@ -97,6 +97,21 @@ REFUSALS: list[tuple[str, Check, str]] = [
         "invalid_type",
     ),
     (
+        "members-type",
+        lambda e: _validate.check_members([CANARY], FIELD, error=e),
+        "invalid_type",
+    ),
+    (
+        "members-key",
+        lambda e: _validate.check_members({1: CANARY}, FIELD, error=e, key_code="invalid_type"),
+        "invalid_type",
+    ),
+    (
+        "members-count",
+        lambda e: _validate.check_members({"a": CANARY, "b": 2}, FIELD, error=e, max_members=1),
+        "too_many_members",
+    ),
+    (
         "freeze-nan",
         lambda e: _validate.freeze_json({"x": float("nan")}, FIELD, error=e),
         "invalid_json_value",
@@ -186,6 +201,49 @@ def test_closed_object_codes_are_the_callers(
         assert CANARY not in str(caught.value)
 
 
+def test_a_missing_member_can_be_named_by_the_library() -> None:
+    """``missing_prefix`` names the first absent *required* member; unknown keys never."""
+    with pytest.raises(CapturedRunError) as caught:
+        _validate.check_closed(
+            {"b": CANARY}, FIELD, ("a", "c"), ("b",), error=CapturedRunError, missing_prefix="p."
+        )
+    assert (caught.value.code, caught.value.field) == ("missing_field", "p.a")
+    with pytest.raises(CapturedRunError) as caught:
+        _validate.check_closed(
+            {"a": 1, CANARY: 2}, FIELD, ("a",), error=CapturedRunError, missing_prefix="p."
+        )
+    assert (caught.value.code, caught.value.field) == ("unknown_field", FIELD)
+    assert CANARY not in str(caught.value)
+
+
+def test_members_checks_keys_before_the_count_and_only_when_asked() -> None:
+    many = dict.fromkeys(range(5), CANARY)
+    with pytest.raises(CapturedRunError) as caught:
+        _validate.check_members(
+            many, FIELD, error=CapturedRunError, max_members=2, key_code="invalid_json_value"
+        )
+    assert caught.value.code == "invalid_json_value"
+    with pytest.raises(CapturedRunError) as caught:
+        _validate.check_members(many, FIELD, error=CapturedRunError, max_members=2)
+    assert caught.value.code == "too_many_members"
+    assert _validate.check_members({1: CANARY}, FIELD, error=CapturedRunError) == {1: CANARY}
+
+
+def test_a_closed_object_refusal_carries_no_context() -> None:
+    """Checked inside a handler, the refusal still drops the exception being handled."""
+
+    def check_while_handling() -> None:
+        try:
+            raise LookupError(CANARY)
+        except LookupError:
+            _validate.check_closed({CANARY: 1}, FIELD, ("a",), error=CapturedRunError)
+
+    with pytest.raises(CapturedRunError) as caught:
+        check_while_handling()
+    assert caught.value.__cause__ is None
+    assert caught.value.__suppress_context__
+
+
 def test_accepted_values_come_back_checked_and_frozen() -> None:
     document = {"a": 1, "b": [1, {"c": None}]}
     assert _validate.check_closed(document, FIELD, ("a",), ("b",), error=CapturedRunError) is (
@@ -240,3 +298,24 @@ def test_captured_errors_module_holds_the_error_only() -> None:
     assert errors.__all__ == ["CapturedRunError", "JsonValue"]
     public = {name for name in vars(errors) if name.isidentifier() and not name.startswith("_")}
     assert public <= {"CapturedRunError", "JsonValue", "CapturedError", "annotations"}
+
+
+@pytest.mark.parametrize("error", [ReceiptError, TrustInputError], ids=lambda e: e.__name__)
+def test_decode_object_maps_the_decoders_codes_to_the_callers(error: type[SealevalError]) -> None:
+    canary = CANARY.encode()
+    for data, code in (
+        (b'["' + canary + b'"]', "not_object"),
+        (b'{"a": 1, "a": "' + canary + b'"}', "duplicate_key"),
+        (b'{"a": "' + canary * 4 + b'"}', "too_large"),
+        (b"\xef\xbb\xbf{}", "not_utf8"),
+        (b"\xff" + canary, "not_utf8"),
+        (b'{"a": ' + canary + b"}", "invalid_json"),
+        (b'{"a": NaN}', "invalid_json"),
+    ):
+        with pytest.raises(SealevalError) as caught:
+            _validate.decode_object(data, FIELD, error=error, limit=64)
+        assert type(caught.value) is error
+        assert (caught.value.code, caught.value.field) == (code, FIELD)
+        assert caught.value.__cause__ is None
+        assert CANARY not in str(caught.value)
+    assert _validate.decode_object(b'{"a": [1]}', FIELD, error=error, limit=64) == {"a": [1]}

@@ -8,10 +8,14 @@ the cases name -- other record ids, other run ids, other metric names, fewer rec
 the run has no planted defect -- writes the new runs under ``runs/alt-*.json`` and asks
 invarlock 0.17.1's own ``compare_runs`` for every expected report or refusal. Every record
 id, draw count, digest and interval in the new file is therefore the reference's output for
-inputs our tests have never seen. Files it does not regenerate are copied unchanged.
+inputs our tests have never seen. It then regenerates ``requests.json``
+(``invarlock_requests.py``), ``evaluator_exports.json`` (``invarlock_exports.py``) and
+``adapters.json`` (``invarlock_adapters.py``) the same way. Files it does not regenerate are
+copied unchanged; ``regenerate_openmed.py`` (openmed venv) then rewrites the openmed files.
+docs/vectors.md lists what is regenerated and what cannot be.
 
 It runs inside the reference venv (``.interop/invarlock-venv/bin/python``), never imports
-sealeval, and uses only the reference's public ``invarlock.engine.compare_runs``.
+sealeval, and uses only the reference's public facade ``invarlock.engine``.
 
 Usage: python regenerate.py --vectors ../shared/vectors --output DIR [--seed N]
 """
@@ -22,13 +26,16 @@ import argparse
 import copy
 import hashlib
 import json
-import random
 import shutil
 import sys
 from pathlib import Path
 from typing import Any
 
 from invarlock.engine import compare_runs  # the reference, in its own venv
+from invarlock_adapters import regenerate_adapters
+from invarlock_exports import regenerate_exports
+from invarlock_requests import regenerate_requests
+from renaming import Rewriter, canonical_text
 
 #: Runs whose records carry a planted defect at a fixed position keep their size.
 _KEEP_SIZE = (
@@ -43,64 +50,6 @@ _KEEP_SIZE = (
     "hosted",
     "single",
 )
-
-
-def canonical_text(document: Any) -> str:
-    """Return the reference's canonical JSON text (sorted keys, compact, UTF-8, one newline)."""
-    return json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False) + "\n"
-
-
-class Rewriter:
-    """Consistent, seeded renaming of record ids, run ids and metric names."""
-
-    def __init__(self, seed: int) -> None:
-        """Start an empty renaming drawn from ``seed``."""
-        self.seed = seed
-        self.random = random.Random(seed)
-        self.ids: dict[str, str] = {}
-        self.runs: dict[str, str] = {}
-        self.metrics: dict[str, str] = {}
-
-    def record_id(self, old: str) -> str:
-        """Return the new id of record ``old`` (the same for every run and case)."""
-        if old not in self.ids:
-            taken = set(self.ids.values())
-            new = old
-            while new == old or new in taken:  # distinct ids stay distinct
-                new = f"item-{self.seed}-{self.random.randrange(16**6):06x}"
-            self.ids[old] = new
-        return self.ids[old]
-
-    def run_id(self, old: str) -> str:
-        """Return the new run id of run ``old``."""
-        return self.runs.setdefault(old, f"{old}-s{self.seed}")
-
-    def metric(self, old: str) -> str:
-        """Return the new name of metric ``old``."""
-        return self.metrics.setdefault(old, f"{old}_s{self.seed}")
-
-    def size(self, name: str, count: int) -> int:
-        """Return another record count for a run of ``count`` records (kept for defect runs)."""
-        if any(marker in name for marker in _KEEP_SIZE) or count < 3:
-            return count
-        # Another size: between half and all-but-one of the records, seeded.
-        return self.random.randrange(count // 2 + 1, count)
-
-    def run(self, name: str, document: dict[str, Any], size: int) -> dict[str, Any]:
-        """Return run ``document`` renamed and cut to its first ``size`` records."""
-        new = copy.deepcopy(document)
-        new["run_id"] = self.run_id(document["run_id"])
-        new["records"] = [
-            {**record, "id": self.record_id(record["id"])} for record in new["records"][:size]
-        ]
-        return new
-
-    def policy(self, policy: dict[str, Any]) -> dict[str, Any]:
-        """Return ``policy`` with every metric renamed."""
-        new = copy.deepcopy(policy)
-        for metric in new.get("metrics", []):
-            metric["name"] = self.metric(metric["name"])
-        return new
 
 
 def regenerate_comparisons(source: Path, output: Path, seed: int) -> int:
@@ -123,13 +72,12 @@ def regenerate_comparisons(source: Path, output: Path, seed: int) -> int:
         for side in ("baseline", "subject"):
             relative = given[side]
             run = json.loads((source / "invarlock" / relative).read_text("utf-8"))
-            stem = Path(relative).name.split(".")[0]
             count = len(run["records"])
             # One new size per original size, so both sides of a pair keep their pairing.
-            size = sizes.setdefault(f"{count}", rewriter.size("", count))
+            size = sizes.setdefault(f"{count}", rewriter.size(count))
             if keep:
                 size = count
-            documents[side] = rewriter.run(stem, run, size)
+            documents[side] = rewriter.run(run, size)
             target = f"runs/alt-{seed}-{size}-{Path(relative).name}"
             text = canonical_text(documents[side])
             if written.setdefault(target, text) != text:
@@ -199,6 +147,12 @@ def main() -> int:
             path.chmod(0o755 if path.is_dir() else 0o644)
     count = regenerate_comparisons(source, output, arguments.seed)
     print(f"invarlock/comparisons.json: {count} cases regenerated (seed {arguments.seed})")
+    count = regenerate_requests(source, output, arguments.seed)
+    print(f"invarlock/requests.json: {count} cases regenerated (seed {arguments.seed})")
+    count, kept = regenerate_exports(source, output, arguments.seed)
+    print(f"invarlock/evaluator_exports.json: {count} cases regenerated, {kept} copied")
+    count, kept = regenerate_adapters(source, output, arguments.seed)
+    print(f"invarlock/adapters.json: {count} cases regenerated, {kept} copied")
     print(f"alternate vectors: {output}")
     return 0
 

@@ -9,13 +9,17 @@ submitted value.
 * :func:`check_closed` — a closed object: a mapping with exactly the required
   members plus optional ones (``invalid_type`` / ``unknown_field`` /
   ``missing_field`` by default; a family may name its own codes);
-  :func:`check_exact` is its single-code form.
+  :func:`check_exact` is its single-code form; :func:`check_members` an open
+  object of bounded size (``too_many_members``).
 * :func:`check_text`, :func:`check_digest`, :func:`check_string_map` — the
   field rules of the invarlock evaluation-run family (spec 00-conventions §4).
 * :func:`freeze_json`, :func:`plain_json`, :func:`thaw_json` — deep, read-only
   JSON values and their plain copies.
 * :func:`rebased` — re-raise a nested object's refusal under the enclosing
   field.
+* :func:`decode_object` — a strict JSON object from bytes (the strict
+  bounded decoder of :mod:`sealeval.canonical`, its codes mapped to the
+  caller's).
 
 The canonical *encoders* for already-checked values live in
 :mod:`sealeval.canonical`.
@@ -31,8 +35,8 @@ from collections.abc import Collection, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, Final, TypeAlias
 
-from sealeval.canonical import is_digest
-from sealeval.errors import SealevalError
+from sealeval.canonical import DecodeLimits, decode, is_digest
+from sealeval.errors import CanonicalError, SealevalError
 
 __all__ = [
     "EMPTY",
@@ -41,13 +45,16 @@ __all__ = [
     "MAX_MEMBERS",
     "MAX_SHORT_TEXT",
     "MAX_VALUE_DEPTH",
+    "STRICT_JSON_CODES",
     "ErrorClass",
     "JsonValue",
     "check_closed",
     "check_digest",
     "check_exact",
+    "check_members",
     "check_string_map",
     "check_text",
+    "decode_object",
     "freeze_json",
     "plain_json",
     "rebased",
@@ -100,23 +107,53 @@ def check_closed(
     type_code: str = "invalid_type",
     unknown_code: str = "unknown_field",
     missing_code: str = "missing_field",
+    missing_prefix: str | None = None,
 ) -> Mapping[str, Any]:
     """Check a closed object: a mapping with exactly the required (+ optional) members.
 
     Refusals, in this order: not a mapping (``type_code``), a member outside
     ``required`` and ``optional`` (``unknown_code``), a required member absent
-    (``missing_code``). Every refusal names ``field`` (the object), never a
-    member name a caller submitted.
+    (``missing_code``; the first absent one in ``required``'s order). Every
+    refusal names ``field`` (the object), never a member name a caller
+    submitted -- except that, with ``missing_prefix``, an absent member is
+    named ``missing_prefix + member`` (a library-chosen name: the contracts
+    that name the missing member, e.g. ``policy.metrics[0].unit``).
     """
+    # ``from None``: a refusal never carries a context, even when checked inside a handler.
     if not isinstance(document, Mapping):
-        raise error(type_code, field)
+        raise error(type_code, field) from None
     for key in document:
         if key not in required and key not in optional:
-            raise error(unknown_code, field)
+            raise error(unknown_code, field) from None
     for key in required:
         if key not in document:
-            raise error(missing_code, field)
+            missing = field if missing_prefix is None else missing_prefix + key
+            raise error(missing_code, missing) from None
     return document
+
+
+def check_members(
+    value: object,
+    field: str,
+    *,
+    error: ErrorClass,
+    max_members: int = MAX_MEMBERS,
+    key_code: str | None = None,
+) -> Mapping[str, Any]:
+    """Check an open JSON object: a mapping (``invalid_type``) of bounded size; return it.
+
+    Refusals, in this order: not a mapping (``invalid_type``), a key that is
+    not exactly ``str`` (``key_code``, when given: callers that check keys
+    later pass ``None``), more than ``max_members`` members
+    (``too_many_members``).
+    """
+    if not isinstance(value, Mapping):
+        raise error("invalid_type", field)
+    if key_code is not None and any(type(key) is not str for key in value):
+        raise error(key_code, field)
+    if len(value) > max_members:
+        raise error("too_many_members", field)
+    return value
 
 
 def check_exact(
@@ -220,10 +257,7 @@ def check_string_map(
     value: object, field: str, *, error: ErrorClass, max_length: int = MAX_LONG_TEXT
 ) -> Mapping[str, str]:
     """Check a ``metadata``-style object (≤100 members, string values); return a frozen copy."""
-    if not isinstance(value, Mapping):
-        raise error("invalid_type", field)
-    if len(value) > MAX_MEMBERS:
-        raise error("too_many_members", field)
+    value = check_members(value, field, error=error)
     frozen: dict[str, str] = {}
     for key, item in value.items():
         if type(key) is not str:
@@ -379,4 +413,41 @@ def thaw_json(value: object) -> Any:
         return {key: thaw_json(child) for key, child in value.items()}
     if isinstance(value, tuple | list):
         return [thaw_json(child) for child in value]
+    return value
+
+
+# ---------------------------------------------------------------------------
+# Strict JSON objects from bytes
+
+#: The decoder's codes as the verification inputs report them (anything else: ``invalid_json``).
+STRICT_JSON_CODES: Final[Mapping[str, str]] = types.MappingProxyType(
+    {
+        "too_large": "too_large",
+        "string_too_long": "too_large",
+        "byte_order_mark": "not_utf8",
+        "not_utf8": "not_utf8",
+        "duplicate_key": "duplicate_key",
+    }
+)
+
+
+def decode_object(
+    data: bytes,
+    field: str,
+    *,
+    error: ErrorClass,
+    limit: int,
+    codes: Mapping[str, str] = STRICT_JSON_CODES,
+) -> dict[str, Any]:
+    """Decode strict JSON (at most ``limit`` bytes and string length) that must be an object.
+
+    A decoder refusal becomes ``error(codes.get(code, "invalid_json"), field)``
+    (never chained); a value that is not an object is ``not_object``.
+    """
+    try:
+        value = decode(data, limits=DecodeLimits(max_bytes=limit, max_string_length=limit))
+    except CanonicalError as failure:
+        raise error(codes.get(failure.code, "invalid_json"), field) from None
+    if not isinstance(value, dict):
+        raise error("not_object", field)
     return value

@@ -184,6 +184,21 @@ def test_stale_staging_is_removed_and_live_or_foreign_entries_are_kept(tmp_path:
     assert (outside / "keep.txt").read_bytes() == b"keep"
 
 
+def test_orphan_locks_go_once_free_and_a_missing_parent_is_no_error(tmp_path: Path) -> None:
+    parent = tmp_path / "out"
+    parent.mkdir()
+    _, orphan = _stale(parent)
+    shutil.rmtree(parent / orphan.name.removesuffix(staging.LOCK_SUFFIX))  # renamed, then killed
+    fifo = parent / (staging.STAGING_PREFIX + "cd" * 16 + staging.LOCK_SUFFIX)
+    os.mkfifo(fifo)  # not a lock file of ours: never opened for long, never removed
+    with staging.staging_lock(parent) as live:  # a live lock whose folder is not made yet
+        assert staging.remove_stale_staging(parent) == 0
+        assert (parent / (live + staging.LOCK_SUFFIX)).is_file()
+    assert _names(parent) == {fifo.name}
+    assert staging.remove_stale_staging(tmp_path / "missing") == 0
+    assert staging.remove_stale_staging(tmp_path / "out" / fifo.name) == 0
+
+
 def test_a_killed_evaluate_leaves_staging_that_the_next_start_removes(tmp_path: Path) -> None:
     """A real process stages, is killed with SIGKILL, and the next publication cleans up."""
     parent = tmp_path / "out"

@@ -218,11 +218,21 @@ def test_profiles_cover_the_19_evaluators() -> None:
 # Helpers for hand-made sources
 
 
-def _vector_text(name: str) -> str:
+def _vector_case(name: str) -> dict[str, Any]:
     for case in load("invarlock/adapters.json")["cases"]:
         if case["name"] == name:
-            return str(case["input"]["file_text"])
+            return dict(case)
     raise AssertionError(name)
+
+
+def _vector_text(name: str) -> str:
+    return str(_vector_case(name)["input"]["file_text"])
+
+
+def _vector_identity(name: str) -> dict[str, Any]:
+    """The source and run id a vector case declares (they follow the vector, not a literal)."""
+    given = _vector_case(name)["input"]
+    return {"source": given["source"], "run_id": given["run_id"]}
 
 
 def _vector_doc(name: str) -> Any:
@@ -648,7 +658,7 @@ _RULES: list[tuple[str, str, Any, str]] = [
     ),
 ]
 _RULE_IDENTITIES = {
-    name: {"source": {"name": "langfuse", "version": "3.2.1"}, "run_id": "lf-run"}
+    name: _vector_identity("langfuse-json-basic")
     for name, adapter, _, _ in _RULES
     if adapter == "langfuse-json"
 }
@@ -1225,9 +1235,10 @@ def test_auto_detects_each_specified_format(tmp_path: Path) -> None:
         path = tmp_path / f"{adapter}.data"  # the name says nothing
         path.write_text(text, encoding="utf-8")
         assert detect_adapter(path) == adapter
-    identity = {"source": {"name": "ragas", "version": "0.4.3"}, "run_id": "ragas-run"}
+    ragas = _vector_case("evaluator-json-ragas")
+    identity = _vector_identity("evaluator-json-ragas")
     run = load_run(tmp_path / "evaluator-json.data", AUTO, **identity, artifact_digest=ARTIFACT)
-    assert len(run) == 3
+    assert len(run) == ragas["expected"]["record_count"]
     # a first object longer than the head is still recognised by its leading members
     long_row = _lm_row(doc={"question": "x" * 100_000})
     path = tmp_path / "long.jsonl"

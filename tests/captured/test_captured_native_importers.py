@@ -1026,8 +1026,14 @@ REFUSALS = [
     (
         "eval_version",
         "inspect-eval",
-        _case_eval({"header.json": _set("version", 3)}),
+        _case_eval({"header.json": _set("version", 4)}),
         "unsupported_version",
+    ),
+    (
+        "eval_invalidated",
+        "inspect-eval",
+        _case_eval({"header.json": _set("invalidated", True)}),
+        "incomplete_run",
     ),
     (
         "eval_attachment",

@@ -977,7 +977,7 @@ def test_destination_refusals(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     result = _run(["evidence", "--markdown", "exists.md"])
     assert result.exit_code == 2
     assert result.stdout == ""
-    assert result.stderr == "sealeval: error: outputs.markdown: destination_exists\n"
+    assert result.stderr == "sealeval: error: --markdown: destination_exists\n"  # what was typed
 
 
 def test_check_destinations_returns_absolute_paths(

@@ -39,6 +39,7 @@ from sealeval.captured.request import (
     preflight,
     read_authored_request,
 )
+from sealeval.captured.request.schema import _check_text
 from sealeval.captured.run import Limits, Run, read_run
 from sealeval.captured.signing import SigningKeyError
 from sealeval.errors import SealevalError
@@ -835,6 +836,24 @@ def test_authored_schema_rules(path: str, value: Any, code: str, field: str) -> 
     assert not AUTHORED_SCHEMA.is_valid(document)
 
 
+@pytest.mark.parametrize("text", ["\ud800", CANARY + "\udfff" + CANARY], ids=["alone", "canary"])
+def test_a_text_with_an_unpaired_surrogate_is_invalid_json_value(text: str) -> None:
+    """One behaviour for request texts: the toolkit's (``invalid_json_value``), never echoed."""
+    with pytest.raises(CapturedRequestError) as caught:
+        parse_authored_request(_with("comparison.baseline.run_id", text))
+    assert (caught.value.code, caught.value.field) == ("invalid_json_value", "request")
+    # the field rule itself (the document is frozen first) names the field
+    with pytest.raises(CapturedRequestError) as caught:
+        _check_text(text, "comparison.baseline.run_id")
+    assert (caught.value.code, caught.value.field) == (
+        "invalid_json_value",
+        "comparison.baseline.run_id",
+    )
+    for message in (str(caught.value), repr(caught.value)):
+        assert CANARY not in message
+        assert "\udfff" not in message
+
+
 def test_judge_metric_is_not_supported() -> None:
     document = _with("comparison.metric", "judge")
     document["comparison"]["judge"] = {"workspace": "w"}
@@ -994,10 +1013,11 @@ def test_canary_never_reaches_errors_reprs_or_logs(
 
 
 def test_reprs_hide_declared_values() -> None:
+    declared = _AUTHORED["input"]["authored"]["comparison"]["baseline"]["run_id"]
     authored = parse_authored_request(_AUTHORED["input"]["authored"])
-    assert "native-baseline" not in repr(authored)
-    assert "native-baseline" not in repr(authored.baseline)
-    assert authored.baseline.run_id == "native-baseline"
+    assert declared not in repr(authored)
+    assert declared not in repr(authored.baseline)
+    assert authored.baseline.run_id == declared
     assert authored.baseline.source is not None
     assert authored.subject.service_identity is not None
     assert authored.baseline.score_provenance is not None

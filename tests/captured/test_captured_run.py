@@ -1698,7 +1698,7 @@ _SHAPES: list[Callable[[dict[str, Any]], None]] = [
 ]
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(records=_RECORDS, data=st.data())
 def test_plain_fast_path_refuses_what_the_record_path_refuses(
     records: list[dict[str, Any]], data: st.DataObject
@@ -1994,7 +1994,7 @@ def test_two_process_import_refuses_a_worker_reading_other_bytes(
     assert _imported(path, "jsonl", parallel=True, monkeypatch=monkeypatch) == (
         importers.ImportRefusalError,
         "source_changed",
-        "source",
+        "file",
     )
 
 
@@ -2105,7 +2105,7 @@ def test_two_process_import_edge_refusals(tmp_path: Path, monkeypatch: pytest.Mo
         assert _imported(blank, "jsonl", parallel=parallel, monkeypatch=monkeypatch) == (
             importers.ImportRefusalError,
             "no_records",
-            "source",
+            "file",
         )
     # the source changes after the first pass: both processes read the new bytes
     path = tmp_path / "source.jsonl"
@@ -2121,7 +2121,7 @@ def test_two_process_import_edge_refusals(tmp_path: Path, monkeypatch: pytest.Mo
         changed = _imported(
             path, "jsonl", parallel=parallel, monkeypatch=monkeypatch, progress=progress
         )
-        assert changed == (importers.ImportRefusalError, "source_changed", "source")
+        assert changed == (importers.ImportRefusalError, "source_changed", "file")
 
 
 def test_two_process_import_checks_the_last_partial_batch(
@@ -2141,7 +2141,7 @@ def test_two_process_import_checks_the_last_partial_batch(
     assert _imported(path, "jsonl", parallel=True, monkeypatch=monkeypatch) == (
         importers.ImportRefusalError,
         "source_changed",
-        "source",
+        "file",
     )
 
 
@@ -2162,7 +2162,7 @@ def test_two_process_import_names_a_failing_adapter(
 
     monkeypatch.setattr(type(importer), "map_row", map_row)
     one = _imported(path, "jsonl", parallel=False, monkeypatch=monkeypatch)
-    assert one == (importers.ImportRefusalError, "importer_failed", "source")
+    assert one == (importers.ImportRefusalError, "importer_failed", "file")
     assert _imported(path, "jsonl", parallel=True, monkeypatch=monkeypatch) == one
 
 
@@ -2248,7 +2248,7 @@ def test_two_process_import_names_a_failing_progress_callback(
     for parallel in (False, True):
         assert _imported(
             path, "jsonl", parallel=parallel, monkeypatch=monkeypatch, progress=progress
-        ) == (importers.ImportRefusalError, "importer_failed", "source")
+        ) == (importers.ImportRefusalError, "importer_failed", "file")
 
 
 def test_worker_batches_are_taken_skipped_or_awaited() -> None:

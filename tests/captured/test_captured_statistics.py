@@ -91,15 +91,20 @@ def _continuous_sample(rng: np.random.Generator) -> tuple[Any, Any]:
 
 
 def test_bootstrap_interval_covers_the_true_difference() -> None:
+    """Coverage near 95 % on 150 seeded samples (the band is +-2.8 standard errors).
+
+    The full-size simulation (thousands of samples, every interval kind) is
+    ``bench/simulate.py``; this keeps a too-narrow or shifted interval from landing.
+    """
     truth = 0.01
     rng = np.random.default_rng(20_260_603)
-    repetitions = 400
+    repetitions = 150
     covered = 0
     for repetition in range(repetitions):
         baseline, subject = _continuous_sample(rng)
         interval = shake256_bootstrap_interval(baseline, subject, _seed(f"coverage-{repetition}"))
         covered += interval.lower <= truth <= interval.upper
-    assert 0.93 <= covered / repetitions <= 0.97
+    assert 0.90 <= covered / repetitions <= 0.99
 
 
 def test_simulated_sample_through_compare_runs() -> None:
@@ -168,16 +173,19 @@ def test_simulated_sample_through_compare_runs() -> None:
 
 
 def _tolerance(entry: MetricEntry) -> float:
-    """How far a swapped bound may be from the negated bound.
+    """How far a swapped bound may be from the negated bound (derived, not tuned to a vector).
 
     Newcombe works on the proportion scale: its one asymmetric step, the product
     ``((2 * phi) * ls) * ub`` against ``((2 * phi) * us) * lb``, changes at most
     the last bit of a number near 1. The bootstrap's two percentile positions
     (51.175000000000004 and 1995.825) are not exact complements, and the
-    interpolation rounds from the other end of the sorted draws: a few ulps of
-    the interval's own magnitude -- up to 15 on a json-200 pair regenerated with
-    other ids (``make vectors-alt``), so the bound is 32 ulps, not one tuned to
-    the shared vectors.
+    interpolation rounds from the other end of the sorted draws: a few ulps of the
+    interval's own magnitude, plus the positions' asymmetry (and their own rounding)
+    times the gap between the two neighbouring draws. That gap is at most the
+    interval's width over the smaller interpolation weight: ``lower = s[k] + f * (s[k+1]
+    - s[k])`` with ``s[k+1] <= upper``, so ``(1 - f) * gap <= width`` (likewise at the
+    upper end). On a json-200 pair regenerated with seed 23 (``make vectors-alt``) the
+    position term is what a swap moved (about 90 ulps of the bound).
     """
     interval = entry.interval
     assert interval is not None
@@ -185,7 +193,13 @@ def _tolerance(entry: MetricEntry) -> float:
     if interval.replicates == 0:  # Newcombe
         scale = max(scale, 1.0)
         return 8 * EPS * scale
-    return 32 * EPS * scale
+    last = interval.replicates - 1
+    alpha = (1 - interval.mass) / 2
+    low, high = last * alpha, last * (1 - alpha)
+    asymmetry = abs(low - (last - high)) + math.ulp(low) + math.ulp(high)
+    weights = [w for w in (low % 1, 1 - low % 1, high % 1, 1 - high % 1) if w > 0]
+    gap = (interval.upper - interval.lower) / min(weights) if weights else 0.0
+    return 32 * EPS * scale + asymmetry * gap
 
 
 SWAP_CASES = [

@@ -88,21 +88,21 @@ def test_container_amplification_is_refused_in_bounded_memory(
         assert outcome["code"] in {"unknown_format", "too_large"}
     else:  # the whole document, or its one line for JSONL readers
         assert outcome["code"] == "too_large"
-        assert outcome["field"] in {"source", "line[1]"}
+        assert outcome["field"] in {"file", "line[1]"}
 
 
 def test_container_bound_counts_outside_strings_only() -> None:
     brackets = "[{" * MAX_CONTAINERS
-    bound_containers(json.dumps({"text": brackets}).encode(), "source")  # in a string
-    bound_containers(json.dumps({"text": '"' + brackets}).encode(), "source")  # escaped quote
+    bound_containers(json.dumps({"text": brackets}).encode(), "file")  # in a string
+    bound_containers(json.dumps({"text": '"' + brackets}).encode(), "file")  # escaped quote
     many = json.dumps({"k": [[]] * (MAX_CONTAINERS + 1)}).encode()
     with pytest.raises(ImportRefusalError) as refused:
         bound_containers(many, "line[3]")
     assert (refused.value.code, refused.value.field) == ("too_large", "line[3]")
     escaped = json.dumps({'k"': [[]] * (MAX_CONTAINERS + 1)}).encode()
     with pytest.raises(ImportRefusalError):
-        bound_containers(escaped, "source")
-    bound_containers(json.dumps({"k": [[]] * (MAX_CONTAINERS - 2)}).encode(), "source")
+        bound_containers(escaped, "file")
+    bound_containers(json.dumps({"k": [[]] * (MAX_CONTAINERS - 2)}).encode(), "file")
 
 
 def test_a_line_of_many_containers_is_refused(tmp_path: Path) -> None:
@@ -139,14 +139,14 @@ def _crafted_zip(path: Path, entries: int, stated_entries: int | None = None) ->
 def test_eval_archive_of_millions_of_entries_is_refused(tmp_path: Path) -> None:
     """About 2.2 million entries (a 100 MiB directory): refused from the end record."""
     path = _crafted_zip(tmp_path / "log.eval", (100 << 20) // 46)
-    assert _refusal_in_child(path, "inspect-eval") == {"code": "too_large", "field": "source"}
-    assert _refusal_in_child(path, "auto") == {"code": "too_large", "field": "source"}
+    assert _refusal_in_child(path, "inspect-eval") == {"code": "too_large", "field": "file"}
+    assert _refusal_in_child(path, "auto") == {"code": "too_large", "field": "file"}
 
 
 def test_eval_archive_understating_its_entries_is_refused(tmp_path: Path) -> None:
     """The end record says one entry; the directory walk counts the rest."""
     path = _crafted_zip(tmp_path / "log.eval", MAX_ARCHIVE_ENTRIES + 1, stated_entries=1)
-    assert _refusal_in_child(path, "inspect-eval") == {"code": "too_large", "field": "source"}
+    assert _refusal_in_child(path, "inspect-eval") == {"code": "too_large", "field": "file"}
 
 
 def test_eval_archive_within_the_caps_reaches_the_member_checks(tmp_path: Path) -> None:

@@ -106,6 +106,6 @@ def test_zip64_end_record_stating_too_many_entries_is_refused() -> None:
     end = b"PK\x05\x06" + struct.pack("<4H2IH", 0, 0, 0xFFFF, 0xFFFF, 0xFFFFFFFF, 0xFFFFFFFF, 0)
     with pytest.raises(ImportRefusalError) as refused:
         check_directory(io.BytesIO(zip64_end + locator + end))
-    assert (refused.value.code, refused.value.field) == ("too_large", "source")
+    assert (refused.value.code, refused.value.field) == ("too_large", "file")
     # a plain archive within the caps passes
     check_directory(io.BytesIO(b"PK\x05\x06" + bytes(18)))

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from sealeval.captured.importers import ImportRefusalError
 from sealeval.cli.imports import import_command
 
 REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real"
@@ -32,6 +33,16 @@ Counts = tuple[int, int]  # records, errored records
 def _lines(path: Path) -> list[dict[str, object]]:
     text = path.read_text(encoding="utf-8")
     return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def _has_samples(path: Path) -> bool:
+    """Whether an Inspect JSON log holds samples (the others are in ``REFUSED``)."""
+    return bool(json.loads(path.read_text(encoding="utf-8")).get("samples"))
+
+
+def _has_attempts(path: Path) -> bool:
+    """Whether a garak report holds attempts (digest-only reports are in ``REFUSED``)."""
+    return any(row.get("entry_type") == "attempt" for row in _lines(path))
 
 
 def lm_eval_lines(path: Path) -> Counts:
@@ -77,10 +88,27 @@ def inspect_json(path: Path) -> Counts:
 
 
 def inspect_eval(path: Path) -> Counts:
-    """Inspect .eval archive: one record per ``samples/*.json`` member (errors counted by name)."""
+    """Inspect .eval archive: one record per ``samples/*.json`` member; errored ones have ``error``.
+
+    Members written with Zstandard (newer Inspect) cannot be read by
+    ``zipfile`` here: their errors are left to the importer tests (``-1``).
+    """
     with zipfile.ZipFile(path) as archive:
-        names = [name for name in archive.namelist() if name.startswith("samples/")]
-    return len(names), -1  # member bodies are Zstandard: errors checked by the importer tests
+        members = [info for info in archive.infolist() if info.filename.startswith("samples/")]
+        if any(
+            info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED) for info in members
+        ):
+            return len(members), -1
+        samples = [json.loads(archive.read(info)) for info in members]
+    return len(samples), sum(1 for sample in samples if sample.get("error"))
+
+
+def openai_evals_log(path: Path) -> Counts:
+    """OpenAI Evals record log: one record per distinct ``sample_id``; ``error`` events err it."""
+    events = [row for row in _lines(path) if "sample_id" in row]
+    samples = {str(row["sample_id"]) for row in events}
+    errored = {str(row["sample_id"]) for row in events if row.get("type") == "error"}
+    return len(samples), len(errored)
 
 
 def lighteval_rows(path: Path) -> Counts:
@@ -105,9 +133,21 @@ IMPORTED: list[tuple[Path, Callable[[Path], Counts]]] = [
         REAL / "lm_eval/gemma-2b/samples_masakhaner_luo_prompt_1_2026-01-16T16-02-26.648276.jsonl",
         lm_eval_lines,
     ),
-    (REAL / "garak/agg.report.jsonl", garak_attempts),
     (REAL / "promptfoo/french-greeting-test/output.json", promptfoo_document),
     (REAL / "mlflow/finetune-mlx-math-model/eval_results_table.json", mlflow_split_table),
+    *[
+        (path, inspect_json)
+        for path in sorted(REAL.glob("inspect_ai/*.json"))
+        if _has_samples(path)
+    ],
+    *[(path, inspect_eval) for path in sorted(REAL.glob("inspect_ai/*.eval"))],
+    *[
+        (path, garak_attempts)
+        for path in sorted(REAL.glob("garak/*.report.jsonl"))
+        if _has_attempts(path)
+    ],
+    *[(path, deepeval_test_run) for path in sorted(REAL.glob("deepeval/*.json"))],
+    *[(path, openai_evals_log) for path in sorted(REAL.glob("openai_evals/*.jsonl"))],
     *[(path, lm_eval_lines) for path in sorted(SAMPLES.glob("lm_eval/out/*/samples_*.jsonl"))],
     *[(path, inspect_json) for path in sorted(SAMPLES.glob("inspect_ai/logs/*.json"))],
     *[(path, inspect_eval) for path in sorted(SAMPLES.glob("inspect_ai/logs/*.eval"))],
@@ -129,6 +169,10 @@ REFUSED: list[tuple[Path, set[str]]] = [
         next(SAMPLES.glob("lm_eval/out/*/results_*.json")),
         {"not_results"},
     ),
+    # a 117 KB results file whose identifying members follow a long ``configs`` block
+    (next(REAL.glob("lm_eval/*/results_*.json")), {"not_results"}),
+    # a cancelled Inspect run that wrote no samples
+    (REAL / "inspect_ai/2025-05-12T20-28-13-04-00_no-samples.json", {"incomplete_run"}),
     (SAMPLES / "garak/garak.3f1b2c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d.hitlog.jsonl", {"not_results"}),
     (SAMPLES / "lm_eval/tasks/toy.jsonl", {"unknown_format"}),
     (SAMPLES / "ragas/evaluation_dataset.jsonl", {"unknown_format", "not_results"}),
@@ -143,7 +187,7 @@ def _import(path: Path, tmp_path: Path) -> tuple[int, dict[str, object] | str]:
     result = CliRunner().invoke(import_command, base)
     for missing, extra in (
         ("source: identities_required", ["--source", "tool@1"]),
-        ("run_id: identities_required", ["--run-id", "real-1"]),
+        ("--run-id: identities_required", ["--run-id", "real-1"]),
     ):
         if result.exit_code == 2 and missing in result.stderr:
             base += extra
@@ -189,7 +233,7 @@ def test_identities_stated_by_the_file_are_used_and_checked(tmp_path: Path) -> N
     assert run["run_id"] == stated_run
     assert run["source"]["version"] == version
     for extra, field in (
-        (["--run-id", stated_run + "-other"], "run_id"),
+        (["--run-id", stated_run + "-other"], "--run-id"),
         (["--source", "inspect_ai@0.0.0-not-it"], "source.version"),
     ):
         refused = CliRunner().invoke(import_command, [*base[:-1], str(tmp_path / "b.json"), *extra])
@@ -207,3 +251,38 @@ def test_identities_stated_by_the_file_are_used_and_checked(tmp_path: Path) -> N
     run = json.loads((tmp_path / "p.json").read_text(encoding="utf-8"))
     assert run["run_id"] == document["evalId"]
     assert run["source"]["version"] == document["metadata"]["promptfooVersion"]
+
+
+# Every gathered file, whatever the lists above say about it: ``auto`` either
+# imports it (a run with at least one record, as many as the summary states) or
+# refuses it with one of the importers' closed codes, publishing nothing.
+EVERY_REAL_FILE = sorted(
+    path for folder in (REAL, HELDOUT) for path in folder.rglob("*") if path.is_file()
+)
+
+
+@pytest.mark.parametrize(
+    "path",
+    EVERY_REAL_FILE,
+    ids=[str(path.relative_to(path.parents[1])) for path in EVERY_REAL_FILE],
+)
+def test_every_gathered_file_imports_or_is_refused_cleanly(path: Path, tmp_path: Path) -> None:
+    code, outcome = _import(path, tmp_path)
+    if code == 0:
+        assert isinstance(outcome, dict)
+        run = json.loads((tmp_path / "run.json").read_text(encoding="utf-8"))
+        assert outcome["records"] == len(run["records"]) > 0
+        return
+    assert code == 2
+    assert isinstance(outcome, str)
+    field, refusal = outcome.rstrip("\n").removeprefix("sealeval: error: ").rsplit(": ", 1)
+    assert refusal in ImportRefusalError.codes
+    assert field
+    assert not (tmp_path / "run.json").exists()
+
+
+def test_the_gathered_files_span_the_issue_minimum() -> None:
+    """At least 25 real files across at least 8 tool folders (issue 14)."""
+    real = [path for path in REAL.rglob("*") if path.is_file()]
+    assert len(real) >= 25
+    assert len({path.relative_to(REAL).parts[0] for path in real}) >= 7

@@ -131,7 +131,7 @@ def test_emit_then_verify(ws: Path, args: tuple[str, ...], kind: str) -> None:
     assert (code, err) == (1, "sealeval: error: predicateType: predicate_type_mismatch\n")
     # The output is never overwritten.
     code, _, err = invoke(*args, *SIGN, "-o", "out.json")
-    assert (code, err) == (2, "sealeval: error: output: output_exists\n")
+    assert (code, err) == (2, "sealeval: error: --output: output_exists\n")
 
 
 def test_release_subjects_are_named_by_the_artifact_files(ws: Path) -> None:
@@ -191,7 +191,7 @@ def test_input_refusals(ws: Path) -> None:
     code, _, err = invoke(
         "manifest", "manifest.json", "--signing-key", "keys/public.pem", "-o", "x"
     )
-    assert (code, err) == (2, "sealeval: error: signing_key: invalid_pem\n")
+    assert (code, err) == (2, "sealeval: error: --signing-key: invalid_pem\n")
 
 
 def _tamper_payload(document: dict[str, Any]) -> None:
@@ -213,7 +213,7 @@ def test_verify_refusals_exit_1_and_input_errors_exit_2(ws: Path) -> None:
     code, _, err = invoke("verify", "absent.json", "--public-key", "keys/public.pem")
     assert (code, err) == (2, "sealeval: error: envelope: input_unavailable\n")
     code, _, err = invoke("verify", "m.json", "--public-key", "canary.json")
-    assert (code, err) == (2, "sealeval: error: public_key: invalid_pem\n")
+    assert (code, err) == (2, "sealeval: error: --public-key: invalid_pem\n")
 
 
 # ---------------------------------------------------------------------------

@@ -18,16 +18,30 @@ from support.vectors import cases, load, vectors_dir
 
 VECTORS = "invarlock/comparisons.json"
 ERROR_LINE = re.compile(r"sealeval: error: ([A-Za-z0-9_.\[\]-]+): ([a-z0-9_]+)\n")
+RE_IMPORT = (
+    "sealeval: re-import the runs with --score-provenance FILE naming the policy's accepted "
+    "provenance for its score key (sealeval import --help)\n"
+)
 
 
 # The CLI roots library fields at the file they concern (the runs and the policy are read by
 # the CLI): a read-time run refusal under the run's side, a policy refusal under ``policy``.
+#: What the user typed for compare's inputs: a refusal names it, not the library's field.
+TYPED = {
+    "baseline": "BASELINE",
+    "subject": "SUBJECT",
+    "policy": "--policy",
+    "max_bootstrap_draws": "--max-bootstrap-draws",
+    "decision_order": "--decision-order",
+}
+
+
 def cli_field(cls: str, field: str, side: str | None) -> str:
     if side is not None:
         return f"{side}.{field}"
     if cls == "ComparisonPolicyError":
         return f"policy.{field}"
-    return field
+    return TYPED.get(field, field)
 
 
 def _invoke(*args: str | Path) -> Any:
@@ -79,13 +93,15 @@ def test_comparison_vector_through_cli(case: dict[str, Any], tmp_path: Path) -> 
         cls, code, field, side = mapped
         assert result.exit_code == 2
         assert result.stdout == ""
-        first, *remedies = result.stderr.splitlines(keepends=True)
+        first, *hints = result.stderr.splitlines(keepends=True)
         assert ERROR_LINE.fullmatch(first) is not None
         assert first == f"sealeval: error: {cli_field(cls, field, side)}: {code}\n"
-        # at most one remedy line under it, naming options (never a value)
-        assert len(remedies) <= 1
-        assert all(line.startswith("sealeval: ") for line in remedies)
-        assert all(not line.startswith("sealeval: error:") for line in remedies)
+        if code == "provenance_mismatch":  # the remedy: re-import with the provenance
+            assert hints == [RE_IMPORT]
+        else:  # at most the line naming what lifts a cap or the budget (options only)
+            assert len(hints) <= 1
+            assert all(line.startswith("sealeval: ") for line in hints)
+            assert all(not line.startswith("sealeval: error:") for line in hints)
     else:
         pytest.fail("vector case shape not understood")
 
@@ -146,7 +162,7 @@ def test_decision_order_option(tmp_path: Path) -> None:
     assert "interval is too wide" in table.stdout
     refused = _invoke(*_argv(case["input"], tmp_path, "--decision-order", CANARY))
     assert refused.exit_code == 2
-    assert refused.stderr == "sealeval: error: decision_order: invalid_decision_order\n"
+    assert refused.stderr == "sealeval: error: --decision-order: invalid_decision_order\n"
     assert CANARY not in refused.output
 
 
@@ -155,7 +171,7 @@ def test_invalid_budget_option(value: str, tmp_path: Path) -> None:
     case = _case("text-20-token-f1")
     result = _invoke(*_argv(case["input"], tmp_path, "--max-bootstrap-draws", value))
     assert result.exit_code == 2
-    assert result.stderr == "sealeval: error: max_bootstrap_draws: invalid_budget\n"
+    assert result.stderr == "sealeval: error: --max-bootstrap-draws: invalid_budget\n"
     assert result.stdout == ""
 
 
@@ -172,7 +188,7 @@ def test_budget_options(tmp_path: Path) -> None:
     # the plan is printed up front, then the refusal and the options that lift it
     assert short.stderr.splitlines() == [
         f"planned bootstrap draws: {int(needed):,} (work budget: {int(needed) - 1:,})",
-        "sealeval: error: max_bootstrap_draws: work_budget_exceeded",
+        "sealeval: error: --max-bootstrap-draws: work_budget_exceeded",
         "sealeval: raise the work budget with --max-bootstrap-draws N, or --unlimited-draws",
     ]
     assert short.stdout == ""
@@ -181,7 +197,7 @@ def test_budget_options(tmp_path: Path) -> None:
         *_argv(case["input"], tmp_path, "--unlimited-draws", "--max-bootstrap-draws", "5")
     )
     assert both.exit_code == 2
-    assert both.stderr == "sealeval: error: max_bootstrap_draws: conflicting_options\n"
+    assert both.stderr == "sealeval: error: --max-bootstrap-draws: conflicting_options\n"
 
 
 def test_file_errors_never_echo_paths(tmp_path: Path) -> None:
@@ -197,18 +213,20 @@ def test_file_errors_never_echo_paths(tmp_path: Path) -> None:
     bad_policy = tmp_path / "bad-policy.json"
     bad_policy.write_text(json.dumps({**case["input"]["policy"], "format": CANARY}), "utf-8")
     expectations = [
-        ([str(missing), argv[1], *argv[2:]], "baseline: not_found"),
-        ([argv[0], str(folder), *argv[2:]], "subject: not_regular_file"),
-        ([argv[0], str(invalid), *argv[2:]], "subject: invalid_json"),
-        ([str(not_a_run), argv[1], *argv[2:]], "baseline: missing_field"),
-        ([*argv[:2], "--policy", str(missing)], "policy: not_found"),
-        ([*argv[:2], "--policy", str(invalid)], "policy: invalid_json"),
+        ([str(missing), argv[1], *argv[2:]], "BASELINE: not_found"),
+        ([argv[0], str(folder), *argv[2:]], "SUBJECT: not_regular_file"),
+        ([argv[0], str(invalid), *argv[2:]], "SUBJECT: invalid_json"),
+        ([str(not_a_run), argv[1], *argv[2:]], "BASELINE: missing_field"),
+        ([*argv[:2], "--policy", str(missing)], "--policy: not_found"),
+        ([*argv[:2], "--policy", str(invalid)], "--policy: invalid_json"),
         ([*argv[:2], "--policy", str(bad_policy)], "policy.format: invalid_constant"),
     ]
     for arguments, line in expectations:
         result = _invoke(*arguments)
         assert result.exit_code == 2, line
-        assert result.stderr == f"sealeval: error: {line}\n"
+        assert result.stderr.splitlines()[0] == f"sealeval: error: {line}"
+        if line == "SUBJECT: invalid_json":  # not a run file: import it first
+            assert "sealeval import FILE -o RUN.json" in result.stderr.splitlines()[1]
         assert CANARY not in result.output
         assert str(tmp_path) not in result.output
 

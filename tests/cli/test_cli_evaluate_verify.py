@@ -194,7 +194,7 @@ def test_verify_text_outputs(main: Path) -> None:
     incomplete = _verify(["evidence", *PROFILE, "--receipt", "evidence/x.json"])
     assert incomplete.exit_code == 2
     assert incomplete.stdout == ""
-    assert incomplete.stderr == "sealeval: error: receipt: inside_pack\n"
+    assert incomplete.stderr == "sealeval: error: --receipt: inside_pack\n"
 
 
 def test_unidentified_pack_json_has_no_receipt(main: Path) -> None:
@@ -320,7 +320,7 @@ def test_verify_exit_codes_through_the_real_cli(main: Path, pack: str, status: i
     assert json.loads(process.stdout)["signed_receipt"] == "r.json"
     process = real_cli("verify", [pack, *PROFILE, "--receipt", f"{pack}/r.json"], main)
     assert process.returncode == 2
-    assert process.stderr == "sealeval: error: receipt: inside_pack\n"
+    assert process.stderr == "sealeval: error: --receipt: inside_pack\n"
 
 
 def test_verify_policy_failure_through_the_real_cli(tmp_path: Path) -> None:
@@ -607,7 +607,7 @@ def test_preflight_text_and_failures(request_dir: Path) -> None:
     )
     assert (budget.exit_code, budget.stderr) == (
         2,
-        "sealeval: error: max_bootstrap_draws: invalid_budget\n",
+        "sealeval: error: --max-bootstrap-draws: invalid_budget\n",
     )
 
 
@@ -623,8 +623,8 @@ def test_setup_action_refusals(request_dir: Path) -> None:
     with_option = _invoke(evaluate_command, ["--keygen", "k", "--unsigned"])
     assert with_option.exit_code == 2
     stray_output = _invoke(evaluate_command, ["--keygen", "k", "--case-set-output", "x"])
-    assert (
-        stray_output.stderr == "sealeval: error: case_set_output: case_set_output_without_freeze\n"
+    assert stray_output.stderr == (
+        "sealeval: error: --case-set-output: case_set_output_without_freeze\n"
     )
     stray = _invoke(evaluate_command, ["request.yaml", "--case-set-output", "x"])
     assert stray.exit_code == 2
@@ -632,7 +632,7 @@ def test_setup_action_refusals(request_dir: Path) -> None:
     no_request = _invoke(evaluate_command, [])
     assert (no_request.exit_code, no_request.stderr) == (
         2,
-        "sealeval: error: request: request_required\n",
+        "sealeval: error: REQUEST: request_required\n",
     )
     (request_dir / "bad.json").write_text("{", "utf-8")
     bad = _invoke(evaluate_command, ["--freeze-cases", "bad.json", "--json"])

@@ -517,7 +517,7 @@ def test_evaluate_input_errors(ws: Path, content: Any, message: str) -> None:
 def test_evaluate_refuses_a_bad_candidate_digest_and_symlinks(ws: Path) -> None:
     name = _write(ws, "env.json", _envelope_text())
     code, out, err = invoke("evaluate", name, "--candidate-digest", CANARY)
-    assert (code, out, err) == (2, "", "sealeval: error: candidate_digest: invalid_digest\n")
+    assert (code, out, err) == (2, "", "sealeval: error: --candidate-digest: invalid_digest\n")
     (ws / "link.json").symlink_to(ws / name)
     code, out, err = invoke("evaluate", "link.json", "--candidate-digest", DIGEST)
     assert (code, out, err) == (2, "", "sealeval: error: evidence: unavailable\n")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -73,10 +74,11 @@ def test_missing_anchors_name_every_missing_option(published: str) -> None:
     )
     assert code == 2
     lines = err.splitlines()
-    assert lines[0] == "sealeval: error: anchors.baseline_run_digest: missing_input"
-    missing = lines[1].removeprefix("sealeval: missing: ").split(", ")
+    # the first line names the option the user did not type, not the library's field
+    assert lines[0] == "sealeval: error: --expected-baseline-run: missing_input"
+    assert "anchors." not in err
+    missing = lines[1].removeprefix("sealeval: also missing: ").split(", ")
     assert missing == [
-        "--expected-baseline-run",
         "--expected-request-digest",
         "--expected-signer",
         "--verifier-identity",
@@ -175,7 +177,7 @@ def test_evaluate_without_a_key_names_the_options(starters: Path) -> None:
     assert code == 2
     assert out == ""
     lines = err.splitlines()
-    assert lines[0] == "sealeval: error: signing_key: signing_key_required"
+    assert lines[0] == "sealeval: error: --signing-key: signing_key_required"
     assert "--signing-key KEY" in lines[1]
     assert "--unsigned" in lines[1]
 
@@ -187,3 +189,122 @@ def test_evaluate_into_an_existing_folder_names_the_remedy(starters: Path) -> No
     lines = err.splitlines()
     assert lines[0].endswith(": output_exists")
     assert "--output DIR" in lines[1]
+
+
+# ---------------------------------------------------------------------------
+# A recorded score without the policy's accepted provenance: re-import with it
+
+PROVENANCE = {
+    "grade": {
+        "kind": "external_metric",
+        "source": "demo-grader",
+        "version": "1.0",
+        "unit": "score",
+        "rubric_digest": None,
+    }
+}
+RECORDED_POLICY = {
+    "format": "invarlock/comparison-policy-v1",
+    "metrics": [
+        {
+            "name": "grade",
+            "kind": "recorded",
+            "score_key": "grade",
+            "accepted_provenance": PROVENANCE["grade"],
+            "configuration": {},
+            "direction": "higher",
+            "unit": "score",
+            "aggregation": "mean",
+            "minimum_count": 10,
+            "maximum_regression": 0.5,
+            "maximum_interval_width": 1,
+        }
+    ],
+    "slices": [],
+}
+
+
+def _graded(tmp_path: Path) -> None:
+    for side in ("baseline", "subject"):
+        rows = [
+            {"id": f"case-{n:03}", "input": f"q{n}", "expected": "a", "output": "a"}
+            | {"scores": {"grade": 1.0 if n % 4 else 0.0}}
+            for n in range(40)
+        ]
+        text = "".join(json.dumps(row) + "\n" for row in rows)
+        (tmp_path / f"{side}.jsonl").write_text(text, encoding="utf-8")
+    (tmp_path / "policy.json").write_text(json.dumps(RECORDED_POLICY), encoding="utf-8")
+    (tmp_path / "provenance.json").write_text(json.dumps(PROVENANCE), encoding="utf-8")
+
+
+def _import_graded(side: str, *extra: str) -> None:
+    code, _, err = _invoke(
+        "import",
+        f"{side}.jsonl",
+        "--adapter",
+        "jsonl",
+        "--source",
+        "demo-evaluator@1.0",
+        "--run-id",
+        side,
+        "--artifact-digest",
+        "sha256:" + "1" * 64,
+        "-o",
+        f"{side}{'.provenance' if extra else ''}.run.json",
+        *extra,
+    )
+    assert code == 0, err
+
+
+def test_missing_score_provenance_names_the_re_import(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    _graded(tmp_path)
+    for side in ("baseline", "subject"):
+        _import_graded(side)
+    code, out, err = _invoke(
+        "compare", "baseline.run.json", "subject.run.json", "--policy", "policy.json"
+    )
+    assert (code, out) == (2, "")
+    first, remedy = err.splitlines()
+    assert first.endswith(": provenance_mismatch")
+    assert "re-import the runs with --score-provenance FILE" in remedy
+    # following the remedy works
+    for side in ("baseline", "subject"):
+        _import_graded(side, "--score-provenance", "provenance.json")
+    code, out, err = _invoke(
+        "compare",
+        "baseline.provenance.run.json",
+        "subject.provenance.run.json",
+        "--policy",
+        "policy.json",
+    )
+    assert (code, err) == (0, "")
+
+
+def test_evaluate_names_the_score_provenance_remedy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    _graded(tmp_path)
+    for side in ("baseline", "subject"):
+        _import_graded(side)
+    assert _invoke("init", "request")[0] == 0
+    request = (tmp_path / "request.yaml").read_text(encoding="utf-8")
+    for side in ("baseline", "subject"):
+        request = request.replace(f"path: inputs/{side}.jsonl", f"path: {side}.run.json")
+    request = request.replace("adapter: jsonl", "adapter: invarlock")  # the imported runs
+    request = "".join(  # an imported run states its own identities
+        line
+        for line in request.splitlines(keepends=True)
+        if not line.lstrip().startswith(("source:", "run_id:", "artifact_digest:"))
+    )
+    (tmp_path / "request.yaml").write_text(
+        request.replace("policy: policy.yaml", "policy: policy.json"), encoding="utf-8"
+    )
+    code, _, err = _invoke("evaluate", "request.yaml", "--unsigned")
+    assert code == 2
+    assert err.splitlines()[0].endswith(": provenance_mismatch")
+    assert "--score-provenance FILE" in err.splitlines()[1]
+    assert not (tmp_path / "evidence").exists()

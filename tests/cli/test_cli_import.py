@@ -131,21 +131,21 @@ def test_auto_adapter_and_exclusive_output(tmp_path: Path) -> None:
     written = output.read_bytes()
     again = _invoke(path, *_IDENTITY, "--artifact-digest", ARTIFACT, "-o", output)
     assert again.exit_code == 2
-    assert again.stderr == "sealeval: error: output: output_exists\n"
+    assert again.stderr == "sealeval: error: --output: output_exists\n"
     assert output.read_bytes() == written
     missing = _invoke(path, *_IDENTITY, "--artifact-digest", ARTIFACT, "-o", tmp_path / "x" / "r")
-    assert missing.stderr == "sealeval: error: output: output_parent_missing\n"
+    assert missing.stderr == "sealeval: error: --output: output_parent_missing\n"
 
 
 def test_refusals_print_field_and_code_only(tmp_path: Path) -> None:
     path, _ = _lm_eval(tmp_path)
     output = tmp_path / "run.json"
     cases_ = {
-        "artifact_digest: identities_required": [*_IDENTITY],
+        "--artifact-digest: identities_required": [*_IDENTITY],
         "source: adapter_option_invalid": ["--source", "no-version@", "--run-id", "r"],
         "adapter: unknown_adapter": [*_IDENTITY, "--artifact-digest", ARTIFACT, "--adapter", "x"],
-        "service_identity: not_found": [*_IDENTITY, "--service-identity", tmp_path / "none"],
-        "score_provenance: invalid_json": [
+        "--service-identity: not_found": [*_IDENTITY, "--service-identity", tmp_path / "none"],
+        "--score-provenance: invalid_json": [
             *_IDENTITY,
             "--artifact-digest",
             ARTIFACT,

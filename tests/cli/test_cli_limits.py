@@ -62,13 +62,14 @@ def test_compare_run_over_the_envelope_names_uncapped(tmp_path: Path) -> None:
     refused = _invoke(compare_command, big, subject, "--policy", policy)
     assert refused.exit_code == 2
     assert _lines(refused) == [
-        "sealeval: error: baseline: too_large",
+        "sealeval: error: BASELINE: too_large",
         f"sealeval: {ENVELOPE_REMEDY}",
     ]
     assert str(big) not in refused.output
     lifted = _invoke(compare_command, big, subject, "--policy", policy, "--uncapped")
     assert lifted.exit_code == 2  # read now, and refused for what it holds (not JSON)
-    assert _lines(lifted) == ["sealeval: error: baseline: invalid_json"]
+    assert _lines(lifted)[0] == "sealeval: error: BASELINE: invalid_json"
+    assert f"sealeval: {ENVELOPE_REMEDY}" not in _lines(lifted)
 
 
 def test_compare_uncapped_gives_the_same_report_streamed(
@@ -97,7 +98,7 @@ def test_compare_fixed_limit_says_no_option_lifts_it(tmp_path: Path) -> None:
         compare_command, baseline, subject, "--policy", policy, "--extension", extension
     )
     assert refused.exit_code == 2
-    assert _lines(refused) == ["sealeval: error: extension: too_large", f"sealeval: {FIXED_LIMIT}"]
+    assert _lines(refused) == ["sealeval: error: --extension: too_large", f"sealeval: {FIXED_LIMIT}"]
 
 
 def _tight_packs(monkeypatch: pytest.MonkeyPatch, module: Any) -> None:
@@ -154,7 +155,7 @@ def test_verify_over_the_envelope_and_over_the_budget_name_the_options(
     )
     assert short.exit_code == 2
     assert short.stderr.splitlines()[1:] == [
-        "sealeval: error: max_bootstrap_draws: local_work_budget_exceeded",
+        "sealeval: error: --max-bootstrap-draws: local_work_budget_exceeded",
         "sealeval: raise the work budget with --max-bootstrap-draws N",
     ]
     assert short.stderr.splitlines()[0].endswith("(work budget: 1)")

@@ -203,17 +203,17 @@ def test_seal_refuses_missing_component_and_existing_output(
     existing = tmp_path / "existing.json"
     existing.write_text("keep me")
     code, _, err = run("manifest", "seal", *_component_args(artifacts), "-o", str(existing))
-    assert (code, err) == (2, "sealeval: error: output: output_exists\n")
+    assert (code, err) == (2, "sealeval: error: --output: output_exists\n")
     assert existing.read_text() == "keep me"
     link = tmp_path / "link.json"
     link.symlink_to(tmp_path / "nowhere.json")
     code, _, err = run("manifest", "seal", *_component_args(artifacts), "-o", str(link))
-    assert (code, err) == (2, "sealeval: error: output: output_exists\n")
+    assert (code, err) == (2, "sealeval: error: --output: output_exists\n")
     assert not (tmp_path / "nowhere.json").exists()
     code, _, err = run(
         "manifest", "seal", *_component_args(artifacts), "-o", str(tmp_path / "no" / "m.json")
     )
-    assert (code, err) == (2, "sealeval: error: output: output_parent_missing\n")
+    assert (code, err) == (2, "sealeval: error: --output: output_parent_missing\n")
 
 
 def test_verify_refuses_unreadable_manifest(artifacts: Path, tmp_path: Path) -> None:

@@ -48,7 +48,7 @@ def test_run_suite_writes_an_envelope_the_runner_accepts(
     [
         pytest.param(
             ["nope", "--source-sha", SHA],
-            "sealeval: error: suite: unknown_suite",
+            "sealeval: error: SUITE: unknown_suite",
             id="unknown-suite",
         ),
         pytest.param(
@@ -67,7 +67,7 @@ def test_run_suite_never_overwrites(tmp_path: Path) -> None:
     output = tmp_path / "out.json"
     output.write_text("keep")
     code, _, err = run("gates", "run-suite", "recovery", "--source-sha", SHA, "-o", str(output))
-    assert (code, err) == (2, "sealeval: error: output: output_exists\n")
+    assert (code, err) == (2, "sealeval: error: --output: output_exists\n")
     assert output.read_text() == "keep"
 
 

@@ -1590,3 +1590,49 @@ def test_probe_setup_failure_cleans_up(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(OSError):
         run_adversarial_suite(DefaultToolBoundary())
     assert set(Path(tempfile.gettempdir()).glob("sealeval-adversarial-*")) == before
+
+
+def _chain(length: int) -> list[Any]:
+    """A list nested ``length`` deep (``length`` containers)."""
+    node: list[Any] = []
+    for _ in range(length - 1):
+        node = [node]
+    return node
+
+
+class _Int(int):
+    """An ``int`` subclass (frozen JSON takes exact types only)."""
+
+
+def _cyclic() -> dict[str, Any]:
+    node: dict[str, Any] = {}
+    node["self"] = node
+    return node
+
+
+@pytest.mark.parametrize(
+    ("name", "payload", "accepted"),
+    [
+        ("at-the-node-budget", {"a": list(range(9_998))}, True),
+        ("over-the-node-budget", {"a": list(range(9_999))}, False),
+        ("over-the-budget-in-one-list", {"a": [0] * 1_000_000}, False),
+        ("at-the-depth-limit", {"a": _chain(31)}, True),
+        ("over-the-depth-limit", {"a": _chain(32)}, False),
+        ("cyclic", _cyclic(), False),
+        ("lone-surrogate", {"a": "\ud800"}, False),
+        ("nan", {"a": float("nan")}, False),
+        ("non-text-key", {1: "a"}, False),
+        ("int-subclass", {"a": _Int(7)}, False),
+    ],
+)
+def test_payload_bounds_come_from_the_one_toolkit(
+    name: str, payload: dict[Any, Any], accepted: bool
+) -> None:
+    """The fixture payload is frozen by ``sealeval._validate`` within the suite's node budget."""
+    built = lambda: _swap(_ATTACK, payload=payload)  # noqa: E731
+    if accepted:
+        assert built().payload is not None, name
+    else:
+        with pytest.raises(AdversarialSuiteError) as refused:
+            built()
+        assert str(refused.value) == "payload: invalid_payload", name

@@ -838,7 +838,7 @@ _SOUP = [
 ]  # fmt: skip
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(st.lists(st.sampled_from(_SOUP), max_size=24))
 def test_parser_matches_python_json_on_token_soup(tokens: list[str]) -> None:
     text = "".join(tokens)
@@ -878,7 +878,7 @@ def _write(value: Any, spaces: str) -> str:
     return json.dumps(value)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=120, deadline=None)
 @given(_VALUES, st.sampled_from(["", " ", "\n  ", "\t\r\n"]))
 def test_parser_matches_python_json_on_documents(value: Any, spaces: str) -> None:
     text = spaces + _write(value, spaces) + spaces
@@ -892,7 +892,7 @@ def _strict_oracle(text: str) -> tuple[str, str]:
         return "error", ""
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=120, deadline=None)
 @given(_VALUES, st.sampled_from(["", " ", "\n  "]))
 def test_strict_parser_accepts_what_the_strict_decoder_accepts(value: Any, spaces: str) -> None:
     text = _write(value, spaces)

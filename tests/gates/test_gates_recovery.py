@@ -44,6 +44,7 @@ from sealeval.gates.recovery_suite import (
     recovery_suite_evidence,
     run_recovery_suite,
 )
+from support.refusals import assert_refused
 from support.vectors import PROJECT_ROOT, cases, decode_input, load
 
 VECTORS = "openmed/adapters_recovery.json"
@@ -974,11 +975,10 @@ RECOVERY_REFUSALS: list[tuple[str, str, Callable[[], object]]] = [
     [pytest.param(message, action, id=name) for name, message, action in RECOVERY_REFUSALS],
 )
 def test_recovery_error_codes(message: str, action: Callable[[], object]) -> None:
-    with pytest.raises(RecoveryError) as caught:
-        action()
-    assert str(caught.value) == message
     field_name, code = message.split(": ")
-    assert (caught.value.field, caught.value.code) == (field_name, code)
+    error = assert_refused(action, code, field_name)
+    assert isinstance(error, RecoveryError)
+    assert str(error) == message
 
 
 def test_every_recovery_error_code_is_exercised() -> None:

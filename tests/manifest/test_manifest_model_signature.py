@@ -34,6 +34,7 @@ from sealeval.manifest.model_signature import (
     signed_files,
 )
 from sealeval.manifest.sealed import COMPONENTS
+from support.refusals import assert_refused
 
 CANARY = "CANARY-model-7c1d-jane-doe"
 
@@ -83,9 +84,14 @@ def signed(tmp_path: Path) -> dict[str, Path]:
 
 def _refused(paths: dict[str, Path], code: str, field: str, **override: Path) -> None:
     arguments = {**paths, **override}
-    with pytest.raises(ModelSignatureError) as caught:
-        check_model_signature(arguments["model"], arguments["signature"], arguments["public"])
-    assert (caught.value.code, caught.value.field) == (code, field)
+    error = assert_refused(
+        lambda: check_model_signature(
+            arguments["model"], arguments["signature"], arguments["public"]
+        ),
+        code,
+        field,
+    )
+    assert isinstance(error, ModelSignatureError)
 
 
 # ---------------------------------------------------------------------------
@@ -388,9 +394,9 @@ def one_signature(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.mark.parametrize(("edit", "code"), DOCUMENT_RULES)
 def test_signature_document_rules(one_signature: Path, edit: Any, code: str) -> None:
     assert signed_files(_statement_edit(one_signature, lambda _: None))
-    with pytest.raises(ModelSignatureError) as caught:
-        signed_files(_statement_edit(one_signature, edit))
-    assert (caught.value.code, caught.value.field) == (code, "model_signature")
+    edited = _statement_edit(one_signature, edit)
+    error = assert_refused(lambda: signed_files(edited), code, "model_signature")
+    assert isinstance(error, ModelSignatureError)
 
 
 @pytest.mark.parametrize(

@@ -34,6 +34,7 @@ from sealeval.manifest.tool_inventory import (
     build_tool_inventory,
     tool_inventory_digest,
 )
+from support.refusals import assert_refused
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 CONTRACT_PATH = PROJECT_ROOT / "contracts" / "sealeval.tool_inventory.v1.schema.json"
@@ -262,10 +263,8 @@ def _code(message: str) -> str:
     [pytest.param(document, message, id=rule) for rule, document, message in REFUSALS],
 )
 def test_refusal(document: Any, message: str) -> None:
-    error = refuse(document)
-    assert error.code == _code(message)
+    error = assert_refused(refuse(document), _code(message), message.rsplit(": ", 1)[0])
     assert str(error) == message
-    assert error.field == message.rsplit(": ", 1)[0]
     assert error.__cause__ is None
     assert error.__suppress_context__
 
@@ -932,13 +931,13 @@ def _check_fuzz(document: Any) -> None:
     assert_contract(inventory.to_dict())
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(document=JSON_LIKE)
 def test_fuzz_arbitrary_documents(document: Any) -> None:
     _check_fuzz(document)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(name=st.text(max_size=6) | st.just("t"), parameters=JSON_LIKE)
 def test_fuzz_parameters(name: str, parameters: Any) -> None:
     _check_fuzz([{"name": name, "parameters": parameters}])
@@ -1003,7 +1002,7 @@ _INVENTORIES = st.lists(
 )
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(document=_INVENTORIES, rng=st.randoms(use_true_random=False))
 def test_fuzz_well_formed_inventories(document: list[dict[str, Any]], rng: random.Random) -> None:
     _check_fuzz(document)

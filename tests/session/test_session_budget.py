@@ -40,6 +40,7 @@ from sealeval.session.budget import (
     decide_failure_approval,
     decide_official_attempt,
 )
+from support.refusals import assert_refused
 from support.vectors import PROJECT_ROOT, cases, decode_input, load
 
 VECTORS = "openmed/feedback_budget.json"
@@ -77,6 +78,13 @@ def _error(action: Callable[[], object]) -> FeedbackBudgetError:
         action()
     assert caught.value.__cause__ is None
     return caught.value
+
+
+def _refused(action: Callable[[], object], message: str) -> None:
+    """Assert a ``FeedbackBudgetError`` reading ``<field>: <code>`` (no canary, no cause)."""
+    field, _, code = message.rpartition(": ")
+    error = assert_refused(_error(action), code, field or None)
+    assert str(error) == message
 
 
 # ---------------------------------------------------------------------------
@@ -350,7 +358,7 @@ class _RaisingSequence(tuple[float, ...]):
     ],
 )
 def test_policy_refusals(overrides: dict[str, Any], message: str) -> None:
-    assert str(_error(lambda: FeedbackBudgetPolicy(**{**_GOOD_POLICY, **overrides}))) == message
+    _refused(lambda: FeedbackBudgetPolicy(**{**_GOOD_POLICY, **overrides}), message)
 
 
 def test_policy_accepts_lists_and_normalises_to_float_tuples() -> None:
@@ -373,7 +381,7 @@ def test_policy_accepts_lists_and_normalises_to_float_tuples() -> None:
     ],
 )
 def test_policy_document_refusals(document: object, message: str) -> None:
-    assert str(_error(lambda: FeedbackBudgetPolicy.from_dict(document))) == message
+    _refused(lambda: FeedbackBudgetPolicy.from_dict(document), message)
 
 
 @pytest.mark.parametrize(
@@ -385,7 +393,7 @@ def test_policy_document_refusals(document: object, message: str) -> None:
     ],
 )
 def test_policy_json_refusals(text: str) -> None:
-    assert str(_error(lambda: FeedbackBudgetPolicy.from_json(text))) == "policy: invalid_document"
+    _refused(lambda: FeedbackBudgetPolicy.from_json(text), "policy: invalid_document")
 
 
 @pytest.mark.parametrize(
@@ -405,7 +413,7 @@ def test_policy_json_refusals(text: str) -> None:
     ],
 )
 def test_band_refusals(boundaries: object, score: object, message: str) -> None:
-    assert str(_error(lambda: coarse_band(boundaries, score))) == message
+    _refused(lambda: coarse_band(boundaries, score), message)
 
 
 @pytest.mark.parametrize(
@@ -420,7 +428,7 @@ def test_band_refusals(boundaries: object, score: object, message: str) -> None:
     ],
 )
 def test_ledger_construction_refusals(policies: object, message: str) -> None:
-    assert str(_error(lambda: FeedbackBudgetLedger(policies))) == message
+    _refused(lambda: FeedbackBudgetLedger(policies), message)
 
 
 def _recorded_ledger() -> FeedbackBudgetLedger:
@@ -558,8 +566,8 @@ def test_pure_core_checks_the_local_approval_set_too() -> None:
     ],
 )
 def test_pure_core_state_refusals(policy: Any, usage: Any, message: str) -> None:
-    assert str(_error(lambda: decide_official_attempt(policy, usage, score=0.5))) == message
-    assert str(_error(lambda: budget_snapshot(policy, usage))) == message
+    _refused(lambda: decide_official_attempt(policy, usage, score=0.5), message)
+    _refused(lambda: budget_snapshot(policy, usage), message)
     approve = _error(
         lambda: decide_failure_approval(
             policy,
@@ -659,7 +667,7 @@ _USAGE_DOC: dict[str, Any] = {
     ],
 )
 def test_usage_document_refusals(document: object, message: str) -> None:
-    assert str(_error(lambda: SubmissionUsage.from_dict(document))) == message
+    _refused(lambda: SubmissionUsage.from_dict(document), message)
 
 
 class _PairList(dict[str, str]):
@@ -689,11 +697,11 @@ def test_usage_refuses_hostile_mappings(approved: object, message: str) -> None:
             approved_failures=approved,  # type: ignore[arg-type]
         )
 
-    assert str(_error(build)) == message
+    _refused(build, message)
 
 
 def test_usage_json_refusal() -> None:
-    assert str(_error(lambda: SubmissionUsage.from_json(b"\xff"))) == "usage: invalid_document"
+    _refused(lambda: SubmissionUsage.from_json(b"\xff"), "usage: invalid_document")
 
 
 def _ledger_usage_doc(*entries: dict[str, Any]) -> dict[str, Any]:
@@ -752,7 +760,7 @@ _ENTRY: dict[str, Any] = {"epoch_digest": EPOCH, "submission_digest": SUB, "usag
     ],
 )
 def test_ledger_usage_document_refusals(document: object, message: str) -> None:
-    assert str(_error(lambda: LedgerUsage.from_dict(document))) == message
+    _refused(lambda: LedgerUsage.from_dict(document), message)
 
 
 @pytest.mark.parametrize(
@@ -781,7 +789,7 @@ def test_ledger_usage_constructor_refusals(entries: object, message: str) -> Non
 
 
 def test_ledger_usage_json_refusal() -> None:
-    assert str(_error(lambda: LedgerUsage.from_json("[1,]"))) == "ledger_usage: invalid_document"
+    _refused(lambda: LedgerUsage.from_json("[1,]"), "ledger_usage: invalid_document")
 
 
 @pytest.mark.parametrize(
@@ -803,7 +811,7 @@ def test_ledger_usage_json_refusal() -> None:
     ],
 )
 def test_ledger_restore_refusals(usage: Any, message: str) -> None:
-    assert str(_error(lambda: FeedbackBudgetLedger([_policy()], usage))) == message
+    _refused(lambda: FeedbackBudgetLedger([_policy()], usage), message)
 
 
 _DECISION: dict[str, Any] = {
@@ -858,7 +866,7 @@ _DECISION: dict[str, Any] = {
     ],
 )
 def test_decision_refusals(overrides: dict[str, Any], message: str) -> None:
-    assert str(_error(lambda: FeedbackBudgetDecision(**{**_DECISION, **overrides}))) == message
+    _refused(lambda: FeedbackBudgetDecision(**{**_DECISION, **overrides}), message)
 
 
 _SNAPSHOT: dict[str, Any] = {
@@ -893,7 +901,7 @@ _SNAPSHOT: dict[str, Any] = {
     ],
 )
 def test_snapshot_refusals(overrides: dict[str, Any], message: str) -> None:
-    assert str(_error(lambda: FeedbackBudgetSnapshot(**{**_SNAPSHOT, **overrides}))) == message
+    _refused(lambda: FeedbackBudgetSnapshot(**{**_SNAPSHOT, **overrides}), message)
 
 
 @pytest.mark.parametrize(
@@ -917,7 +925,7 @@ def test_snapshot_refusals(overrides: dict[str, Any], message: str) -> None:
 )
 def test_approval_refusals(overrides: dict[str, Any], message: str) -> None:
     fields = {"approved_failure_replacements": 1, "attempts_remaining": 1, **overrides}
-    assert str(_error(lambda: FailureApproval(**fields))) == message
+    _refused(lambda: FailureApproval(**fields), message)
 
 
 def test_every_code_is_exercised() -> None:

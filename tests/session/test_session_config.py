@@ -35,6 +35,7 @@ from sealeval.session.config import (
     session_clock,
 )
 from support.contracts import schema
+from support.refusals import assert_refused
 from support.session_config import (
     CANARY,
     OTHER_DIGEST,
@@ -243,11 +244,13 @@ SHAPE_REFUSALS: list[tuple[str, Any, str]] = [
 def test_parse_refusals(mutate: Any, message: str) -> None:
     document = base_document()
     mutated = mutate(document)
-    with pytest.raises(SessionConfigError) as caught:
-        parse_session_config(mutated if mutated is not None else document)
-    assert str(caught.value) == message
-    assert CANARY not in repr(caught.value)
-    assert caught.value.__cause__ is None
+    field, _, code = message.rpartition(": ")
+    error = assert_refused(
+        lambda: parse_session_config(mutated if mutated is not None else document), code, field
+    )
+    assert isinstance(error, SessionConfigError)
+    assert str(error) == message
+    assert error.__cause__ is None
 
 
 def test_missing_identity_is_a_cross_check() -> None:
@@ -525,6 +528,24 @@ def test_usage_file_is_locked_while_a_session_is_open(tmp_path: Path) -> None:
             pass
     # Created on first use, empty.
     assert decode((folder / "ledger-usage.json").read_bytes())["entries"] == []
+
+
+@pytest.mark.parametrize("kind", ["symlink", "fifo"])
+def test_usage_lock_file_must_be_a_regular_file(tmp_path: Path, kind: str) -> None:
+    folder = copy_bundle(tmp_path / "bundle")
+    lock = folder / "ledger-usage.json.lock"
+    elsewhere = tmp_path / "elsewhere"
+    if kind == "symlink":
+        lock.symlink_to(elsewhere)  # never followed, never created through
+    else:
+        os.mkfifo(lock)  # refused without blocking (sealeval._fs.open_lock_file)
+    with (
+        pytest.raises(SessionConfigError, match=r"^feedback.ledger_usage: unwritable$"),
+        open_session(folder / "attempt-1.yaml", clock=_clock),
+    ):
+        pass
+    assert not elsewhere.exists()
+    assert not (folder / "sessions.sqlite3").exists()
 
 
 def test_usage_of_other_epochs_is_kept(tmp_path: Path) -> None:

@@ -40,6 +40,7 @@ from sealeval.session.forensics import (
     trigrams,
 )
 from sealeval.session.holdout import MANIFEST_KINDS, HoldoutCommitment, commit_holdout
+from support.refusals import assert_refused
 from support.vectors import PROJECT_ROOT, cases, decode_input, load
 
 VECTORS = "openmed/forensics.json"
@@ -232,13 +233,11 @@ def test_item_refusals(name: str, value: Any, code: str) -> None:
         name, name.replace("_items", "")
     )
     arguments[key] = value
-    with pytest.raises(OverlapForensicsError) as caught:
-        _scan(**arguments)
-    assert str(caught.value) == f"{name}: {code}"
-    assert caught.value.code == code
-    assert caught.value.field == name
-    assert caught.value.__cause__ is None
-    assert caught.value.__suppress_context__ or caught.value.__context__ is None
+    error = assert_refused(lambda: _scan(**arguments), code, name)
+    assert isinstance(error, OverlapForensicsError)
+    assert str(error) == f"{name}: {code}"
+    assert error.__cause__ is None
+    assert error.__suppress_context__ or error.__context__ is None
 
 
 @pytest.mark.parametrize("name", ["fuzzy_threshold_basis_points", "shadow_margin_basis_points"])

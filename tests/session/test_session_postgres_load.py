@@ -48,7 +48,7 @@ from support.session_store import pg_uri
 from support.session_world import World, make_world, open_session, session_key
 
 CTX = multiprocessing.get_context("fork")
-WAIT = 60.0
+WAIT = 180.0
 WORKERS = 8
 ATTEMPTS = 200
 #: 1 + rerun_limit official attempts per pair: the budget of the race.

@@ -84,6 +84,26 @@ def test_catalog_bounds_stop_the_walk(workspace: Workspace) -> None:
     assert few.truncated
 
 
+def test_catalog_passes_odd_entries_over_and_keeps_the_first_within_the_bound(
+    tmp_path: Path,
+) -> None:
+    head = b'{"format": "invarlock/evaluation-run-v1"}'
+    names = [f"r{index}.run.json" for index in range(5)]
+    for name in names:
+        (tmp_path / name).write_bytes(head)
+    os.mkfifo(tmp_path / "a.fifo.json")  # a special file: skipped, never opened
+    (tmp_path / os.fsdecode(b"\xff.json")).write_bytes(head)  # an undecodable name: skipped
+    (tmp_path / ".hidden").mkdir()
+    (tmp_path / ".hidden" / "h.run.json").write_bytes(head)  # hidden folders are not searched
+    catalog = scan(tmp_path)
+    assert [item.path for item in catalog.items] == names
+    assert not catalog.truncated
+    bounded = scan(tmp_path, limits=CatalogLimits(max_entries=4))
+    assert bounded.truncated
+    # the first entries in name order: .hidden, a.fifo.json, r0, r1 -- then the bound
+    assert [item.path for item in bounded.items] == names[:2]
+
+
 @pytest.mark.parametrize(
     ("relative", "code"),
     [

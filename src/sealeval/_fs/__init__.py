@@ -6,6 +6,11 @@ Jobs (each has exactly this one home):
   O_NONBLOCK | O_CLOEXEC`` (a FIFO, a socket or a device never blocks the
   open), checks the descriptor with ``fstat`` and refuses anything that is not a regular
   file before a byte is read; then the descriptor is made blocking again;
+* **lock files** -- :func:`open_lock_file` opens (or creates, optionally
+  exclusively) a lock file read-write the same way; :mod:`sealeval._lock`
+  takes the lock;
+* **directory chains** -- :func:`descend` opens a chain of directories below
+  a descriptor, one ``O_DIRECTORY | O_NOFOLLOW`` open per component;
 * **bounded read** -- :func:`read_fd_bounded` refuses a file whose stated size
   is over the limit before reading, and never reads more than ``limit + 1``
   bytes (a file growing while read is refused too);
@@ -26,7 +31,9 @@ Jobs (each has exactly this one home):
   with descriptors (``openat`` with ``O_NOFOLLOW | O_DIRECTORY``, checking the
   opened directory is the one listed), with bounded depth and entry count; a
   symlink is never followed: its link text is read and resolved *lexically
-  inside the tree* (escapes, dangling targets and loops are refused).
+  inside the tree* (escapes, dangling targets and loops are refused). A
+  *lenient* walk (``lenient=WalkSkips()``) passes odd entries over instead
+  of refusing them (the viewer's catalog).
 
 Error design: every function raises :class:`~sealeval.errors.FileSystemError`,
 a family-neutral error with the closed codes below and field ``path`` (or
@@ -65,6 +72,7 @@ from sealeval._fs._base import (
     DEFAULT_MAX_ENTRIES,
     DIR_FLAGS,
     HAS_DIR_FD,
+    LOCK_FLAGS,
     MAX_SYMLINK_HOPS,
     READ_FLAGS,
     translated,
@@ -72,17 +80,19 @@ from sealeval._fs._base import (
 from sealeval._fs._read import (
     FileDigest,
     FileSignature,
+    descend,
     digest_regular,
     fsync_directory,
     open_directory,
     open_directory_below,
+    open_lock_file,
     open_regular,
     read_below,
     read_fd_bounded,
     read_regular,
     signature,
 )
-from sealeval._fs._walk import TreeEntry, walk_tree
+from sealeval._fs._walk import TreeEntry, WalkSkips, walk_tree
 from sealeval._fs._write import (
     ExclusiveWriter,
     create_exclusive,
@@ -100,6 +110,7 @@ __all__ = [
     "DEFAULT_MAX_ENTRIES",
     "DIR_FLAGS",
     "HAS_DIR_FD",
+    "LOCK_FLAGS",
     "MAX_SYMLINK_HOPS",
     "READ_FLAGS",
     "ExclusiveWriter",
@@ -107,12 +118,15 @@ __all__ = [
     "FileSignature",
     "FileSystemError",
     "TreeEntry",
+    "WalkSkips",
     "create_exclusive",
+    "descend",
     "digest_regular",
     "fsync_directory",
     "open_destination_parent",
     "open_directory",
     "open_directory_below",
+    "open_lock_file",
     "open_regular",
     "publish_exclusive",
     "read_below",

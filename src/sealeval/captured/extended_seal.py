@@ -37,7 +37,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from sealeval._validate import thaw_json
+from sealeval._validate import check_closed, thaw_json
 from sealeval.canonical import decode, digest_bytes, encode_invarlock
 from sealeval.captured.extended import (
     EXTENDED_FORMAT,
@@ -171,17 +171,17 @@ def seal_extended(pack: EvidencePack, extension: PolicyExtension, key: SigningKe
 
 
 def _closed(document: object, members: frozenset[str], where: str) -> Mapping[str, Any]:
-    if not isinstance(document, Mapping):
-        raise ExtendedSealError("invalid_document", where)
-    for name in document:
-        if name not in members:
-            raise ExtendedSealError("unknown_member", where)
-    for name in sorted(members):
-        if name not in document:
-            raise ExtendedSealError(
-                "missing_member", f"{where}.{name}" if where != "seal" else name
-            )
-    return document
+    """Check a closed seal object (the toolkit's rule); a missing member is named."""
+    return check_closed(
+        document,
+        where,
+        tuple(sorted(members)),
+        error=ExtendedSealError,
+        type_code="invalid_document",
+        unknown_code="unknown_member",
+        missing_code="missing_member",
+        missing_prefix="" if where == "seal" else f"{where}.",
+    )
 
 
 def _encoded(document: Mapping[str, Any], member: str, encoding: str) -> str:

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any, Final, TypeAlias
 
 from sealeval._fs import read_regular
+from sealeval._validate import check_closed
 from sealeval.canonical import decode, digest_bytes, encode_invarlock, is_digest
 from sealeval.captured.scorers import (
     BINARY_KINDS,
@@ -184,14 +185,15 @@ def _thaw(value: Any) -> Any:
 def _closed(
     value: object, where: str, required: Sequence[str], allowed: frozenset[str]
 ) -> Mapping[str, Any]:
-    if not isinstance(value, Mapping):
-        raise _fail("invalid_type", where)
-    if any(key not in allowed for key in value):
-        raise _fail("unknown_field", where)
-    for key in required:
-        if key not in value:
-            raise _fail("missing_field", f"{where}.{key}" if where != "policy" else key)
-    return value
+    """Check a closed policy object; a missing member is named ``<where>.<member>``."""
+    return check_closed(
+        value,
+        where,
+        required,
+        allowed,
+        error=ComparisonPolicyError,
+        missing_prefix="" if where == "policy" else f"{where}.",
+    )
 
 
 def _text(value: object, where: str, *, maximum: int = _MAX_TEXT, controls: bool = False) -> str:

@@ -40,8 +40,8 @@ from sealeval._fs import (
     read_regular,
     translated,
 )
-from sealeval._validate import check_exact
-from sealeval.canonical import DecodeLimits, decode, digest_bytes, encode_invarlock, is_digest
+from sealeval._validate import check_exact, decode_object
+from sealeval.canonical import digest_bytes, encode_invarlock, is_digest
 from sealeval.captured.pack_reader import (
     DECISIONS,
     MANIFEST_NAME,
@@ -132,14 +132,6 @@ _ASSURANCES: Final = ("recorded", "recomputed")
 _MAX_ASSURANCE: Final = 272
 _TEXT128: Final = re.compile(r"[^\x00-\x1f\x7f]{1,128}")
 _BASE64_SIGNATURE: Final = re.compile(r"[A-Za-z0-9+/]{86}==")
-_O_CLOEXEC: Final = getattr(os, "O_CLOEXEC", 0)
-_JSON_CODES: Final[Mapping[str, str]] = {
-    "too_large": "too_large",
-    "string_too_long": "too_large",
-    "byte_order_mark": "not_utf8",
-    "not_utf8": "not_utf8",
-    "duplicate_key": "duplicate_key",
-}
 
 
 class ReceiptError(CapturedError):
@@ -482,13 +474,7 @@ def _read_limited(path: str | os.PathLike[str], limit: int, where: str) -> bytes
 
 
 def _strict_object(data: bytes, limit: int, where: str) -> dict[str, Any]:
-    try:
-        value = decode(data, limits=DecodeLimits(max_bytes=limit, max_string_length=limit))
-    except CanonicalError as error:
-        raise _fail(_JSON_CODES.get(error.code, "invalid_json"), where) from None
-    if not isinstance(value, dict):
-        raise _fail("not_object", where)
-    return value
+    return decode_object(data, where, error=ReceiptError, limit=limit)
 
 
 def _recipient_policy(policy: ComparisonPolicy | str | os.PathLike[str]) -> ComparisonPolicy:

@@ -50,6 +50,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, ClassVar, Final, Protocol
 
+from sealeval._validate import check_closed, check_members
 from sealeval.canonical import DecodeLimits, decode, encode_invarlock, is_digest
 from sealeval.captured.unicode_tables import (
     REFERENCE_UNICODE_VERSION,
@@ -184,18 +185,29 @@ class ScorerError(CapturedError):
 
 
 def _members(configuration: object) -> Mapping[str, Any]:
-    if not isinstance(configuration, Mapping):
-        raise ScorerError("invalid_type", "configuration")
-    if any(type(key) is not str for key in configuration):
-        raise ScorerError("invalid_type", "configuration")
-    if len(configuration) > _MAX_MEMBERS:
-        raise ScorerError("too_many_members", "configuration")
-    return configuration
+    """Check an open JSON object: string keys (``invalid_type``), at most 100 members."""
+    return check_members(
+        configuration,
+        "configuration",
+        error=ScorerError,
+        max_members=_MAX_MEMBERS,
+        key_code="invalid_type",
+    )
 
 
-def _only(configuration: Mapping[str, Any], allowed: Sequence[str]) -> None:
-    if any(key not in allowed for key in configuration):
-        raise ScorerError("unsupported_configuration", "configuration")
+def _only(
+    configuration: Mapping[str, Any], allowed: Sequence[str], required: Sequence[str] = ()
+) -> None:
+    """Check the members of one kind (others: ``unsupported_configuration``; missing: named)."""
+    check_closed(
+        configuration,
+        "configuration",
+        required,
+        allowed,
+        error=ScorerError,
+        unknown_code="unsupported_configuration",
+        missing_prefix="configuration.",
+    )
 
 
 def _numeral_parts(text: str) -> tuple[str, str, int] | None:
@@ -322,9 +334,7 @@ def _fields(configuration: Mapping[str, Any]) -> tuple[tuple[str, ...], ...]:
 
 
 def _text_options(configuration: Mapping[str, Any]) -> tuple[str, bool]:
-    _only(configuration, ("unicode_version", "casefold"))
-    if "unicode_version" not in configuration:
-        raise ScorerError("missing_field", "configuration.unicode_version")
+    _only(configuration, ("unicode_version", "casefold"), ("unicode_version",))
     version = configuration["unicode_version"]
     if not is_unicode_version(version):
         raise ScorerError("invalid_unicode_version", "configuration.unicode_version")

@@ -22,10 +22,10 @@ from datetime import UTC, datetime
 from typing import Any, Final, Protocol
 
 from sealeval._validate import (
-    MAX_MEMBERS,
     JsonValue,
     check_closed,
     check_digest,
+    check_members,
     check_text,
     freeze_json,
     rebased,
@@ -208,10 +208,7 @@ class ServiceIdentity:
         _name(self.requested_model, "service_identity.requested_model")
         _name(self.observed_model, "service_identity.observed_model", nullable=True)
         _name(self.exposed_revision, "service_identity.exposed_revision", nullable=True)
-        if not isinstance(self.configuration, Mapping):
-            raise CapturedRunError("invalid_type", "service_identity.configuration")
-        if len(self.configuration) > MAX_MEMBERS:
-            raise CapturedRunError("too_many_members", "service_identity.configuration")
+        check_members(self.configuration, "service_identity.configuration", error=CapturedRunError)
         configuration = freeze_json(
             self.configuration, "service_identity.configuration", error=CapturedRunError
         )

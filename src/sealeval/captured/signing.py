@@ -54,6 +54,7 @@ from sealeval._fs import (
     read_regular,
     translated,
 )
+from sealeval._validate import check_closed
 from sealeval.canonical import encode_invarlock
 from sealeval.errors import CapturedError
 
@@ -93,6 +94,7 @@ _PKCS8_PREFIX: Final = bytes.fromhex("302e020100300506032b657004220420")
 _ENVELOPE_MEMBERS: Final = frozenset(
     {"format", "algorithm", "signing_key_fingerprint", "public_key", "signature"}
 )
+_ENCODED_MEMBERS: Final = ("encoding", "value")
 _BASE64_SIGNATURE: Final = re.compile(r"[A-Za-z0-9+/]{86}==")
 
 
@@ -487,10 +489,16 @@ def signature_envelope(manifest_bytes: bytes, key: SigningKey) -> bytes:
 
 def _encoded(document: Mapping[str, Any], member: str, encoding: str) -> str:
     value = document[member]
-    if not isinstance(value, Mapping):
-        raise _fail("invalid_type", member)
-    if set(value) != {"encoding", "value"}:
-        raise _fail("unknown_field" if len(value) > 2 else "missing_field", member)
+    # The contract's order: more than two members is an unknown one; two (or
+    # fewer) that are not exactly ``encoding`` and ``value`` is a missing one.
+    oversized = isinstance(value, Mapping) and len(value) > len(_ENCODED_MEMBERS)
+    value = check_closed(
+        value,
+        member,
+        _ENCODED_MEMBERS,
+        error=SigningKeyError,
+        unknown_code="unknown_field" if oversized else "missing_field",
+    )
     if value["encoding"] != encoding or type(value["encoding"]) is not str:
         raise _fail("invalid_encoding", f"{member}.encoding")
     text = value["value"]
@@ -509,14 +517,7 @@ def parse_signature_envelope(document: object) -> SignatureEnvelope:
         SigningKeyError: ``invalid_type``, ``unknown_field``, ``missing_field``,
             ``invalid_constant``, ``invalid_encoding``.
     """
-    if not isinstance(document, Mapping):
-        raise _fail("invalid_type", "signature")
-    for key in document:
-        if key not in _ENVELOPE_MEMBERS:
-            raise _fail("unknown_field", "signature")
-    for key in sorted(_ENVELOPE_MEMBERS):
-        if key not in document:
-            raise _fail("missing_field", "signature")
+    document = check_closed(document, "signature", _ENVELOPE_MEMBERS, error=SigningKeyError)
     if document["format"] != SIGNATURE_FORMAT or type(document["format"]) is not str:
         raise _fail("invalid_constant", "format")
     if document["algorithm"] != SIGNATURE_ALGORITHM or type(document["algorithm"]) is not str:

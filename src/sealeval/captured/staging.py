@@ -18,7 +18,9 @@ left alone. Removal walks with directory descriptors and never follows a
 link. Everything here is best effort: a failure leaves the entry in place and
 never fails the publication.
 
-Without ``fcntl`` (Windows) staging is not locked and nothing is removed.
+Every open goes through :mod:`sealeval._fs` (no-follow, regular-file
+checks) and every lock through :mod:`sealeval._lock`. Without POSIX locks
+(Windows) staging is not locked and nothing is removed.
 """
 
 from __future__ import annotations
@@ -29,13 +31,11 @@ import re
 import secrets
 import stat
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Final
 
-try:  # POSIX
-    import fcntl
-except ImportError:  # pragma: no cover - Windows
-    fcntl = None  # type: ignore[assignment]
+from sealeval import _lock
+from sealeval._fs import open_directory, open_lock_file
+from sealeval.errors import FileSystemError
 
 __all__ = [
     "LOCK_SUFFIX",
@@ -52,11 +52,6 @@ LOCK_SUFFIX: Final = ".lock"
 
 _TOKEN_BYTES: Final = 16
 _STAGING_NAME: Final = re.compile(re.escape(STAGING_PREFIX) + r"[0-9a-f]{32}")
-_O_CLOEXEC: Final = getattr(os, "O_CLOEXEC", 0)
-_O_NOFOLLOW: Final = getattr(os, "O_NOFOLLOW", 0)
-_DIR_FLAGS: Final = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _O_NOFOLLOW | _O_CLOEXEC
-_LOCK_CREATE: Final = os.O_RDWR | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC
-_LOCK_OPEN: Final = os.O_RDWR | _O_NOFOLLOW | _O_CLOEXEC | getattr(os, "O_NONBLOCK", 0)
 
 
 @contextlib.contextmanager
@@ -65,7 +60,7 @@ def _directory(parent: int | str | os.PathLike[str]) -> Iterator[int]:
     if isinstance(parent, int):
         yield parent
         return
-    fd = os.open(Path(parent), _DIR_FLAGS)
+    fd = open_directory(parent)
     try:
         yield fd
     finally:
@@ -80,15 +75,16 @@ def staging_lock(parent: int | str | os.PathLike[str]) -> Iterator[str]:
     or renames it before the block ends; the lock file is removed on exit.
 
     Raises:
-        OSError: the lock file could not be created or locked.
+        FileSystemError: ``parent`` or the lock file could not be opened or created.
+        OSError: the lock could not be taken.
     """
     with _directory(parent) as parent_fd:
         name = STAGING_PREFIX + secrets.token_hex(_TOKEN_BYTES)
         lock_name = name + LOCK_SUFFIX
-        fd = os.open(lock_name, _LOCK_CREATE, 0o600, dir_fd=parent_fd)
+        fd = open_lock_file(lock_name, dir_fd=parent_fd, exclusive=True)
         try:
-            if fcntl is not None:
-                fcntl.flock(fd, fcntl.LOCK_EX)
+            if _lock.process_locks():
+                _lock.lock_exclusive(fd, wait=True)
             try:
                 yield name
             finally:
@@ -109,8 +105,8 @@ def remove_tree(parent_fd: int, name: str) -> None:
     Best effort: entries that cannot be removed stay.
     """
     try:
-        fd = os.open(name, _DIR_FLAGS, dir_fd=parent_fd)
-    except OSError:  # never created, already gone, or not a directory (a link)
+        fd = open_directory(name, dir_fd=parent_fd)
+    except FileSystemError:  # never created, already gone, or not a directory (a link)
         return
     try:
         for entry in _names(fd):
@@ -133,51 +129,50 @@ def _owned(info: os.stat_result) -> bool:
     return not hasattr(os, "geteuid") or info.st_uid == os.geteuid()
 
 
+@contextlib.contextmanager
+def _free_lock(parent_fd: int, lock_name: str) -> Iterator[bool]:
+    """Yield whether ``lock_name`` is our regular lock file and no live process holds it.
+
+    While the block runs the lock is held (when free). A missing lock file
+    (not ours to judge), a link, another user's file or a held lock: ``False``.
+    """
+    try:
+        lock_fd = open_lock_file(lock_name, dir_fd=parent_fd)
+    except FileSystemError:
+        yield False
+        return
+    try:
+        free = _owned(os.fstat(lock_fd))
+        if free:
+            try:
+                _lock.lock_exclusive(lock_fd)
+            except OSError:  # held: a live process is staging
+                free = False
+        yield free
+    finally:
+        os.close(lock_fd)
+
+
 def _remove_if_stale(parent_fd: int, name: str) -> bool:
     """Remove one staging folder when its owner is gone; return whether it was removed."""
-    assert fcntl is not None
     info = os.stat(name, dir_fd=parent_fd, follow_symlinks=False)
     if not stat.S_ISDIR(info.st_mode) or not _owned(info):
         return False
-    try:
-        lock_fd = os.open(name + LOCK_SUFFIX, _LOCK_OPEN, dir_fd=parent_fd)
-    except OSError:  # no lock file (not ours to judge), a link, or unreadable
-        return False
-    try:
-        lock_info = os.fstat(lock_fd)
-        if not stat.S_ISREG(lock_info.st_mode) or not _owned(lock_info):
-            return False
-        try:
-            fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:  # held: a live process is staging
+    with _free_lock(parent_fd, name + LOCK_SUFFIX) as free:
+        if not free:
             return False
         remove_tree(parent_fd, name)
         with contextlib.suppress(OSError):
             os.unlink(name + LOCK_SUFFIX, dir_fd=parent_fd)
         return True
-    finally:
-        os.close(lock_fd)
 
 
 def _remove_orphan_lock(parent_fd: int, lock_name: str) -> None:
     """Remove a lock file whose folder is gone (killed after the rename) once it is free."""
-    assert fcntl is not None
-    try:
-        lock_fd = os.open(lock_name, _LOCK_OPEN, dir_fd=parent_fd)
-    except OSError:
-        return
-    try:
-        info = os.fstat(lock_fd)
-        if not stat.S_ISREG(info.st_mode) or not _owned(info):
-            return
-        try:
-            fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            return
-        with contextlib.suppress(OSError):
-            os.unlink(lock_name, dir_fd=parent_fd)
-    finally:
-        os.close(lock_fd)
+    with _free_lock(parent_fd, lock_name) as free:
+        if free:
+            with contextlib.suppress(OSError):
+                os.unlink(lock_name, dir_fd=parent_fd)
 
 
 def remove_stale_staging(parent: int | str | os.PathLike[str]) -> int:
@@ -185,7 +180,7 @@ def remove_stale_staging(parent: int | str | os.PathLike[str]) -> int:
 
     Returns the number of staging folders removed. Never raises.
     """
-    if fcntl is None:  # pragma: no cover - Windows: ownership cannot be proven
+    if not _lock.process_locks():  # pragma: no cover - Windows: ownership cannot be proven
         return 0
     removed = 0
     try:
@@ -200,6 +195,6 @@ def remove_stale_staging(parent: int | str | os.PathLike[str]) -> int:
                     folder = name[: -len(LOCK_SUFFIX)]
                     if _STAGING_NAME.fullmatch(folder) is not None and folder not in names:
                         _remove_orphan_lock(parent_fd, name)
-    except OSError:
+    except (OSError, FileSystemError):
         return removed
     return removed

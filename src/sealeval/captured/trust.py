@@ -39,8 +39,8 @@ from pathlib import Path
 from typing import Any, Final
 
 from sealeval._fs import read_below, read_regular, translated
-from sealeval._validate import check_closed
-from sealeval.canonical import DecodeLimits, decode, digest_invarlock, is_digest
+from sealeval._validate import check_closed, decode_object
+from sealeval.canonical import digest_invarlock, is_digest
 from sealeval.captured.policy import (
     ComparisonPolicy,
     ComparisonPolicyError,
@@ -92,13 +92,6 @@ _IDENTITY: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/-]{0,255}")
 _SAFE_PATH: Final = re.compile(r"[A-Za-z0-9._/-]{1,512}")
 _TOP: Final = ("format", "kind", "policy", "anchors", "verifier")
 _VERIFIER: Final = ("identity", "signing_key_path")
-_JSON_CODES: Final[Mapping[str, str]] = {
-    "too_large": "too_large",
-    "string_too_long": "too_large",
-    "byte_order_mark": "not_utf8",
-    "not_utf8": "not_utf8",
-    "duplicate_key": "duplicate_key",
-}
 
 
 class TrustInputError(CapturedError):
@@ -245,13 +238,7 @@ def _read_reference(reference: _FileReference, limit: int, where: str) -> bytes:
 
 
 def _strict_object(data: bytes, limit: int, where: str) -> dict[str, Any]:
-    try:
-        value = decode(data, limits=DecodeLimits(max_bytes=limit, max_string_length=limit))
-    except CanonicalError as error:
-        raise _fail(_JSON_CODES.get(error.code, "invalid_json"), where) from None
-    if not isinstance(value, dict):
-        raise _fail("not_object", where)
-    return value
+    return decode_object(data, where, error=TrustInputError, limit=limit)
 
 
 def parse_trust_profile(document: object) -> tuple[TrustAnchors, str, str, str]:

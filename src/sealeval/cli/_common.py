@@ -6,7 +6,7 @@ import contextlib
 import errno
 import functools
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import IO, Any, Final, ParamSpec, TypeVar
 
 import click
@@ -22,7 +22,10 @@ __all__ = [
     "closed_usage_errors",
     "decision_order_option",
     "fail",
+    "refusal_line",
     "refusals_exit",
+    "refusals_naming",
+    "shared_remedy",
 ]
 
 #: Applied to every group and command (not only the root): click caches a
@@ -43,34 +46,79 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 
-def fail(error: SealevalError) -> click.exceptions.Exit:
-    """Print a refusal (field and code only) and return the exit to raise."""
-    click.echo(f"sealeval: error: {error}", err=True)
+#: Remedies shared by the captured commands, by closed code (options only, never values).
+_SHARED_REMEDIES: Final[Mapping[str, str]] = {
+    "provenance_mismatch": "re-import the runs with --score-provenance FILE naming the "
+    "policy's accepted provenance for its score key (sealeval import --help)",
+}
+
+
+def shared_remedy(code: str) -> str | None:
+    """Return the remedy line a refusal's closed code calls for on every command, or ``None``.
+
+    ``provenance_mismatch`` (a run's recorded scores lack the provenance the
+    policy accepts) is remedied by importing the runs again with
+    ``--score-provenance FILE``.
+    """
+    return _SHARED_REMEDIES.get(code)
+
+
+def refusal_line(error: SealevalError, options: Mapping[str, str] | None = None) -> str:
+    """Return ``sealeval: error: <what the user typed>: <code>`` for a refusal.
+
+    ``options`` maps the library's field names to what the user typed for
+    them (``max_bootstrap_draws`` -> ``--max-bootstrap-draws``, ``pack`` ->
+    ``EVIDENCE``); a field it does not name is printed as it is (a field
+    inside a file the user wrote). Never a value.
+    """
+    field = error.field
+    named = None if field is None or options is None else options.get(field)
+    if named is None:
+        return f"sealeval: error: {error}"
+    return f"sealeval: error: {named}: {error.code}"
+
+
+def fail(error: SealevalError, options: Mapping[str, str] | None = None) -> click.exceptions.Exit:
+    """Print a refusal (option or field, code, shared remedy) and return the exit to raise."""
+    click.echo(refusal_line(error, options), err=True)
+    hint = shared_remedy(error.code)
+    if hint is not None:
+        click.echo(f"sealeval: {hint}", err=True)
     return click.exceptions.Exit(EXIT_ERROR)
 
 
-def refusals_exit(command: Callable[P, R]) -> Callable[P, R]:
-    """Turn any :class:`SealevalError` (or stray ``OSError``) of a command into exit status 2.
+def refusals_naming(
+    options: Mapping[str, str] | None,
+) -> Callable[[Callable[P, R]], Callable[P, R]]:
+    """Return :func:`refusals_exit` naming fields by the options in ``options``.
 
     A ``too_large`` refusal gets the line saying its limit is fixed (commands
-    whose limits an option lifts print their own remedy first).
+    whose limits an option lifts print their own remedy before reaching here).
     """
 
-    @functools.wraps(command)
-    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-        try:
-            return command(*args, **kwargs)
-        except SealevalError as error:
-            exit_ = fail(error)
-            if error.code == "too_large":  # no option of these commands lifts a size limit
-                click.echo(f"sealeval: {FIXED_LIMIT}", err=True)
-            raise exit_ from None
-        except OSError as error:
-            if error.errno == errno.EPIPE:
-                raise
-            raise fail(UsageError(_os_code(error), "file")) from None
+    def decorate(command: Callable[P, R]) -> Callable[P, R]:
+        @functools.wraps(command)
+        def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+            try:
+                return command(*args, **kwargs)
+            except SealevalError as error:
+                exit_ = fail(error, options)
+                if error.code == "too_large":  # no option of these commands lifts a size limit
+                    click.echo(f"sealeval: {FIXED_LIMIT}", err=True)
+                raise exit_ from None
+            except OSError as error:
+                if error.errno == errno.EPIPE:
+                    raise
+                raise fail(UsageError(_os_code(error), "file")) from None
 
-    return wrapper
+        return wrapper
+
+    return decorate
+
+
+def refusals_exit(command: Callable[P, R]) -> Callable[P, R]:
+    """Turn any :class:`SealevalError` (or stray ``OSError``) of a command into exit status 2."""
+    return refusals_naming(None)(command)
 
 
 #: The decision orders of the comparison (``sealeval.captured.pack_reader.DECISION_ORDERS``).

@@ -33,7 +33,7 @@ from sealeval.attest import (
 from sealeval.canonical import decode, encode_openmed
 from sealeval.captured.receipt import MAX_RECEIPT_BYTES
 from sealeval.captured.signing import load_signing_key, load_verify_key
-from sealeval.cli._common import CONTEXT_SETTINGS, EXIT_NEGATIVE, fail, refusals_exit
+from sealeval.cli._common import CONTEXT_SETTINGS, EXIT_NEGATIVE, fail, refusals_naming
 from sealeval.errors import CanonicalError
 from sealeval.gates.candidate import (
     CandidateBundle,
@@ -54,6 +54,13 @@ __all__ = ["attest"]
 
 _MAX_MANIFEST_BYTES: Final = 1 << 20
 _MAX_ENVELOPE_BYTES: Final = 16 * 1024 * 1024
+
+#: What the user typed for attest's inputs (field -> option), for the refusal line.
+_TYPED: Final = {
+    "output": "--output",
+    "signing_key": "--signing-key",
+    "public_key": "--public-key",
+}
 
 
 def _read(path: str, option: str, limit: int) -> bytes:
@@ -102,7 +109,7 @@ def attest() -> None:
 @attest.command("manifest", context_settings=CONTEXT_SETTINGS)
 @click.argument("manifest_path", metavar="MANIFEST")
 @_signing_options
-@refusals_exit
+@refusals_naming(_TYPED)
 def manifest_command(manifest_path: str, signing_key: str, output: Path) -> None:
     """Attest a sealed manifest: one subject per sealed component."""
     sealed = SealedWorkflowManifest.from_json(_read(manifest_path, "manifest", _MAX_MANIFEST_BYTES))
@@ -157,7 +164,7 @@ def _check_packet(
     help="Ed25519 public key of the bundle's packet_ed25519 signature.",
 )
 @_signing_options
-@refusals_exit
+@refusals_naming(_TYPED)
 def release_command(  # noqa: PLR0917 - one parameter per click option
     bundle_path: str,
     wheel: str | None,
@@ -187,7 +194,7 @@ def release_command(  # noqa: PLR0917 - one parameter per click option
 @attest.command("receipt", context_settings=CONTEXT_SETTINGS)
 @click.argument("receipt_path", metavar="RECEIPT")
 @_signing_options
-@refusals_exit
+@refusals_naming(_TYPED)
 def receipt_command(receipt_path: str, signing_key: str, output: Path) -> None:
     """Attest an evidence-pack verification receipt (subject: the pack's manifest.json)."""
     document = _document(receipt_path, "receipt", MAX_RECEIPT_BYTES)
@@ -207,7 +214,7 @@ def receipt_command(receipt_path: str, signing_key: str, output: Path) -> None:
     help="Require this predicate type.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the verified statement (canonical).")
-@refusals_exit
+@refusals_naming(_TYPED)
 def verify_command(envelope_path: str, public_key: str, kind: str | None, as_json: bool) -> None:
     """Verify a DSSE envelope with a trusted key and check its statement.
 

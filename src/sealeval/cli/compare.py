@@ -72,22 +72,22 @@ from sealeval.captured.policy import (
     ComparisonPolicyError,
     load_comparison_policy,
 )
-from sealeval.captured.report.model import ReportEntry, _Interval
+from sealeval.captured.report.model import ReportEntry, ReportInterval
 from sealeval.captured.report.wording import (
-    _change_text,
-    _g,
-    _level,
-    _mean_text,
-    _scaled,
-    _unit,
+    change_text,
+    change_unit,
+    level_text,
+    mean_text,
+    scaled,
+    significant,
 )
 from sealeval.captured.run import Run, read_file_bytes
 from sealeval.captured.run.reader import read_run_file
-from sealeval.cli._common import CONTEXT_SETTINGS, EXIT_ERROR, EXIT_OK
+from sealeval.cli._common import CONTEXT_SETTINGS, EXIT_ERROR, EXIT_OK, shared_remedy
 from sealeval.cli._remedies import limit_remedy
 from sealeval.errors import SealevalError
 
-__all__ = ["EXIT_POLICY_NOT_PASSED", "compare_command"]
+__all__ = ["EXIT_POLICY_NOT_PASSED", "compare_command", "refusal_lines"]
 
 #: The policy was evaluated and did not pass (``regression`` or ``insufficient_evidence``).
 EXIT_POLICY_NOT_PASSED: Final = 7
@@ -103,6 +103,37 @@ class _RefusalError(Exception):
         super().__init__(code)
         self.field = field
         self.code = code
+
+
+#: What the user typed for each of compare's inputs (field -> argument or option).
+_TYPED: Final = {
+    "baseline": "BASELINE",
+    "subject": "SUBJECT",
+    "policy": "--policy",
+    "extension": "--extension",
+    "max_bootstrap_draws": "--max-bootstrap-draws",
+    "decision_order": "--decision-order",
+}
+
+
+def refusal_lines(field: str, code: str) -> list[str]:
+    """Return the refusal naming what the user typed, then its remedy (never a value).
+
+    A run that is not a run file (``BASELINE: invalid_json``) is to be
+    imported first; a recorded score without the accepted provenance is to be
+    re-imported with ``--score-provenance``.
+    """
+    typed = _TYPED.get(field, field)
+    lines = [f"sealeval: error: {typed}: {code}"]
+    if typed in {"BASELINE", "SUBJECT"} and code == "invalid_json":
+        lines.append(
+            f"sealeval: {typed} must be a run file: sealeval import FILE -o RUN.json "
+            "writes one from your evaluator's results"
+        )
+    hint = shared_remedy(code)
+    if hint is not None:
+        lines.append(f"sealeval: {hint}")
+    return lines
 
 
 def _rooted(root: str, error: SealevalError, own_root: str | None = None) -> _RefusalError:
@@ -243,7 +274,7 @@ class _Shown:
             ratio=entry.ratio,
             interval=None
             if interval is None
-            else _Interval(
+            else ReportInterval(
                 lower=interval.lower,
                 upper=interval.upper,
                 method=interval.method,
@@ -257,7 +288,7 @@ class _Shown:
         self.subject = self._mean(entry.subject_mean)
 
     def _mean(self, value: float | None) -> str:
-        return "n/a" if value is None else _mean_text(self.view, value)
+        return "n/a" if value is None else mean_text(self.view, value)
 
     def fill_means(self, values: ScopeValues | None) -> None:
         """Means of an entry the report left unevaluated, over its scored pairs (or ``n/a``)."""
@@ -274,22 +305,22 @@ class _Shown:
         except OverflowError:
             self.notes.append("means n/a: overflow")
             return
-        self.baseline = _mean_text(self.view, baseline)
-        self.subject = _mean_text(self.view, subject)
+        self.baseline = mean_text(self.view, baseline)
+        self.subject = mean_text(self.view, subject)
         self.notes.append(f"means over the {usable:,} scored pairs (no interval)")
 
     @property
     def change(self) -> str:
-        return "-" if self.view.interval is None else _change_text(self.view)
+        return "-" if self.view.interval is None else change_text(self.view)
 
     @property
     def interval(self) -> str:
         interval = self.view.interval
         if interval is None:
             return "-"
-        lower = _g(_scaled(self.view, interval.lower))
-        upper = _g(_scaled(self.view, interval.upper))
-        return f"{_level(interval.mass)}: {lower} to {upper} {_unit(self.view)}"
+        lower = significant(scaled(self.view, interval.lower))
+        upper = significant(scaled(self.view, interval.upper))
+        return f"{level_text(interval.mass)}: {lower} to {upper} {change_unit(self.view)}"
 
     @property
     def reasons(self) -> str:
@@ -545,7 +576,8 @@ def compare_command(
                 progress=progress,
             )
     except _RefusalError as refusal:
-        click.echo(f"sealeval: error: {refusal.field}: {refusal.code}", err=True)
+        for line in refusal_lines(refusal.field, refusal.code):
+            click.echo(line, err=True)
         hint = limit_remedy("compare", refusal.code, refusal.field, uncapped=uncapped)
         if hint is not None:
             click.echo(f"sealeval: {hint}", err=True)

@@ -51,7 +51,14 @@ from sealeval.captured.evaluate import (
 from sealeval.captured.planning import DEFAULT_WORK_BUDGET
 from sealeval.captured.run import INVARLOCK_LIMITS, read_file_bytes
 from sealeval.captured.signing import generate_key_directory
-from sealeval.cli._common import CONTEXT_SETTINGS, EXIT_ERROR, EXIT_OK, decision_order_option
+from sealeval.cli._common import (
+    CONTEXT_SETTINGS,
+    EXIT_ERROR,
+    EXIT_OK,
+    decision_order_option,
+    refusal_line,
+    shared_remedy,
+)
 from sealeval.cli._remedies import CAP_CODES, limit_remedy
 from sealeval.cli.verify import dump_json, metric_lines, printable
 from sealeval.errors import CanonicalError, CapturedError, SealevalError
@@ -64,6 +71,7 @@ __all__ = [
     "EvaluateError",
     "evaluate_command",
     "native_run_loader",
+    "option_names",
 ]
 
 #: ``--fail-on-policy`` and the decision is not ``pass``.
@@ -185,7 +193,8 @@ def _setup(
         if as_json:
             click.echo(_setup_result(action, None, str(error)), nl=False)
         else:
-            click.echo(f"sealeval: error: {error}", err=True)
+            destination = "--keygen" if action == "keygen" else "--case-set-output"
+            click.echo(refusal_line(error, {**_TYPED, "output": destination}), err=True)
         raise click.exceptions.Exit(EXIT_ERROR) from None
     if as_json:
         click.echo(_setup_result(action, details, None), nl=False)
@@ -230,7 +239,39 @@ def remedy(error: SealevalError, *, uncapped: bool = False) -> str | None:
     """Return the remedy line for a refusal, naming options (never a value), or ``None``."""
     if error.code in CAP_CODES or error.code == "work_budget_exceeded":
         return limit_remedy("evaluate", error.code, error.field, uncapped=uncapped)
-    return _REMEDIES.get(error.code)
+    return _REMEDIES.get(error.code) or shared_remedy(error.code)
+
+
+#: What the user typed for evaluate's own inputs (field -> argument or option).
+_TYPED: Final = {
+    "request": "REQUEST",
+    "signing_key": "--signing-key",
+    "max_bootstrap_draws": "--max-bootstrap-draws",
+    "request_root": "--request-root",
+    "case_set": "--freeze-cases",
+    "case_set_output": "--case-set-output",
+    "keygen": "--keygen",
+}
+#: The request fields an override option replaces (option parameter -> field).
+_OVERRIDDEN: Final = {
+    "baseline_run": ("comparison.baseline.path", "--baseline-run"),
+    "subject_run": ("comparison.subject.path", "--subject-run"),
+    "output": ("output.evidence", "--output"),
+}
+
+
+def option_names(overrides: Mapping[str, object]) -> dict[str, str]:
+    """Map evaluate's field names to what the user typed (for the refusal line).
+
+    A request field replaced by an option (``--baseline-run``) is named by
+    that option; other request fields keep their names (they are in the
+    request file the user wrote).
+    """
+    named = dict(_TYPED)
+    for parameter, (field, option) in _OVERRIDDEN.items():
+        if overrides.get(parameter) is not None:
+            named[field] = option
+    return named
 
 
 def next_steps(document: Mapping[str, Any], signer: str | None) -> str:
@@ -320,7 +361,7 @@ def _check_usage(
         if as_json:
             click.echo(_setup_result(None, None, str(error)), nl=False)
         else:
-            click.echo(f"sealeval: error: {error}", err=True)
+            click.echo(refusal_line(error, _TYPED), err=True)
         raise click.exceptions.Exit(EXIT_ERROR)
     if ctx.params["fail_on_policy"] and ctx.params["run_preflight"]:
         raise click.UsageError("--fail-on-policy cannot be used with --preflight", ctx)
@@ -409,6 +450,12 @@ def evaluate_command(
         return
     _check_usage(ctx, request, as_json=as_json, case_set_output=case_set_output)
     assert request is not None
+    overrides = {
+        "request_root": request_root,
+        "baseline_run": baseline_run,
+        "subject_run": subject_run,
+        "output": output,
+    }
     try:
         evaluation = _run(
             ctx,
@@ -417,12 +464,7 @@ def evaluate_command(
             unsigned=unsigned,
             run_preflight=run_preflight,
             max_draws=max_draws,
-            overrides={
-                "request_root": request_root,
-                "baseline_run": baseline_run,
-                "subject_run": subject_run,
-                "output": output,
-            },
+            overrides=overrides,
             uncapped=uncapped,
             decision_order=decision_order,
             announce=not as_json,
@@ -431,7 +473,7 @@ def evaluate_command(
         if as_json:
             click.echo(_failure(run_preflight, signing_key, unsigned, str(error)), nl=False)
         else:
-            click.echo(f"sealeval: error: {error}", err=True)
+            click.echo(refusal_line(error, option_names(overrides)), err=True)
             hint = remedy(error, uncapped=uncapped)
             if hint is not None:
                 click.echo(f"sealeval: {hint}", err=True)

@@ -33,7 +33,7 @@ from sealeval.captured.extended_seal import MAX_SEAL_BYTES, seal_extended, verif
 from sealeval.captured.pack_reader import read_evidence_pack
 from sealeval.captured.run import read_file_bytes
 from sealeval.captured.signing import load_signing_key
-from sealeval.cli._common import CONTEXT_SETTINGS, EXIT_OK, refusals_exit
+from sealeval.cli._common import CONTEXT_SETTINGS, EXIT_OK, refusals_naming
 from sealeval.errors import UsageError
 
 __all__ = ["extended_command"]
@@ -64,7 +64,15 @@ def _inside(path: Path, pack: Path) -> bool:
 @click.option("--output", "output_path", metavar="SEAL", help="Write the seal to SEAL (new file).")
 @click.option("--check", "check_path", metavar="SEAL", help="Check SEAL against the pack.")
 @click.option("--json", "as_json", is_flag=True, help="With --check: print the sealed document.")
-@refusals_exit
+@refusals_naming(
+    {
+        "pack": "EVIDENCE",
+        "extension": "--extension",
+        "signing_key": "--signing-key",
+        "output": "--output",
+        "seal": "--check",
+    }
+)
 def extended_command(
     *,
     evidence: str,

@@ -35,8 +35,9 @@ from sealeval.cli._common import (
     EXIT_OK,
     is_terminal,
     refusals_exit,
+    refusals_naming,
 )
-from sealeval.errors import CanonicalError, UsageError
+from sealeval.errors import CanonicalError, UsageError, YamlError
 from sealeval.gates.candidate import (
     AgentCandidatePacket,
     CandidateBundle,
@@ -59,6 +60,7 @@ from sealeval.gates.runner import (
     run_agent_release,
 )
 from sealeval.gates.suites import SUITES, bundled_suite_evidence, evidence_envelope
+from sealeval.strict_yaml import YamlLimits, load_strict_yaml
 
 __all__ = ["KEY_NEWLINE_WARNING", "gates", "release_script"]
 
@@ -299,6 +301,17 @@ def _print_report(report: AgentReleaseReport) -> None:
     console.print(f"report digest: {report.report_digest}")
 
 
+def _decode_evidence(path: str, data: bytes) -> Any:
+    """Decode an evidence file: strict JSON, or strict YAML for a ``.yaml``/``.yml`` name."""
+    if not path.lower().endswith((".yaml", ".yml")):
+        return decode_evidence_bytes(data)
+    try:
+        return load_strict_yaml(data, limits=YamlLimits(max_bytes=MAX_EVIDENCE_BYTES))
+    except YamlError as error:
+        click.echo(f"sealeval: error: evidence: {error.code}", err=True)
+        raise click.exceptions.Exit(EXIT_ERROR) from None
+
+
 @gates.command("evaluate", context_settings=CONTEXT_SETTINGS)
 @click.argument("evidence_path", metavar="EVIDENCE.json")
 @click.option(
@@ -308,13 +321,16 @@ def _print_report(report: AgentReleaseReport) -> None:
     help="Digest of the candidate the evidence is about.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the canonical report.")
-@refusals_exit
+@refusals_naming({"candidate_digest": "--candidate-digest"})
 def evaluate_command(evidence_path: str, candidate_digest: str, as_json: bool) -> None:
     """Evaluate the nine release gates over an evidence file.
 
     EVIDENCE.json is a JSON array of MetricEvidence documents or a candidate
     evidence envelope {schema_version, source_sha, metrics}; both are parsed
-    strictly. Exit status: 0 READY, 1 NOT_READY, 2 invalid input.
+    strictly. A file named *.yaml or *.yml is read as strict YAML (`sealeval
+    init gate-sources` writes a commented one): the same evidence written as
+    YAML gives the same report. Exit status: 0 READY, 1 NOT_READY, 2 invalid
+    input.
     """
     if not is_digest(candidate_digest):
         raise GateError("invalid_digest", "candidate_digest")
@@ -323,7 +339,7 @@ def evaluate_command(evidence_path: str, candidate_digest: str, as_json: bool) -
         raise EvidenceEnvelopeError("unavailable", "evidence")
     if read[1] is None:
         raise EvidenceEnvelopeError("too_large", "evidence")
-    metrics = parse_evidence_document(decode_evidence_bytes(read[1]))
+    metrics = parse_evidence_document(_decode_evidence(evidence_path, read[1]))
     report = evaluate_agent_release_gates(metrics, candidate_digest=candidate_digest)
     if as_json:
         click.echo(report.to_json())
@@ -342,7 +358,7 @@ def evaluate_command(evidence_path: str, candidate_digest: str, as_json: bool) -
     type=click.Path(path_type=Path),
     help="Evidence envelope to create (must not exist).",
 )
-@refusals_exit
+@refusals_naming({"output": "--output", "suite": "SUITE"})
 def run_suite_command(suite: str, source_sha: str, output: Path) -> None:
     """Run a bundled executable suite and write source-bound evidence.
 

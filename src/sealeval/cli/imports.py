@@ -38,10 +38,17 @@ from sealeval.captured.importers import (
 )
 from sealeval.captured.importers.base import ImportRefusalError
 from sealeval.captured.importers.jsonl import decode_document, read_source
+from sealeval.captured.importers.per_task import import_inspect_tasks
 from sealeval.captured.importers.registry import FALLBACKS
 from sealeval.captured.run import INVARLOCK_LIMITS, UNLIMITED
 from sealeval.captured.service_identity import validate_service_identity
-from sealeval.cli._common import CONTEXT_SETTINGS, EXIT_ERROR, fail, is_terminal, refusals_exit
+from sealeval.cli._common import (
+    CONTEXT_SETTINGS,
+    EXIT_ERROR,
+    fail,
+    is_terminal,
+    refusals_naming,
+)
 from sealeval.cli._remedies import limit_remedy
 from sealeval.errors import CapturedError, SealevalError
 
@@ -100,6 +107,17 @@ def _size(path: Path) -> int:
         return path.lstat().st_size
     except OSError:
         return 0
+
+
+#: What the user typed for import's own inputs (field -> option).
+_TYPED: Final = {
+    "run_id": "--run-id",
+    "artifact_digest": "--artifact-digest",
+    "service_identity": "--service-identity",
+    "score_provenance": "--score-provenance",
+    "input_projection": "--input-projection",
+    "output": "--output",
+}
 
 
 @contextmanager
@@ -196,12 +214,17 @@ def _progress_bar(path: Path) -> Iterator[Any]:
     help="lm-eval output folder: read this run timestamp (default: the latest per task).",
 )
 @click.option(
+    "--per-task",
+    is_flag=True,
+    help="Inspect log folder: one run per task, <task>.json in the new folder -o.",
+)
+@click.option(
     "--json",
     "as_json",
     is_flag=True,
     help="Print the import summary as one JSON object on standard output.",
 )
-@refusals_exit
+@refusals_naming(_TYPED)
 def import_command(
     *,
     path: Path,
@@ -218,6 +241,7 @@ def import_command(
     allow_partial: bool,
     metadata_fields: tuple[str, ...],
     timestamp: str | None,
+    per_task: bool,
     as_json: bool,
 ) -> None:
     """Import recorded evaluation results (a file or an output folder) as a run.
@@ -247,6 +271,9 @@ def import_command(
             timestamp=timestamp,
         ),
     }
+    if per_task:
+        _per_task(path, adapter, output, arguments, as_json=as_json)
+        return
     summary: ImportSummary
     try:
         with _progress_bar(path) as progress:
@@ -258,7 +285,7 @@ def import_command(
         remedy = limit_remedy("import", error.code, error.field, compat_invarlock=compat_invarlock)
         if remedy is None:
             raise
-        exit_ = fail(error)
+        exit_ = fail(error, _TYPED)
         click.echo(f"sealeval: {remedy}", err=True)
         raise exit_ from None
     if as_json:
@@ -266,6 +293,24 @@ def import_command(
     else:
         click.echo(summary.run_digest)
         click.echo(summary.line(), err=True)
+
+
+def _per_task(
+    path: Path, adapter: str, output: Path, arguments: dict[str, Any], *, as_json: bool
+) -> None:
+    """``--per-task``: one run file per task of an Inspect log folder (stdout: file, digest)."""
+    if adapter not in (AUTO, "inspect-folder"):
+        raise ImportRefusalError("adapter_option_invalid", "per_task")
+    if not path.is_dir():
+        raise ImportRefusalError("adapter_option_invalid", "per_task")
+    runs = import_inspect_tasks(path, output, **arguments)
+    if as_json:
+        document = {"runs": [run.document() for run in runs]}
+        click.echo(encode_invarlock(document).decode("utf-8"))
+        return
+    for run in runs:
+        click.echo(f"{run.file} {run.summary.run_digest}")
+        click.echo(f"{run.file}: {run.summary.line()}", err=True)
 
 
 def _hint(path: Path, adapter: str, arguments: dict[str, Any]) -> None:

@@ -5,6 +5,7 @@
     sealeval init policy  [-o policy.yaml]
     sealeval init request [-o request.yaml]      # also inputs/baseline.jsonl, inputs/subject.jsonl
     sealeval init session [-o session.yaml]      # for the folder `sealeval demo` writes (session/)
+    sealeval init gate-sources [-o gate-sources.yaml]  # the nine gates' evidence (demo smoke data)
     sealeval init trust   [-o trust.json] --baseline-run-digest D --subject-run-digest D
                           --request-digest D --evidence-signer-fingerprint D
                           [--policy policy.yaml] [--verifier-identity ID] [--verifier-key KEY]
@@ -58,7 +59,7 @@ def _write(destination: Path, data: bytes, option: str = "--output") -> None:
 
 @click.group(context_settings=CONTEXT_SETTINGS)
 def init() -> None:
-    """Write commented starter files (policy, request, session, trust profile)."""
+    """Write commented starter files (policy, request, session, trust, gate evidence)."""
 
 
 def _output_option(default: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
@@ -109,6 +110,16 @@ def session_command(output: Path) -> None:
     _write(output, _template("session.yaml"))
     click.echo(f"Wrote {output.name} (session configuration for demo-out/session/)")
     click.echo(f"Next: sealeval session run {output.name}")
+
+
+@init.command("gate-sources", context_settings=CONTEXT_SETTINGS)
+@_output_option("gate-sources.yaml")
+@refusals_exit
+def gate_sources_command(output: Path) -> None:
+    """Write the release-gate evidence (strict YAML): the demo's nine metrics, commented."""
+    _write(output, _template("gate-sources.yaml"))
+    click.echo(f"Wrote {output.name} (release-gate evidence: the demo's smoke data)")
+    click.echo(f"Next: sealeval gates evaluate {output.name} --candidate-digest sha256:HEX")
 
 
 def _anchor(value: str, option: str) -> str:

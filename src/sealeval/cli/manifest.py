@@ -19,6 +19,7 @@ from sealeval.cli._common import (
     EXIT_OK,
     is_terminal,
     refusals_exit,
+    refusals_naming,
 )
 from sealeval.errors import ConfigDocumentError, ManifestError, UsageError
 from sealeval.manifest.components import load_config_document
@@ -168,7 +169,7 @@ def digest_command(kind: str, path: Path) -> None:
     type=click.Path(path_type=Path),
     help="Where to write the manifest (must not exist).",
 )
-@refusals_exit
+@refusals_naming({"output": "--output"})
 def seal_command(
     output: Path,
     digest_assignments: tuple[str, ...],

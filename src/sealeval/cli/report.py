@@ -52,6 +52,15 @@ _MAX_EXTENSION_BYTES: Final = 65_536
 #: Output formats in the order they are written.
 FORMATS: Final = ("html", "junit", "markdown")
 
+#: What the user typed for report's inputs (field -> argument or option).
+_TYPED: Final = {
+    "pack": "EVIDENCE",
+    "extension": "--extension",
+    "outputs.html": "--html",
+    "outputs.markdown": "--markdown",
+    "outputs.junit": "--junit",
+}
+
 
 def _lexical(path: str) -> Path:
     """Return the absolute path without resolving symlinks (``..`` removed lexically)."""
@@ -211,7 +220,7 @@ def report_command(
                 failed = None
     except SealevalError as error:
         if not as_json:
-            exit_ = fail(error)
+            exit_ = fail(error, _TYPED)
             hint = limit_remedy("report", error.code, error.field, uncapped=uncapped)
             if hint is not None:
                 click.echo(f"sealeval: {hint}", err=True)

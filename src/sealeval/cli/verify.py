@@ -49,7 +49,12 @@ from sealeval.captured.trust import (
 )
 from sealeval.captured.verification import REASONS, verify_with_receipt
 from sealeval.captured.verify import VerificationOutcome
-from sealeval.cli._common import CONTEXT_SETTINGS, EXIT_ERROR, decision_order_option
+from sealeval.cli._common import (
+    CONTEXT_SETTINGS,
+    EXIT_ERROR,
+    decision_order_option,
+    refusal_line,
+)
 from sealeval.cli._remedies import limit_remedy
 from sealeval.errors import SealevalError
 
@@ -59,6 +64,7 @@ __all__ = [
     "dump_json",
     "guidance",
     "metric_lines",
+    "option_names",
     "printable",
     "verify_command",
 ]
@@ -102,8 +108,10 @@ def guidance(
 ) -> list[str]:
     """Lines that name what the user must type for a missing input (never a value).
 
-    A missing anchor names every missing anchor's option at once, with the
-    remedy: the digests ``sealeval evaluate`` printed, or a trust profile.
+    The refusal line itself names the first missing option
+    (:func:`option_names`); these lines name every other missing option at
+    once, with the remedy: the digests ``sealeval evaluate`` printed, or a
+    trust profile.
     """
     if error.code != "missing_input" or error.field is None:
         return []
@@ -122,13 +130,36 @@ def guidance(
     missing = [option for field, option in _OPTION_OF.items() if given[field] is None]
     if error.field not in _OPTION_OF or not missing:
         return []
-    lines = [f"sealeval: missing: {', '.join(missing)}"]
+    others = [option for option in missing if option != _OPTION_OF[error.field]]
+    lines = [f"sealeval: also missing: {', '.join(others)}"] if others else []
     if any(option.startswith("--expected-") for option in missing):
         lines.append(
             "sealeval: give the digests sealeval evaluate printed, "
             "or --trust-profile FILE (sealeval init trust writes one)"
         )
     return lines
+
+
+#: What the user typed for the other inputs of ``verify`` (whatever the trust source).
+_OPTION_ALWAYS: Final = {
+    "pack": "EVIDENCE",
+    "trust_profile": "--trust-profile",
+    "receipt": "--receipt",
+    "max_bootstrap_draws": "--max-bootstrap-draws",
+    **{parameter: "--" + parameter.replace("_", "-") for parameter, _ in _EXPLICIT},
+}
+
+
+def option_names(*, trust_profile: str | None) -> dict[str, str]:
+    """Map verify's field names to the options the user typed (for the refusal line).
+
+    With a trust profile the anchors and the policy are fields of that file
+    and keep their names; with explicit options each names its option
+    (``anchors.baseline_run_digest`` -> ``--expected-baseline-run``).
+    """
+    if trust_profile is not None:
+        return {field: option for field, option in _OPTION_ALWAYS.items() if field != "policy"}
+    return {**_OPTION_ALWAYS, **_OPTION_OF}
 
 
 class _IncompleteError(Exception):
@@ -400,7 +431,9 @@ def verify_command(
         if as_json:
             click.echo(dump_json(_incomplete_result(refusal)), nl=False)
         else:
-            click.echo(f"sealeval: error: {refusal.error}", err=True)
+            click.echo(
+                refusal_line(refusal.error, option_names(trust_profile=trust_profile)), err=True
+            )
             hints = guidance(
                 refusal.error, trust_profile=trust_profile, options=options, receipt=receipt
             )

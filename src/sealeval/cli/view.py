@@ -45,8 +45,8 @@ def view_command(directory: Path, port_text: str) -> None:
     """Serve a read-only viewer of the runs, comparisons, packs and receipts in DIRECTORY."""
     server = ViewerServer(directory, port=_port(port_text))
     found = len(server.catalog().items)
-    click.echo(f"sealeval view: {found} items; open {server.url} (Ctrl-C stops)")
-    try:
+    try:  # Ctrl-C right after the line below still stops cleanly (exit 0)
+        click.echo(f"sealeval view: {found} items; open {server.url} (Ctrl-C stops)")
         server.serve_forever()
     except KeyboardInterrupt:
         pass

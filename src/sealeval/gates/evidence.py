@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from sealeval._validate import check_closed
 from sealeval.canonical import encode_openmed, is_digest
 from sealeval.gates.registry import GateError, is_gate_reference
 
@@ -140,8 +141,7 @@ class SliceEvidence:
         """Parse the mapping form (closed: unknown keys are refused)."""
         if not isinstance(document, Mapping):
             raise GateError("invalid_item", "slices")
-        if set(document) - SLICE_KEYS:
-            raise GateError("unknown_field", "slice")
+        check_closed(document, "slice", (), SLICE_KEYS, error=GateError)
         return cls(
             slice_ref=document.get("slice_ref"),  # type: ignore[arg-type]
             value=document.get("value"),  # type: ignore[arg-type]
@@ -246,10 +246,9 @@ class MetricEvidence:
     @classmethod
     def from_dict(cls, document: object) -> MetricEvidence:
         """Parse the mapping form in the specified order (closed: unknown keys refused)."""
-        if not isinstance(document, Mapping):
-            raise GateError("invalid_document", "metric")
-        if set(document) - METRIC_KEYS:
-            raise GateError("unknown_field", "metric")
+        document = check_closed(
+            document, "metric", (), METRIC_KEYS, error=GateError, type_code="invalid_document"
+        )
         slices = document.get("slices")
         limitations = document.get("limitations")
         if not isinstance(slices, list | tuple):

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from sealeval._validate import check_closed
 from sealeval.canonical import decode, digest_openmed, encode_openmed, is_digest
 from sealeval.errors import CanonicalError, ManifestError
 
@@ -63,9 +64,16 @@ def _derive_manifest_digest(components: Mapping[str, str]) -> str:
 
 def _checked_components(component_digests: object) -> dict[str, str]:
     """Apply the sealing checks in the specified order and return a plain copy."""
-    if not isinstance(component_digests, Mapping):
-        raise ManifestError("invalid_mapping", "component_digests")
-    if set(component_digests) != _COMPONENT_SET or len(component_digests) != len(COMPONENTS):
+    component_digests = check_closed(
+        component_digests,
+        "component_digests",
+        COMPONENTS,
+        error=ManifestError,
+        type_code="invalid_mapping",
+        unknown_code="invalid_keys",
+        missing_code="invalid_keys",
+    )
+    if len(component_digests) != len(COMPONENTS):
         raise ManifestError("invalid_keys", "component_digests")
     for name in COMPONENTS:
         if not is_digest(component_digests[name]):
@@ -112,13 +120,14 @@ class SealedWorkflowManifest:
     @classmethod
     def from_dict(cls, document: object) -> SealedWorkflowManifest:
         """Build from a parsed document, refusing unknown or missing fields."""
-        if not isinstance(document, Mapping):
-            raise ManifestError("invalid_document", "manifest")
-        if set(document) - _TOP_LEVEL:
-            raise ManifestError("unknown_field", "manifest")
-        for name in sorted(_TOP_LEVEL):
-            if name not in document:
-                raise ManifestError("missing_field", name)
+        document = check_closed(
+            document,
+            "manifest",
+            sorted(_TOP_LEVEL),
+            error=ManifestError,
+            type_code="invalid_document",
+            missing_prefix="",
+        )
         return cls(
             component_digests=document["component_digests"],
             manifest_digest=document["manifest_digest"],

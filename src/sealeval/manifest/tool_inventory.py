@@ -27,6 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, NoReturn, TypeAlias
 
+from sealeval._validate import check_exact, thaw_json
 from sealeval.canonical import decode, digest_openmed, encode_openmed
 from sealeval.errors import CanonicalError, ToolInventoryError
 
@@ -472,15 +473,6 @@ def _checked_tool(entry: object, path: _Path) -> tuple[str, Mapping[str, Any]]:
     return name, _SchemaChecker().root(entry["parameters"], (*path, "parameters"))
 
 
-def _thaw(value: object) -> object:
-    """Return a fresh plain copy (dicts and lists) of a normalised value."""
-    if isinstance(value, Mapping):
-        return {key: _thaw(member) for key, member in value.items()}
-    if isinstance(value, tuple):
-        return [_thaw(member) for member in value]
-    return value
-
-
 def _encode(document: object, path: _Path) -> str:
     try:
         return encode_openmed(document)
@@ -512,7 +504,7 @@ class ToolEntry:
 
     def to_dict(self) -> dict[str, Any]:
         """Return a fresh plain ``{"name": ..., "parameters": {...}}`` document."""
-        return {"name": self.name, "parameters": _thaw(self.parameters)}
+        return {"name": self.name, "parameters": thaw_json(self.parameters)}
 
     def __eq__(self, other: object) -> bool:
         """Compare by canonical JSON text."""
@@ -593,8 +585,9 @@ class ToolInventory:
         Raises:
             ToolInventoryError: on any refusal.
         """
-        if not isinstance(document, Mapping) or set(document) != _DOCUMENT_KEYS:
-            _fail("invalid_document", ("inventory",))
+        document = check_exact(
+            document, "inventory", _DOCUMENT_KEYS, error=ToolInventoryError, code="invalid_document"
+        )
         version = document["schema_version"]
         if type(version) is not str or version != TOOL_INVENTORY_SCHEMA:
             _fail("invalid_document", ("schema_version",))
@@ -632,9 +625,9 @@ def build_tool_inventory(document: object) -> ToolInventory:
     """
     tools: object = document
     if isinstance(document, Mapping):
-        if set(document) != {"tools"}:
-            _fail("invalid_document", ("inventory",))
-        tools = document["tools"]
+        tools = check_exact(
+            document, "inventory", ("tools",), error=ToolInventoryError, code="invalid_document"
+        )["tools"]
         if not isinstance(tools, list | tuple):
             _fail("invalid_document", ("tools",))
     elif not isinstance(tools, list | tuple):

@@ -157,7 +157,7 @@ def _ceil_div(numerator: Any, denominator: int) -> Any:
     return -(-numerator // denominator)
 
 
-class _Engine:
+class Engine:
     """Exact similarities for every (submission, reference) pair that can matter."""
 
     def __init__(

@@ -42,9 +42,10 @@ from pathlib import Path
 from typing import Any, Final, NoReturn
 
 from sealeval import _lock
-from sealeval._fs import read_regular, replace_atomic, translated
+from sealeval._fs import open_lock_file, read_regular, replace_atomic, translated
+from sealeval._validate import check_closed
 from sealeval.canonical import is_digest
-from sealeval.errors import ConfigDocumentError, SessionError
+from sealeval.errors import ConfigDocumentError, FileSystemError, SessionError
 from sealeval.manifest.components import load_config_document
 from sealeval.manifest.sealed import COMPONENTS, SealedWorkflowManifest
 from sealeval.manifest.snapshot import KINDS, snapshot_components
@@ -283,15 +284,16 @@ def _mapping(value: object, field: str, *, code: str = "invalid_type") -> Mappin
     return value
 
 
-def _closed(value: object, field: str, keys: tuple[str, ...]) -> Mapping[str, Any]:
-    """Return a mapping with exactly ``keys``: unknown keys first, then missing ones in order."""
-    document = _mapping(value, field)
-    if set(document) - set(keys):
-        _fail("unknown_field", field)
-    for key in keys:
-        if key not in document:
-            _fail("missing_field", f"{field}.{key}")
-    return document
+def _closed(
+    value: object, field: str, keys: tuple[str, ...], optional: tuple[str, ...] = ()
+) -> Mapping[str, Any]:
+    """Return a mapping with exactly ``keys`` (+ ``optional``): unknown first, then missing.
+
+    A missing member is named ``<field>.<key>``, the first in the order of ``keys``.
+    """
+    return check_closed(
+        value, field, keys, optional, error=SessionConfigError, missing_prefix=f"{field}."
+    )
 
 
 def _digest(value: object, field: str) -> str:
@@ -313,13 +315,9 @@ def _component(name: str, value: object) -> ComponentSource:
     field = f"components.{name}"
     entry = _mapping(value, field)
     if "digest" in entry:
-        if set(entry) != {"digest"}:
-            _fail("unknown_field", field)
+        _closed(entry, field, ("digest",))
         return ComponentSource(digest=_digest(entry["digest"], f"{field}.digest"))
-    if set(entry) - {"path", "kind"}:
-        _fail("unknown_field", field)
-    if "path" not in entry:
-        _fail("missing_field", f"{field}.path")
+    _closed(entry, field, ("path",), ("kind",))
     path = check_reference(entry["path"], f"{field}.path")
     kind = entry.get("kind")
     if "kind" in entry and (type(kind) is not str or kind not in KINDS):
@@ -388,11 +386,7 @@ def parse_session_config(document: object) -> SessionConfig:
         _fail("missing_field", "format")
     if type(top["format"]) is not str or top["format"] != CONFIG_FORMAT:
         _fail("unsupported_version", "format")
-    if set(top) - set(_TOP_KEYS):
-        _fail("unknown_field", "config")
-    for key in _TOP_KEYS:
-        if key not in top:
-            _fail("missing_field", key)
+    check_closed(top, "config", _TOP_KEYS, error=SessionConfigError, missing_prefix="")
     session_key = _digest(top["session_key"], "session_key")
     store = _store(top["store"])
     manifest = check_reference(top["manifest"], "manifest")
@@ -412,11 +406,7 @@ def parse_session_config(document: object) -> SessionConfig:
     key = check_reference(top["randomization_key"], "randomization_key")
     listed = _closed(top["corpora"], "corpora", CORPORA)
     corpora = {name: check_reference(listed[name], f"corpora.{name}") for name in CORPORA}
-    feedback = _mapping(top["feedback"], "feedback")
-    if set(feedback) - {"policy", "ledger_usage"}:
-        _fail("unknown_field", "feedback")
-    if "policy" not in feedback:
-        _fail("missing_field", "feedback.policy")
+    feedback = _closed(top["feedback"], "feedback", ("policy",), ("ledger_usage",))
     ledger_usage = feedback.get("ledger_usage")
     if ledger_usage is not None and is_postgres_location(store):
         # A usage file beside one host cannot serialise a budget shared by many.
@@ -716,10 +706,9 @@ class LedgerUsageFile:
     def lock(self) -> None:
         """Take the exclusive lock on ``<usage file>.lock`` (created when absent)."""
         lock_path = self._path.with_name(self._path.name + ".lock")
-        flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0) | os.O_NOFOLLOW
         try:
-            fd = os.open(lock_path, flags, 0o600)
-        except OSError:
+            fd = open_lock_file(lock_path, create=True)
+        except FileSystemError:  # a symlink, a folder, a FIFO, or no permission
             _fail("unwritable", _USAGE_FIELD)
         try:
             _lock.lock_exclusive(fd)
@@ -752,7 +741,59 @@ class LedgerUsageFile:
             replace_atomic(self._path, data, mode=0o600)
 
 
-class PersistedLedger:
+class RecordingLedger:
+    """Any budget ledger, remembering the last decision it returned (for the CLI outcome).
+
+    Every call is delegated unchanged; an official attempt goes through the
+    wrapped ledger (whose ``record_official_attempt`` calls the one core,
+    :func:`sealeval.session.budget.record_official_attempt`), then
+    :meth:`_recorded` runs before the decision is returned.
+    """
+
+    __slots__ = ("_ledger", "last_decision")
+
+    def __init__(self, ledger: BudgetLedger) -> None:
+        """Wrap ``ledger``."""
+        self._ledger = ledger
+        #: The decision of the last official attempt (a denial included), or ``None``.
+        self.last_decision: FeedbackBudgetDecision | None = None
+
+    def __repr__(self) -> str:
+        """Show nothing of the usage."""
+        return f"{type(self).__name__}()"
+
+    def policy_for(self, epoch_digest: object) -> FeedbackBudgetPolicy:
+        """Return the policy of an epoch."""
+        return self._ledger.policy_for(epoch_digest)
+
+    def snapshot(self, epoch_digest: object, submission_digest: object) -> FeedbackBudgetSnapshot:
+        """Return the usage snapshot of a pair."""
+        return self._ledger.snapshot(epoch_digest, submission_digest)
+
+    def record_official_attempt(
+        self,
+        epoch_digest: object,
+        submission_digest: object,
+        *,
+        score: object = None,
+        infrastructure_failure_digest: object = None,
+    ) -> FeedbackBudgetDecision:
+        """Record one attempt through the wrapped ledger, run :meth:`_recorded`, remember it."""
+        decision = self._ledger.record_official_attempt(
+            epoch_digest,
+            submission_digest,
+            score=score,
+            infrastructure_failure_digest=infrastructure_failure_digest,
+        )
+        self._recorded()
+        self.last_decision = decision
+        return decision
+
+    def _recorded(self) -> None:
+        """Run after every official attempt, before its decision is returned (nothing here)."""
+
+
+class PersistedLedger(RecordingLedger):
     """A :class:`~sealeval.session.session.BudgetLedger` whose usage survives the process.
 
     Wraps an in-memory :class:`FeedbackBudgetLedger` restored from the
@@ -763,7 +804,7 @@ class PersistedLedger:
     releases nothing (its claim stays: lost feedback, never twice).
     """
 
-    __slots__ = ("_file", "_ledger", "_others", "last_decision")
+    __slots__ = ("_file", "_memory", "_others")
 
     def __init__(
         self, policy: FeedbackBudgetPolicy, usage: LedgerUsage, file: LedgerUsageFile
@@ -779,88 +820,19 @@ class PersistedLedger:
         self._others: dict[tuple[str, str], SubmissionUsage] = {
             key: value for key, value in usage.entries.items() if key[0] != epoch
         }
-        self._ledger: FeedbackBudgetLedger = _build(
+        self._memory: FeedbackBudgetLedger = _build(
             _USAGE_FIELD, lambda: FeedbackBudgetLedger([policy], usage=LedgerUsage(entries=ours))
         )
         self._file = file
-        #: The decision of the last official attempt (a denial included), or ``None``.
-        self.last_decision: FeedbackBudgetDecision | None = None
-
-    def __repr__(self) -> str:
-        """Show nothing of the usage."""
-        return "PersistedLedger()"
+        super().__init__(self._memory)
 
     def usage(self) -> LedgerUsage:
         """Return the whole usage to persist: this epoch's entries and the others."""
-        return LedgerUsage(entries={**self._others, **self._ledger.export_usage().entries})
+        return LedgerUsage(entries={**self._others, **self._memory.export_usage().entries})
 
-    def policy_for(self, epoch_digest: object) -> FeedbackBudgetPolicy:
-        """Return the policy of an epoch."""
-        return self._ledger.policy_for(epoch_digest)
-
-    def snapshot(self, epoch_digest: object, submission_digest: object) -> FeedbackBudgetSnapshot:
-        """Return the usage snapshot of a pair."""
-        return self._ledger.snapshot(epoch_digest, submission_digest)
-
-    def record_official_attempt(
-        self,
-        epoch_digest: object,
-        submission_digest: object,
-        *,
-        score: object = None,
-        infrastructure_failure_digest: object = None,
-    ) -> FeedbackBudgetDecision:
-        """Record one attempt, persist the usage atomically, then return the decision."""
-        decision = self._ledger.record_official_attempt(
-            epoch_digest,
-            submission_digest,
-            score=score,
-            infrastructure_failure_digest=infrastructure_failure_digest,
-        )
+    def _recorded(self) -> None:
+        """Persist the usage atomically (a failed write raises: no decision is returned)."""
         self._file.write(self.usage())
-        self.last_decision = decision
-        return decision
-
-
-class RecordingLedger:
-    """Any budget ledger, remembering the last decision it returned (for the CLI outcome)."""
-
-    __slots__ = ("_ledger", "last_decision")
-
-    def __init__(self, ledger: BudgetLedger) -> None:
-        """Wrap ``ledger``; every call is delegated unchanged."""
-        self._ledger = ledger
-        self.last_decision: FeedbackBudgetDecision | None = None
-
-    def __repr__(self) -> str:
-        """Show nothing of the usage."""
-        return "RecordingLedger()"
-
-    def policy_for(self, epoch_digest: object) -> FeedbackBudgetPolicy:
-        """Return the policy of an epoch."""
-        return self._ledger.policy_for(epoch_digest)
-
-    def snapshot(self, epoch_digest: object, submission_digest: object) -> FeedbackBudgetSnapshot:
-        """Return the usage snapshot of a pair."""
-        return self._ledger.snapshot(epoch_digest, submission_digest)
-
-    def record_official_attempt(
-        self,
-        epoch_digest: object,
-        submission_digest: object,
-        *,
-        score: object = None,
-        infrastructure_failure_digest: object = None,
-    ) -> FeedbackBudgetDecision:
-        """Record one attempt through the wrapped ledger and remember its decision."""
-        decision = self._ledger.record_official_attempt(
-            epoch_digest,
-            submission_digest,
-            score=score,
-            infrastructure_failure_digest=infrastructure_failure_digest,
-        )
-        self.last_decision = decision
-        return decision
 
 
 @dataclass(frozen=True, slots=True, repr=False)

@@ -31,10 +31,11 @@ import numpy.typing as npt
 
 from sealeval._progress import Progress, notify
 from sealeval._unicode import PinnedTables, pinned_tables
+from sealeval._validate import check_exact
 from sealeval.canonical import encode_openmed, is_digest
 from sealeval.errors import SessionError
 from sealeval.manifest.sealed import SealedWorkflowManifest
-from sealeval.session._trigram_engine import _Engine
+from sealeval.session._trigram_engine import Engine
 from sealeval.session.holdout import HoldoutCommitment, verify_holdout_commitment
 
 __all__ = [
@@ -327,8 +328,9 @@ def _is_count(value: object) -> bool:
 
 def _checked_coverage(coverage: object) -> Mapping[str, Any]:
     """Return a read-only copy of a coverage mapping after checking its exact shape."""
-    if not isinstance(coverage, Mapping) or set(coverage) != _COVERAGE_KEYS:
-        raise OverlapForensicsError("invalid_report", "coverage")
+    coverage = check_exact(
+        coverage, "coverage", _COVERAGE_KEYS, error=OverlapForensicsError, code="invalid_report"
+    )
     counts = {name: coverage[name] for name in _COVERAGE_KEYS if name.endswith("_items")}
     if not all(map(_is_count, counts.values())) or tuple(coverage["checks"]) != CHECKS:
         raise OverlapForensicsError("invalid_report", "coverage")
@@ -504,7 +506,7 @@ def _overlap_signals(
     margin: int,
     progress: Progress | None = None,
 ) -> list[OverlapSignal]:
-    engine = _Engine(submissions, references, public_count, threshold)
+    engine = Engine(submissions, references, public_count, threshold)
     # Identical normalized submissions share their matches (and the public-vs-shadow
     # outcome); only the exact-vs-normalized distinction depends on the raw text.
     found: dict[int, tuple[list[int], list[int], tuple[int, int, int] | None]] = {}
@@ -558,7 +560,7 @@ def _overlap_signals(
 
 
 def _public_vs_shadow(
-    engine: _Engine, row: int, positions: list[int], scores: list[int], margin: int
+    engine: Engine, row: int, positions: list[int], scores: list[int], margin: int
 ) -> tuple[int, int, int] | None:
     """Return (shadow index, S, P) when the public-vs-shadow rule fires, else ``None``.
 

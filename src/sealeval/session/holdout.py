@@ -29,7 +29,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, TypeGuard
 
-from sealeval._validate import check_closed
+from sealeval._validate import check_closed, check_exact
 from sealeval.canonical import decode, digest_bytes, digest_openmed, encode_openmed, is_digest
 from sealeval.errors import CanonicalError, SessionError
 
@@ -339,9 +339,7 @@ def _check_version(holdout_version: object) -> None:
 
 
 def _checked_kind_map(value: object, name: str) -> Mapping[Any, Any]:
-    if not isinstance(value, Mapping) or set(value) != _KIND_SET:
-        raise HoldoutError("invalid_keys", name)
-    return value
+    return check_exact(value, name, _KIND_SET, error=HoldoutError, code="invalid_keys")
 
 
 @dataclass(frozen=True, slots=True)
@@ -407,14 +405,11 @@ class HoldoutCommitment:
         document = check_closed(
             document,
             "commitment",
-            (),
-            _COMMITMENT_FIELDS,
+            sorted(_COMMITMENT_FIELDS),
             error=HoldoutError,
             type_code="invalid_document",
+            missing_prefix="",
         )
-        for name in sorted(_COMMITMENT_FIELDS):
-            if name not in document:
-                raise HoldoutError("missing_field", name)
         return cls(
             holdout_version=document["holdout_version"],
             manifest_roots=document["manifest_roots"],
@@ -544,11 +539,13 @@ class InclusionProof:
                 constructor refusal.
         """
         document = check_closed(
-            document, "proof", (), _PROOF_FIELDS, error=HoldoutError, type_code="invalid_document"
+            document,
+            "proof",
+            sorted(_PROOF_FIELDS),
+            error=HoldoutError,
+            type_code="invalid_document",
+            missing_prefix="",
         )
-        for name in sorted(_PROOF_FIELDS):
-            if name not in document:
-                raise HoldoutError("missing_field", name)
         return cls(
             commitment_digest=document["commitment_digest"],
             manifest_kind=document["manifest_kind"],

@@ -1,7 +1,9 @@
 """The one home of the session stores' transaction rules.
 
 * :func:`sqlite_transaction` — one ``BEGIN IMMEDIATE`` transaction on a SQLite
-  file (``synchronous=FULL``): commit on success, roll back on any exception.
+  file (``synchronous=FULL``): commit on success, roll back on any exception
+  (the rule of :func:`sealeval._transaction.transaction`, which the OMOP
+  loader uses too; a failed rollback becomes ``store_failed``).
   The SQLite session store and the durable ledger on its file both use it.
 * :func:`sqlite_read_snapshot` — one read-only transaction (``mode=ro``) on a
   SQLite file, always rolled back: a consistent snapshot for listings.
@@ -25,6 +27,7 @@ from pathlib import Path
 from typing import Final, TypeVar
 from urllib.parse import quote
 
+from sealeval._transaction import transaction
 from sealeval.errors import SealevalError
 from sealeval.session.record import EvaluationSessionError
 
@@ -71,13 +74,8 @@ def sqlite_transaction(path: str, timeout: float) -> Iterator[sqlite3.Connection
     try:
         connection.execute("PRAGMA synchronous=FULL")
         connection.execute("BEGIN IMMEDIATE")
-        try:
+        with transaction(connection):
             yield connection
-        except BaseException:
-            with contextlib.suppress(sqlite3.Error):
-                connection.execute("ROLLBACK")
-            raise
-        connection.execute("COMMIT")
     finally:
         connection.close()
 

@@ -9,10 +9,11 @@ a known contract); a directory holding an evidence-pack ``manifest.json`` is
 a pack (not descended into). Every item is read later, on demand, by the
 project's own readers (:mod:`.load`) from the same confined descriptors.
 
-Every open and bounded read goes through :mod:`sealeval._fs` (no-follow
-opens relative to directory descriptors, bounded reads); the walk itself
-skips what :func:`sealeval._fs.walk_tree` would refuse (links, special
-files), because one odd entry must not hide a whole folder from the viewer.
+Every open, bounded read and the walk itself go through :mod:`sealeval._fs`:
+the catalog is a *lenient* :func:`sealeval._fs.walk_tree`, which passes over
+what a strict walk would refuse (links are counted, special files,
+undecodable names and unreadable entries skipped), because one odd entry
+must not hide a whole folder from the viewer.
 
 Nothing here logs or raises with a path or content: an unreadable entry is
 simply not listed.
@@ -25,10 +26,18 @@ import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import PurePosixPath
 from typing import Final
 
-from sealeval._fs import open_directory, open_regular, read_fd_bounded, translated
+from sealeval._fs import (
+    TreeEntry,
+    WalkSkips,
+    descend,
+    open_directory,
+    open_regular,
+    read_fd_bounded,
+    translated,
+    walk_tree,
+)
 from sealeval.errors import CapturedError, FileSystemError
 
 __all__ = [
@@ -124,8 +133,8 @@ def _head(fd: int) -> bytes:
     return os.read(fd, _HEAD_BYTES)
 
 
-def _file_kind(parent: int, name: str) -> tuple[str, int] | None:
-    if not name.endswith(".json"):
+def _file_kind(parent: int, name: bytes) -> tuple[str, int] | None:
+    if not name.endswith(b".json"):
         return None
     try:
         with _closing(open_regular(name, dir_fd=parent)) as fd:
@@ -148,6 +157,14 @@ def _is_pack(directory: int) -> bool:
         return False
 
 
+def _is_pack_entry(entry: TreeEntry) -> bool:
+    try:
+        with _closing(open_directory(entry.name, dir_fd=entry.dir_fd)) as fd:
+            return _is_pack(fd)
+    except FileSystemError:
+        return False
+
+
 def scan(root: str | os.PathLike[str], *, limits: CatalogLimits = CATALOG_LIMITS) -> Catalog:
     """Walk ``root`` (a real directory) and list the items found, confined and bounded.
 
@@ -157,49 +174,44 @@ def scan(root: str | os.PathLike[str], *, limits: CatalogLimits = CATALOG_LIMITS
     """
     with translated(ViewError, "directory", _ROOT_CODES, default="not_a_directory"):
         root_fd = open_directory(os.fspath(root))
-    items: list[Item] = []
-    state = {"entries": 0, "links": 0, "truncated": False}
-
-    def walk(fd: int, prefix: PurePosixPath, depth: int) -> None:
-        try:
-            entries = sorted(os.scandir(fd), key=lambda entry: entry.name)
-        except OSError:
-            return
-        for entry in entries:
-            state["entries"] += 1
-            if state["entries"] > limits.max_entries or len(items) >= limits.max_items:
-                state["truncated"] = True
-                return
-            relative = prefix / entry.name
-            try:
-                if entry.is_symlink():
-                    state["links"] += 1
-                    continue
-                if entry.is_dir(follow_symlinks=False):
-                    if entry.name.startswith("."):
-                        continue
-                    with _closing(open_directory(entry.name, dir_fd=fd)) as child:
-                        if _is_pack(child):
-                            items.append(Item("pack", str(relative), 0))
-                        elif depth < limits.max_depth:
-                            walk(child, relative, depth + 1)
-                        else:
-                            state["truncated"] = True
-                    continue
-                if entry.is_file(follow_symlinks=False):
-                    found = _file_kind(fd, entry.name)
-                    if found is not None:
-                        items.append(Item(found[0], str(relative), found[1]))
-            except (FileSystemError, OSError):
-                continue
-
     with _closing(root_fd):
         if _is_pack(root_fd):
-            items.append(Item("pack", ".", 0))
-        else:
-            walk(root_fd, PurePosixPath(), 1)
+            return Catalog((Item("pack", ".", 0),), 0, False)
+    items: list[Item] = []
+    links = 0
+    skips = WalkSkips()
+
+    def enter(entry: TreeEntry) -> bool:
+        """Hidden folders are not searched; a pack is listed, not descended into."""
+        if entry.name.startswith(b"."):
+            return False
+        if _is_pack_entry(entry):
+            items.append(Item("pack", entry.path, 0))
+            return False
+        return True
+
+    with translated(ViewError, "directory", _ROOT_CODES, default="not_a_directory"):
+        walk = walk_tree(
+            root,
+            max_depth=limits.max_depth - 1,
+            max_entries=limits.max_entries,
+            follow_root=False,
+            enter=enter,
+            lenient=skips,
+        )
+        for entry in walk:
+            if len(items) >= limits.max_items:
+                skips.truncated = True
+                break
+            if entry.kind == "l":
+                links += 1
+            elif entry.kind == "f":
+                found = _file_kind(entry.dir_fd, entry.name)
+                if found is not None:
+                    items.append(Item(found[0], entry.path, found[1]))
+        walk.close()
     items.sort(key=lambda item: (KINDS.index(item.kind), item.path))
-    return Catalog(tuple(items), int(state["links"]), bool(state["truncated"]))
+    return Catalog(tuple(items), links, skips.truncated)
 
 
 def _parts(relative: str) -> list[str]:
@@ -223,20 +235,12 @@ def open_below(root: str | os.PathLike[str], relative: str, *, directory: bool) 
     parts = _parts(relative)
     with translated(ViewError, "directory", _ROOT_CODES, default="not_a_directory"):
         current = open_directory(os.fspath(root))
-    try:
-        with translated(ViewError, "path", _PATH_CODES, default="not_found"):
-            for index, part in enumerate(parts):
-                final_file = not directory and index == len(parts) - 1
-                opened = (
-                    open_regular(part, dir_fd=current)
-                    if final_file
-                    else open_directory(part, dir_fd=current)
-                )
-                os.close(current)
-                current = opened
-    except ViewError:
-        os.close(current)
-        raise
+    with translated(ViewError, "path", _PATH_CODES, default="not_found"):
+        folders = parts if directory else parts[:-1]
+        current = descend(current, folders)
+        if not directory and parts:
+            with _closing(current):
+                current = open_regular(parts[-1], dir_fd=current)
     with _closing(current):
         yield current
 

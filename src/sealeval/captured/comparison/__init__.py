@@ -50,7 +50,10 @@ bounds, so a small exact tie is ``insufficient_evidence`` rather than a
 This package is the face; its homes are :mod:`.model` (report objects,
 constants, :class:`ComparisonError`), :mod:`.pairing` (pairing, scopes, seeds,
 values, capacity), :mod:`.parallel` (the parallel SHAKE-256 bootstrap) and
-:mod:`.engine` (entries, the decision rule and :func:`compare_runs`).
+:mod:`.engine` (entries, the decision rule and :func:`compare_runs`);
+:mod:`.table` (columnar per-run tables: fixed-size data per record) and
+:mod:`.streaming` (:func:`compare_run_files`: two run files compared with
+memory bounded by the number of records, not their content; same bytes).
 """
 
 from __future__ import annotations
@@ -72,6 +75,7 @@ from sealeval.captured.comparison.model import (
     MetricSummary,
 )
 from sealeval.captured.comparison.parallel import PARALLEL_MIN_PAIRS
+from sealeval.captured.comparison.streaming import RunSource, compare_run_files
 
 __all__ = [
     "DECISIONS",
@@ -88,7 +92,9 @@ __all__ = [
     "ComparisonReport",
     "MetricEntry",
     "MetricSummary",
+    "RunSource",
     "ScopeValues",
+    "compare_run_files",
     "compare_runs",
     "scope_values",
 ]

@@ -36,13 +36,13 @@ from sealeval.captured.comparison.model import (
     REASON_WIDE,
     REGRESSION,
     Bindings,
+    BoolArray,
     ComparisonError,
     ComparisonReport,
+    FloatArray,
+    IndexArray,
     MetricEntry,
-    _BoolArray,
     _document,
-    _FloatArray,
-    _IndexArray,
 )
 from sealeval.captured.comparison.pairing import (
     _budget,
@@ -81,7 +81,7 @@ def _finite(*numbers: float) -> bool:
     return all(math.isfinite(number) for number in numbers)
 
 
-def _mean(values: _FloatArray, count: int, where: str) -> float:
+def _mean(values: FloatArray, count: int, where: str) -> float:
     """``fsum(values) / n``; the array is streamed (no list of a million floats)."""
     try:
         return math.fsum(values) / count
@@ -136,10 +136,10 @@ def _entry(
     metric: PolicyMetric,
     *,
     scope_name: str,
-    scope: _IndexArray | None,
+    scope: IndexArray | None,
     seed: str | None,
     values: _Values,
-    mask: _BoolArray,
+    mask: BoolArray,
     pairs: _Pairs,
     decision_order: str,
     workers: int,
@@ -225,13 +225,6 @@ def _scope_names(policy: ComparisonPolicy) -> Iterator[tuple[str, str]]:
         yield item.name, f"slices[{index}]."
 
 
-def _charge(required: int, budget: int | None, progress: Progress | None) -> None:
-    """Announce the planned draws, then refuse them beyond the budget (before any scoring)."""
-    notify(progress, PLANNED_DRAWS, required, -1 if budget is None else budget)
-    if budget is not None and required > budget:
-        raise ComparisonError("work_budget_exceeded", "max_bootstrap_draws")
-
-
 # ---------------------------------------------------------------------------
 # Public entry point
 
@@ -296,14 +289,61 @@ def compare_runs(
                 raise ComparisonError("case_set_mismatch", side) from None
     seeded = approved.bootstrap_metric_count > 0
     pairs = _pair(baseline_run, subject_run, approved, seeded)
-    counts = [len(pairs.ids) if scope is None else int(scope.size) for scope in pairs.scopes]
     notify(progress, "pairing", len(pairs.ids), len(pairs.ids))
-    required = required_bootstrap_draws(counts, approved.bootstrap_metric_count)
-    _charge(required, budget, progress)
+    required = check_budget(pairs, approved, budget, progress)
     metric_values: list[_Values] = []
     for metric, scorer in zip(approved.metrics, scorers, strict=True):
         notify(progress, "scoring", len(metric_values), len(approved.metrics))
         metric_values.append(_metric_values(metric, scorer, baseline_run, subject_run, pairs))
+    hosted = baseline_run.service_identity is not None or subject_run.service_identity is not None
+    return finish_report(
+        pairs,
+        metric_values,
+        approved,
+        Bindings(baseline_run.digest, subject_run.digest, approved.digest),
+        required=required,
+        hosted=hosted,
+        decision_order=decision_order,
+        workers=processes,
+        progress=progress,
+    )
+
+
+def check_budget(
+    pairs: _Pairs,
+    approved: ComparisonPolicy,
+    budget: int | None,
+    progress: Progress | None = None,
+) -> int:
+    """Charge the work budget (§1 step 7, before any scoring); return the draws required.
+
+    The planned draws are announced to ``progress`` first (budget -1: unlimited).
+    """
+    counts = [len(pairs.ids) if scope is None else int(scope.size) for scope in pairs.scopes]
+    required = required_bootstrap_draws(counts, approved.bootstrap_metric_count)
+    notify(progress, PLANNED_DRAWS, required, -1 if budget is None else budget)
+    if budget is not None and required > budget:
+        raise ComparisonError("work_budget_exceeded", "max_bootstrap_draws")
+    return required
+
+
+def finish_report(
+    pairs: _Pairs,
+    metric_values: Sequence[_Values],
+    approved: ComparisonPolicy,
+    bindings: Bindings,
+    *,
+    required: int,
+    hosted: bool,
+    decision_order: str,
+    workers: int,
+    progress: Progress | None = None,
+) -> ComparisonReport:
+    """Capacity, one entry per scope x metric, the decision and the report (§1 steps 8-10).
+
+    ``required`` is what :func:`check_budget` charged; ``progress`` hears the
+    ``intervals`` phase (entries).
+    """
     entry_count = len(pairs.scopes) * len(approved.metrics)
     masks = [values.missing_mask() for values in metric_values]
     missing_bytes = _missing_id_bytes(pairs, masks)
@@ -329,18 +369,17 @@ def compare_runs(
                     mask=mask,
                     pairs=pairs,
                     decision_order=decision_order,
-                    workers=processes,
+                    workers=workers,
                     where=f"{prefix}metrics[{metric.index}]",
                 )
             )
     notify(progress, "intervals", len(entries), entry_count)
     limitations = list(LIMITATIONS)
-    if baseline_run.service_identity is not None or subject_run.service_identity is not None:
+    if hosted:
         limitations.append(HOSTED_LIMITATION)
     if approved.has_nll:
         limitations.append(NLL_LIMITATION)
     decision = _overall(entries)
-    bindings = Bindings(baseline_run.digest, subject_run.digest, approved.digest)
     document = _document(decision, bindings, entries, limitations, decision_order)
     canonical = encode_invarlock(document)
     if len(canonical) > MAX_REPORT_BYTES:
@@ -376,9 +415,9 @@ class ScopeValues:
     scope: str
     seed: str | None
     ids: tuple[str, ...]
-    baseline: _FloatArray
-    subject: _FloatArray
-    missing: _BoolArray
+    baseline: FloatArray
+    subject: FloatArray
+    missing: BoolArray
 
 
 def scope_values(

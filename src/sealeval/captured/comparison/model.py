@@ -66,15 +66,15 @@ REASON_MISSING_NLL: Final = (
 )
 REASON_MINIMUM: Final = "minimum record count not met"
 
-_FloatArray: TypeAlias = npt.NDArray[np.float64]
-_IndexArray: TypeAlias = npt.NDArray[np.intp]
-_BoolArray: TypeAlias = npt.NDArray[np.bool_]
+FloatArray: TypeAlias = npt.NDArray[np.float64]
+IndexArray: TypeAlias = npt.NDArray[np.intp]
+BoolArray: TypeAlias = npt.NDArray[np.bool_]
 # Scope hashing: buffer canonical rows and hash them in chunks of about this size.
-_HASH_CHUNK: Final = 1 << 20
+HASH_CHUNK: Final = 1 << 20
 
 
 # c_encode_basestring with ensure_ascii off: the string layout of the canonical encoder.
-_STRING: Final = json.encoder.encode_basestring
+JSON_STRING: Final = json.encoder.encode_basestring
 
 
 class ComparisonError(CapturedError):

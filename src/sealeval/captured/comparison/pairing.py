@@ -17,12 +17,12 @@ import numpy.typing as npt
 
 from sealeval import _validate, canonical
 from sealeval.captured.comparison.model import (
-    _HASH_CHUNK,
-    _STRING,
+    HASH_CHUNK,
+    JSON_STRING,
+    BoolArray,
     ComparisonError,
-    _BoolArray,
-    _FloatArray,
-    _IndexArray,
+    FloatArray,
+    IndexArray,
 )
 from sealeval.captured.errors import CapturedRunError
 from sealeval.captured.policy import (
@@ -104,18 +104,18 @@ def _seed_row(record: Record) -> bytes:
         metadata = record.metadata
         if metadata:
             members = ",".join(
-                _STRING(key) + ":" + _STRING(metadata[key]) for key in sorted(metadata)
+                JSON_STRING(key) + ":" + JSON_STRING(metadata[key]) for key in sorted(metadata)
             )
             encoded_metadata = "{" + members + "}"
         else:
             encoded_metadata = "{}"
         text = (
             '{"expected":'
-            + _STRING(expected)
+            + JSON_STRING(expected)
             + ',"id":'
-            + _STRING(record.id)
+            + JSON_STRING(record.id)
             + ',"input":'
-            + _STRING(record_input)
+            + JSON_STRING(record_input)
             + ',"metadata":'
             + encoded_metadata
             + "}"
@@ -135,9 +135,9 @@ class _ScopeHash:
 
     __slots__ = ("_buffer", "_empty", "_hasher")
 
-    def __init__(self) -> None:
+    def __init__(self, prefix: bytes = b"[") -> None:
         self._hasher = hashlib.sha256()
-        self._buffer = bytearray(b"[")
+        self._buffer = bytearray(prefix)
         self._empty = True
 
     def add(self, row: bytes) -> None:
@@ -146,12 +146,12 @@ class _ScopeHash:
             buffer += b","
         self._empty = False
         buffer += row
-        if len(buffer) >= _HASH_CHUNK:
+        if len(buffer) >= HASH_CHUNK:
             self._hasher.update(buffer)
             buffer.clear()
 
-    def seed(self) -> str:
-        self._buffer += b"]\n"
+    def seed(self, suffix: bytes = b"]\n") -> str:
+        self._buffer += suffix
         self._hasher.update(self._buffer)
         return "sha256:" + self._hasher.hexdigest()
 
@@ -200,7 +200,7 @@ class _Pairs:
     baseline_index: Mapping[str, int]
     subject_index: Mapping[str, int]
     errored: bytearray
-    scopes: list[_IndexArray | None]  # None: every pair (overall)
+    scopes: list[IndexArray | None]  # None: every pair (overall)
     seeds: list[str | None]
 
 
@@ -240,7 +240,7 @@ def _pair(baseline: Run, subject: Run, policy: ComparisonPolicy, seeded: bool) -
                 members[slice_index].append(index)
                 if seeded:
                     hashes[slice_index + 1].add(row)
-    scopes: list[_IndexArray | None] = [None]
+    scopes: list[IndexArray | None] = [None]
     scopes.extend(np.array(indices, dtype=np.intp) for indices in members)
     seeds: list[str | None] = [scope.seed() for scope in hashes] if seeded else []
     if not seeded:
@@ -270,13 +270,13 @@ class _Values:
     subject: array[float]
     error: SealevalError | None = None
 
-    def missing_mask(self) -> _BoolArray:
-        mask: _BoolArray = np.frombuffer(self.missing, dtype=np.uint8).astype(np.bool_)
+    def missing_mask(self) -> BoolArray:
+        mask: BoolArray = np.frombuffer(self.missing, dtype=np.uint8).astype(np.bool_)
         return mask
 
-    def arrays(self) -> tuple[_FloatArray, _FloatArray]:
-        left: _FloatArray = np.frombuffer(self.baseline, dtype=np.float64)
-        right: _FloatArray = np.frombuffer(self.subject, dtype=np.float64)
+    def arrays(self) -> tuple[FloatArray, FloatArray]:
+        left: FloatArray = np.frombuffer(self.baseline, dtype=np.float64)
+        right: FloatArray = np.frombuffer(self.subject, dtype=np.float64)
         return left, right
 
 
@@ -425,15 +425,15 @@ def _metric_values(
 # Capacity (§7.1)
 
 
-def _id_costs(pairs: _Pairs, any_missing: _BoolArray) -> npt.NDArray[np.int64]:
+def _id_costs(pairs: _Pairs, any_missing: BoolArray) -> npt.NDArray[np.int64]:
     """``len(canonical JSON of the id) + 1`` for every pair missing somewhere, else 0."""
     costs = np.zeros(len(pairs.ids), dtype=np.int64)
     for index in np.flatnonzero(any_missing).tolist():
-        costs[index] = len(_STRING(pairs.ids[index]).encode("utf-8")) + 1
+        costs[index] = len(JSON_STRING(pairs.ids[index]).encode("utf-8")) + 1
     return costs
 
 
-def _missing_id_bytes(pairs: _Pairs, masks: Sequence[_BoolArray]) -> int:
+def _missing_id_bytes(pairs: _Pairs, masks: Sequence[BoolArray]) -> int:
     """Σ over scope x metric of ``2 + Σ(len(id JSON)) + commas`` (§7.1)."""
     total = 2 * len(pairs.scopes) * len(masks)
     if not masks:

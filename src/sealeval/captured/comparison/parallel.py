@@ -20,7 +20,7 @@ from typing import Any, Final
 
 import numpy as np
 
-from sealeval.captured.comparison.model import ComparisonError, _FloatArray, _IndexArray
+from sealeval.captured.comparison.model import ComparisonError, FloatArray, IndexArray
 from sealeval.captured.intervals import (
     MASS,
     REPLICATES,
@@ -56,16 +56,16 @@ _SAFE_TOTAL: Final = 2.0**1000
 class _Grouped:
     """Differences as codes into their distinct values, each an integer over ``denominator``."""
 
-    codes: _IndexArray
+    codes: IndexArray
     numerators: tuple[int, ...]
     denominator: int
 
 
-def _grouped(differences: _FloatArray) -> _Grouped | None:
+def _grouped(differences: FloatArray) -> _Grouped | None:
     distinct = np.unique(differences)
     if distinct.size > _MAX_DISTINCT:
         return None
-    codes: _IndexArray = np.searchsorted(distinct, differences).astype(np.intp, copy=False)
+    codes: IndexArray = np.searchsorted(distinct, differences).astype(np.intp, copy=False)
     ratios = [value.as_integer_ratio() for value in distinct.tolist()]
     denominator = max(den for _, den in ratios)  # powers of two: a common multiple
     numerators = tuple(num * (denominator // den) for num, den in ratios)
@@ -126,7 +126,7 @@ def _pool_context() -> Any:
 
 
 def _parallel_shake(
-    differences: _FloatArray, seed: str, grouped: _Grouped, workers: int
+    differences: FloatArray, seed: str, grouped: _Grouped, workers: int
 ) -> Interval | None:
     size = int(differences.size)
     step = -(-REPLICATES // (4 * workers))
@@ -161,7 +161,7 @@ def _parallel_shake(
     )
 
 
-def _shake_interval(left: _FloatArray, right: _FloatArray, seed: str, workers: int) -> Interval:
+def _shake_interval(left: FloatArray, right: FloatArray, seed: str, workers: int) -> Interval:
     """``shake256_bootstrap_interval``, with the replicates spread over processes when it pays."""
     if workers > 1 and left.size >= PARALLEL_MIN_PAIRS:
         with np.errstate(over="ignore", invalid="ignore"):

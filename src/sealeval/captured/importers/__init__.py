@@ -50,6 +50,7 @@ from sealeval.captured.importers.base import (
     ImportRefusalError,
 )
 from sealeval.captured.importers.inputs import ImportSummary, Progress
+from sealeval.captured.importers.per_task import TaskRun, import_inspect_tasks
 from sealeval.captured.importers.pipeline import import_run_streaming, load_run
 from sealeval.captured.importers.profiles import PROFILES, EvaluatorNativeProfile, profile_for
 from sealeval.captured.importers.registry import (
@@ -72,9 +73,11 @@ __all__ = [
     "ImportSummary",
     "Importer",
     "Progress",
+    "TaskRun",
     "adapter_names",
     "detect_adapter",
     "get_importer",
+    "import_inspect_tasks",
     "import_run_streaming",
     "importers",
     "load_run",

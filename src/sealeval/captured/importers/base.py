@@ -33,6 +33,7 @@ from sealeval.errors import CapturedError
 
 __all__ = [
     "DETECT_BYTES",
+    "WIDE_DETECT_BYTES",
     "ImportOptions",
     "ImportRefusalError",
     "Importer",
@@ -41,6 +42,8 @@ __all__ = [
 
 #: How many leading bytes ``detect`` receives.
 DETECT_BYTES: Final = 65_536
+#: How many leading bytes detectors see when the first ``DETECT_BYTES`` matched nothing.
+WIDE_DETECT_BYTES: Final = 1 << 20
 
 RecordSource = Iterator[Record | Mapping[str, object]]
 

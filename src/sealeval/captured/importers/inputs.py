@@ -266,12 +266,12 @@ def hash_file(
             try:
                 chunk = handle.read(_CHUNK)
             except OSError:  # pragma: no cover - a read error after a successful open
-                raise refuse("unreadable", "source") from None
+                raise refuse("unreadable", "file") from None
             if not chunk:
                 break
             size += len(chunk)
             if cap is not None and size > cap:
-                raise refuse("too_large", "source")
+                raise refuse("too_large", "file")
             digest.update(chunk)
             if progress is not None:
                 progress(size, total)
@@ -283,9 +283,9 @@ def unchanged(path: Path, before: tuple[int, ...]) -> None:
     try:
         after = stat_key(path.lstat())
     except OSError:
-        raise refuse("source_changed", "source") from None
+        raise refuse("source_changed", "file") from None
     if after != before:
-        raise refuse("source_changed", "source")
+        raise refuse("source_changed", "file")
 
 
 def file_size(path: Path) -> int:
@@ -315,7 +315,7 @@ class Sink:
         self.hash.update(line)
         self.size += len(line)
         if self._cap is not None and self.size > self._cap:
-            raise refuse("too_large", "source")
+            raise refuse("too_large", "file")
         if self._progress is not None:
             self._progress(self._offset + self.size, self._total)
 
@@ -377,5 +377,5 @@ def guarded(source: Iterable[Any]) -> Iterator[Any]:
         except CanonicalError:  # pragma: no cover - a SealevalError, kept for clarity
             raise
         except Exception:  # noqa: BLE001 - an importer's exception may quote input
-            raise refuse("importer_failed", "source") from None
+            raise refuse("importer_failed", "file") from None
         yield item

@@ -47,7 +47,7 @@ _STATUSES: Final = ("success", "error", "cancelled")
 
 def _check_log(log: object) -> list[Any]:
     if type(log) is not dict:
-        raise refuse("invalid_document", "source")
+        raise refuse("invalid_document", "file")
     version = log.get("version")
     if type(version) is not int or version not in (1, 2):
         raise refuse("unsupported_version", "version")

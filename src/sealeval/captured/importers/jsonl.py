@@ -66,6 +66,7 @@ __all__ = [
     "metadata_of",
     "native_score",
     "open_source",
+    "plain_row",
     "read_source",
     "refuse",
     "sniff",
@@ -106,7 +107,7 @@ def refuse(code: str, field: str | None = None) -> ImportRefusalError:
 # Source files
 
 
-def open_source(path: str | os.PathLike[str], field: str = "source") -> IO[bytes]:
+def open_source(path: str | os.PathLike[str], field: str = "file") -> IO[bytes]:
     """Open a regular file for binary reading (symlinks, FIFOs, devices refused).
 
     The open is :func:`sealeval._fs.open_regular` (no-follow, non-blocking,
@@ -118,7 +119,7 @@ def open_source(path: str | os.PathLike[str], field: str = "source") -> IO[bytes
     return os.fdopen(fd, "rb")
 
 
-def read_source(path: str | os.PathLike[str], max_bytes: int, field: str = "source") -> bytes:
+def read_source(path: str | os.PathLike[str], max_bytes: int, field: str = "file") -> bytes:
     """Read a whole regular file of at most ``max_bytes`` bytes, once."""
     with open_source(path, field) as handle:
         try:
@@ -156,7 +157,7 @@ def bound_containers(data: bytes, field: str, limit: int = MAX_CONTAINERS) -> No
         raise refuse("too_large", field)
 
 
-def decode_document(data: bytes, field: str = "source") -> Any:
+def decode_document(data: bytes, field: str = "file") -> Any:
     """Strictly decode one JSON document (00-conventions §2); refusals name ``field``."""
     bound_containers(data, field)
     try:
@@ -288,6 +289,18 @@ def _plain_row(line: bytes) -> tuple[dict[str, Any], int] | None:
     return value, brackets
 
 
+def plain_row(line: bytes) -> tuple[dict[str, Any], int] | None:
+    """Decode an object line the fast way: ``(row, bracket count)``, or ``None`` when in doubt.
+
+    The strict decoder's C scanner and hooks, on a line that starts with
+    ``{``, has at most 128 brackets and no surrogate escape; ``None`` for
+    anything else (including any fault), which the caller then decodes its
+    own way to name the refusal. The row has exact JSON types and ``str``
+    keys, nested at most the bracket count deep.
+    """
+    return _plain_row(line)
+
+
 def decode_line(
     line: bytes, where: str, tolerate: Callable[[str], bool] | None = None
 ) -> tuple[dict[str, Any], int | None]:
@@ -376,7 +389,7 @@ def iter_lines(
         try:
             line = readline(limit + 1)
         except OSError:  # pragma: no cover - a read error after a successful open
-            raise refuse("unreadable", "source") from None
+            raise refuse("unreadable", "file") from None
         if not line:
             return
         number += 1

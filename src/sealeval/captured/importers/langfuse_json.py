@@ -100,7 +100,7 @@ def _closed(
 def check_langfuse_envelope(envelope: object) -> tuple[str, dict[str, Any]]:
     """Check ``{format, sdk_version, result}``; return the SDK version and the result."""
     document = _closed(
-        envelope, "source", frozenset({"format", "sdk_version", "result"}), frozenset()
+        envelope, "file", frozenset({"format", "sdk_version", "result"}), frozenset()
     )
     if document["format"] != LANGFUSE_FORMAT:
         raise refuse("invalid_document", "format")
@@ -115,8 +115,12 @@ def check_langfuse_identity(
     sdk_version: str, result: Mapping[str, Any], source: Source | None, run_id: str | None
 ) -> None:
     """Require the caller's source to be ``langfuse@sdk_version``, its run id the ``run_name``."""
-    if source is None or source != Source("langfuse", sdk_version):
+    if source is None:
         raise refuse("identity_mismatch", "source")
+    if source.name != "langfuse":
+        raise refuse("identity_mismatch", "source.name")
+    if source.version != sdk_version:
+        raise refuse("identity_mismatch", "source.version")
     if run_id is None or run_id != result.get("run_name"):
         raise refuse("identity_mismatch", "run_id")
 

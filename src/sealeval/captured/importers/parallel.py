@@ -355,7 +355,7 @@ def _append_line(
     except SealevalError:
         raise
     except Exception:  # noqa: BLE001 - an importer's exception may quote input
-        raise refuse("importer_failed", "source") from None
+        raise refuse("importer_failed", "file") from None
     tally.note(item)
     plain = None
     if type(item) is dict and height is not None:
@@ -416,14 +416,14 @@ def write_lines(
                     )
                 if batches.add(line) and expected is not None:
                     if sink.hash.digest() != expected:
-                        raise refuse("source_changed", "source")
+                        raise refuse("source_changed", "file")
                     expected = None
             if expected is not None and sink.hash.digest() != expected:
-                raise refuse("source_changed", "source")
+                raise refuse("source_changed", "file")
             if sink.digest != source_digest:
-                raise refuse("source_changed", "source")
+                raise refuse("source_changed", "file")
             if writer.record_count == 0:
-                raise refuse("no_records", "source")
+                raise refuse("no_records", "file")
             summary = writer.finish()
     finally:
         worker.close()

@@ -52,6 +52,7 @@ from sealeval.captured.run import (
     RunWriter,
     ScoreProvenance,
     paused_full_collections,
+    plain_record_bytes,
     project_record,
     write_run,
 )
@@ -96,7 +97,7 @@ def _load_invarlock(request: ImportRequest) -> Run:
     try:
         return request.importer.load(request.path, request.limits)  # type: ignore[no-any-return]
     except CanonicalError as error:
-        raise refuse(_DECODE_CODES.get(error.code, "invalid_json"), "source") from None
+        raise refuse(_DECODE_CODES.get(error.code, "invalid_json"), "file") from None
 
 
 def _document(request: ImportRequest, progress: Progress | None) -> tuple[Any, str]:
@@ -113,13 +114,13 @@ def _document(request: ImportRequest, progress: Progress | None) -> tuple[Any, s
     except SealevalError:
         raise
     except Exception:  # noqa: BLE001 - an importer's exception may quote input
-        raise refuse("importer_failed", "source") from None
+        raise refuse("importer_failed", "file") from None
     return prepared, source_digest
 
 
 def _finish_run(request: ImportRequest, header: RunHeader, records: list[Record]) -> Run:
     if not records:
-        raise refuse("no_records", "source")
+        raise refuse("no_records", "file")
     run = Run(header, tuple(records))
     request.limits.check_size(run.canonical_size)
     return run
@@ -197,7 +198,7 @@ def _load(request: ImportRequest, progress: Progress | None) -> Run:
         sink = Sink(progress, 0, total, cap)
         with open_source(request.path) as handle:
             if cap is not None and os.fstat(handle.fileno()).st_size > cap:
-                raise refuse("too_large", "source")
+                raise refuse("too_large", "file")
             records = list(_records(request, importer.rows(handle, request.options, sink)))
         return _finish_run(request, request.header(sink.digest), records)
     if isinstance(importer, DocumentImporter):
@@ -282,6 +283,11 @@ def _with_fallback(
     fallback = FALLBACKS.get(request.name) if adapter == AUTO else None
     if fallback is None:
         return attempt(request)
+    native = get_importer(fallback)
+    if _falls_short(native, request):
+        # the file states more records than it holds (lm-eval ``n-samples``): only the
+        # native reader checks that (``incomplete_export``, or the counts with allow_partial)
+        return attempt(dataclasses.replace(request, name=fallback, importer=native))
     try:
         return attempt(request)
     except CapturedError as error:
@@ -289,9 +295,25 @@ def _with_fallback(
             raise
         refusal = error
     try:
-        return attempt(dataclasses.replace(request, name=fallback, importer=get_importer(fallback)))
-    except CapturedError:
+        return attempt(dataclasses.replace(request, name=fallback, importer=native))
+    except CapturedError as error:
+        if error.code == "incomplete_export":
+            raise  # the file holds fewer records than it states: that is the fault
         raise refusal from None
+
+
+def _falls_short(native: object, request: ImportRequest) -> bool:
+    """Whether the native reader finds fewer records in the file than it states.
+
+    A file it cannot read this way states nothing: the import names the fault.
+    """
+    falls_short = getattr(native, "falls_short", None)
+    if not callable(falls_short):
+        return False
+    try:
+        return bool(falls_short(request.path, request.options))
+    except SealevalError:
+        return False
 
 
 def _stream(
@@ -341,15 +363,63 @@ def _stream(
             def verified() -> Iterator[Any]:
                 yield from importer.rows(handle, request.options, sink)
                 if sink.digest != source_digest:
-                    raise refuse("source_changed", "source")
+                    raise refuse("source_changed", "file")
 
             return _write(request, destination, header, verified())
 
+    return _stream_records(request, destination, header, before)
+
+
+def _stream_records(
+    request: ImportRequest,
+    destination: str | os.PathLike[str],
+    header: RunHeader,
+    before: Any,
+) -> ImportSummary:
+    """Write a native reader's records, checking the file is unchanged at the end."""
+    decoded_records = getattr(request.importer, "decoded_records", None)
+    if callable(decoded_records) and request.projection is None:
+
+        def checked_pairs() -> Iterator[Any]:
+            yield from decoded_records(request.path, request.options)
+            unchanged(request.path, before)
+
+        return _write_decoded(request, destination, header, checked_pairs())
+
     def checked() -> Iterator[Any]:
-        yield from importer.records(request.path, request.options)
+        yield from request.importer.records(request.path, request.options)
         unchanged(request.path, before)
 
     return _write(request, destination, header, checked())
+
+
+def _write_decoded(
+    request: ImportRequest,
+    destination: str | os.PathLike[str],
+    header: RunHeader,
+    pairs: Iterator[Any],
+) -> ImportSummary:
+    """:func:`_write` for ``(record, decoded)`` pairs (a native reader's ``decoded_records``).
+
+    A record given with its decoded row takes the fast path without walking
+    the row's members again (``plain_record_bytes(decoded=...)``, the same
+    bytes and refusals); any other goes through :meth:`RunWriter.add`.
+    """
+    tally = Tally()
+    with RunWriter(destination, header, limits=request.limits) as writer:
+        for item, decoded in guarded(pairs):
+            tally.note(item)
+            plain = None
+            if decoded is not None and type(item) is dict:
+                plain = plain_record_bytes(item, decoded=decoded)
+            if plain is None:
+                writer.add(item)
+            else:
+                writer._add_plain_bytes(plain[0], plain[1])  # internal, as in parallel.py
+        if writer.record_count == 0:
+            raise refuse("no_records", "file")
+        summary = writer.finish()
+    return tally.summary(request.name, summary, header.source_digest)
 
 
 def _write(
@@ -372,6 +442,6 @@ def _write(
                 tally.note(item)
                 writer.add(_typed(item, position, request))
         if writer.record_count == 0:
-            raise refuse("no_records", "source")
+            raise refuse("no_records", "file")
         summary = writer.finish()
     return tally.summary(request.name, summary, header.source_digest)

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
 
-from sealeval.captured.importers.base import DETECT_BYTES, Importer
+from sealeval.captured.importers.base import DETECT_BYTES, WIDE_DETECT_BYTES, Importer
 from sealeval.captured.importers.evaluator_json import (
     EvaluatorJsonImporter,
     EvaluatorNativeJsonImporter,
@@ -57,8 +57,6 @@ SPECIFIED_ADAPTERS: Final = (
     "evaluator-json",
     "evaluator-native-json",
 )
-#: How many leading bytes detectors see when the first ``DETECT_BYTES`` matched nothing.
-WIDE_DETECT_BYTES: Final = 1 << 20
 #: For ``adapter="auto"``: a specified adapter, and the native reader of the same
 #: files that reads what the specified one refuses (several filters, multiple-choice
 #: outputs, list targets, several epochs). Detection claims the specified adapter;
@@ -148,7 +146,7 @@ def detect_candidates(path: str | os.PathLike[str]) -> list[str]:
                 if len(wider) > len(head):
                     matches = _matches(wider, target)
         except OSError:  # pragma: no cover - a read error after a successful open
-            raise refuse("unreadable", "source") from None
+            raise refuse("unreadable", "file") from None
     return matches
 
 
@@ -191,13 +189,13 @@ def check_fits(adapter: str, path: str | os.PathLike[str]) -> None:
     importer = get_importer(adapter)
     if is_folder(path):
         if not callable(getattr(importer, "recognises", None)):
-            raise refuse("not_regular_file", "source")
+            raise refuse("not_regular_file", "file")
         return
     with open_source(path) as handle:
         try:
             head = handle.read(DETECT_BYTES)
         except OSError:  # pragma: no cover - a read error after a successful open
-            raise refuse("unreadable", "source") from None
+            raise refuse("unreadable", "file") from None
     try:
         fits = importer.detect(head, Path(path)) is True
     except SealevalError:

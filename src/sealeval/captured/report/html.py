@@ -39,28 +39,28 @@ from sealeval.captured.report.model import (
 )
 from sealeval.captured.report.wording import (
     _calculation,
-    _change_text,
     _checks,
     _count,
     _estimate,
-    _g,
     _h,
     _h_json,
     _h_rich,
     _higher,
     _interval_line,
-    _level,
-    _mean_text,
     _notes,
     _plain,
     _reading,
-    _scaled,
     _summary,
     _threshold,
-    _unit,
     _with_unit,
+    change_text,
+    change_unit,
     display_name,
     explanation,
+    level_text,
+    mean_text,
+    scaled,
+    significant,
 )
 
 # ---------------------------------------------------------------------------
@@ -213,11 +213,12 @@ def _row_title(entry: ReportEntry) -> str:
         )
     interval = entry.interval
     assert interval is not None
-    unit = _unit(entry)
+    unit = change_unit(entry)
     estimate = "ratio" if entry.nll else "change"
     return (
-        f"{scope}: {estimate} {_change_text(entry)}, {_level(interval.mass)} interval "
-        f"{_g(_scaled(entry, interval.lower))} to {_g(_scaled(entry, interval.upper))} {unit}. "
+        f"{scope}: {estimate} {change_text(entry)}, {level_text(interval.mass)} interval "
+        f"{significant(scaled(entry, interval.lower))} to "
+        f"{significant(scaled(entry, interval.upper))} {unit}. "
         f"{label}."
     )
 
@@ -250,8 +251,8 @@ def _plot_geometry(entries: Sequence[ReportEntry]) -> _Plot:
     for entry in entries:
         if entry.interval is not None:
             values += [
-                _scaled(entry, entry.interval.lower),
-                _scaled(entry, entry.interval.upper),
+                scaled(entry, entry.interval.lower),
+                scaled(entry, entry.interval.upper),
                 _estimate(entry),
             ]
     return _Plot(
@@ -261,7 +262,7 @@ def _plot_geometry(entries: Sequence[ReportEntry]) -> _Plot:
         label_width=_PLOT_LABELS,
         threshold=threshold,
         neutral=neutral,
-        unit=_unit(first),
+        unit=change_unit(first),
         relation="≥" if _higher(first) else "≤",
     )
 
@@ -284,12 +285,12 @@ def _plot_axes(plot: _Plot, higher: bool) -> list[str]:
             f'<line class="grid" x1="{x}" x2="{x}" y1="{top}" y2="{bottom}"/>'
             f'<line class="tick" x1="{x}" x2="{x}" y1="{bottom}" y2="{bottom + 5}"/>'
             f'<text class="small" x="{x}" y="{bottom + 18}" text-anchor="middle">'
-            f"{_h(_g(tick))}</text>"
+            f"{_h(significant(tick))}</text>"
         )
     x_neutral = _coordinate(scale.x(plot.neutral))
     anchor = "start" if x_threshold < (scale.left + scale.right) / 2 else "end"
     offset = 4 if anchor == "start" else -4
-    bound = f"Policy bound {plot.relation} {_g(plot.threshold)} {plot.unit}"
+    bound = f"Policy bound {plot.relation} {significant(plot.threshold)} {plot.unit}"
     parts.append(
         f'<line class="axis" x1="{_coordinate(scale.left)}" x2="{_coordinate(scale.right)}" '
         f'y1="{bottom}" y2="{bottom}"/>'
@@ -314,8 +315,8 @@ def _plot_row(plot: _Plot, entry: ReportEntry, index: int) -> str:
         f"{_h(_GLYPHS[entry.decision])}</text>"
     ]
     if entry.interval is not None:
-        x1 = _coordinate(scale.x(_scaled(entry, entry.interval.lower)))
-        x2 = _coordinate(scale.x(_scaled(entry, entry.interval.upper)))
+        x1 = _coordinate(scale.x(scaled(entry, entry.interval.lower)))
+        x2 = _coordinate(scale.x(scaled(entry, entry.interval.upper)))
         parts.append(f'<line class="range" x1="{x1}" x2="{x2}" y1="{y}" y2="{y}"/>')
         parts += [
             f'<line class="range" x1="{x}" x2="{x}" y1="{y - 5}" y2="{y + 5}"/>' for x in (x1, x2)
@@ -346,7 +347,7 @@ def _forest_plot(metric: PolicyMetric, entries: Sequence[ReportEntry], number: i
     title = f"{display_name(metric.name)}: {estimate} and interval per scope ({plot.unit})"
     desc = (
         f"Forest plot of {len(entries)} scope(s). Policy bound: {plot.relation} "
-        f"{_g(plot.threshold)} {plot.unit}; no change at {_g(plot.neutral)}. "
+        f"{significant(plot.threshold)} {plot.unit}; no change at {significant(plot.neutral)}. "
         + " ".join(_row_title(entry) for entry in entries)
     )
     ids = f"forest-{number}-title forest-{number}-desc"
@@ -382,8 +383,8 @@ def _interval_cell(entry: ReportEntry) -> str:
         return "Unavailable"
     interval = entry.interval
     return (
-        f"{_g(_scaled(entry, interval.lower))} to {_g(_scaled(entry, interval.upper))} "
-        f"{_unit(entry)}"
+        f"{significant(scaled(entry, interval.lower))} to "
+        f"{significant(scaled(entry, interval.upper))} {change_unit(entry)}"
     )
 
 
@@ -400,9 +401,9 @@ def _scope_table(metric: PolicyMetric, entries: Sequence[ReportEntry], number: i
     for entry in entries:
         cells = [
             _badge(entry.decision),
-            _h(_mean_text(entry, entry.baseline_mean)),
-            _h(_mean_text(entry, entry.subject_mean)),
-            _h(_change_text(entry)),
+            _h(mean_text(entry, entry.baseline_mean)),
+            _h(mean_text(entry, entry.subject_mean)),
+            _h(change_text(entry)),
             _h(_interval_cell(entry)),
             _count(entry.usable),
             _count(len(entry.missing_ids)),
@@ -461,13 +462,13 @@ def _entry_details(entry: ReportEntry) -> str:
 def _metric_section(metric: PolicyMetric, entries: Sequence[ReportEntry], number: int) -> str:
     first = entries[0]
     worst = _overall(entry.decision for entry in entries)
-    unit = _unit(first)
+    unit = change_unit(first)
     relation = "≥" if _higher(first) else "≤"
     if first.nll:
-        rule = f"upper ratio bound {relation} {_g(_threshold(first))}"
+        rule = f"upper ratio bound {relation} {significant(_threshold(first))}"
     else:
         side = "lower" if _higher(first) else "upper"
-        rule = f"{side} interval bound {relation} {_g(_threshold(first))} {unit}"
+        rule = f"{side} interval bound {relation} {significant(_threshold(first))} {unit}"
     better = "higher" if metric.direction == "higher" else "lower"
     facts = (
         f"Kind <code>{_h(metric.kind)}</code> · {better} is better · policy bound: "
@@ -476,8 +477,8 @@ def _metric_section(metric: PolicyMetric, entries: Sequence[ReportEntry], number
         f"{_count(metric.minimum_count)} included pairs"
     )
     caption = (
-        f"Estimate (dot) and {_h(_level(0.95))} interval (bar) per scope; the dashed red line is "
-        "the policy bound, the shaded side is allowed, the dotted line marks no change. The "
+        f"Estimate (dot) and {_h(level_text(0.95))} interval (bar) per scope; the dashed red line "
+        "is the policy bound, the shaded side is allowed, the dotted line marks no change. The "
         "table below gives the same values as text."
     )
     return (
@@ -501,9 +502,9 @@ def _overview(entries: Sequence[ReportEntry]) -> str:
             f'<th scope="row"><a href="#result-{entry.position + 1}">'
             f"{_h(display_name(entry.name))} · {_h(display_name(entry.slice))}</a></th>"
             f"<td>{_badge(entry.decision)}</td>"
-            f"<td>{_h(_mean_text(entry, entry.baseline_mean))}</td>"
-            f"<td>{_h(_mean_text(entry, entry.subject_mean))}</td>"
-            f"<td>{_h(_change_text(entry))}</td>"
+            f"<td>{_h(mean_text(entry, entry.baseline_mean))}</td>"
+            f"<td>{_h(mean_text(entry, entry.subject_mean))}</td>"
+            f"<td>{_h(change_text(entry))}</td>"
             f"<td>{_count(entry.usable)}</td>"
             f"<td>{_h(explanation(entry))}</td></tr>"
         )

@@ -37,7 +37,6 @@ from sealeval.captured.report.model import (
 from sealeval.captured.report.wording import (
     _XML_INVALID,
     _calculation,
-    _change_text,
     _checks,
     _count,
     _escape_char,
@@ -45,13 +44,14 @@ from sealeval.captured.report.wording import (
     _matched,
     _md,
     _md_text,
-    _mean_text,
     _notes,
     _reading,
     _summary,
     _terminal_safe,
+    change_text,
     display_name,
     explanation,
+    mean_text,
 )
 
 # ---------------------------------------------------------------------------
@@ -71,8 +71,8 @@ def _md_entry(entry: ReportEntry) -> list[str]:
         "",
         "| Baseline | Subject | Change | Usable pairs |",
         "| --- | --- | --- | --- |",
-        f"| {_md_text(_mean_text(entry, entry.baseline_mean))} | "
-        f"{_md_text(_mean_text(entry, entry.subject_mean))} | {_md_text(_change_text(entry))} | "
+        f"| {_md_text(mean_text(entry, entry.baseline_mean))} | "
+        f"{_md_text(mean_text(entry, entry.subject_mean))} | {_md_text(change_text(entry))} | "
         f"{_count(entry.usable)} |",
         "",
     ]

@@ -163,7 +163,9 @@ def _as_float(value: float) -> float:
 
 
 @dataclass(frozen=True, slots=True)
-class _Interval:
+class ReportInterval:
+    """The stored confidence interval of a metric entry (bounds, method, mass, replicates)."""
+
     lower: float
     upper: float
     method: str
@@ -221,7 +223,7 @@ class ReportEntry:
     subject_mean: float | None
     delta: float | None
     ratio: float | None
-    interval: _Interval | None
+    interval: ReportInterval | None
     metric: PolicyMetric
 
     def __repr__(self) -> str:
@@ -265,7 +267,7 @@ def _optional_number(document: Mapping[str, Any], member: str, where: str) -> fl
     return float(value)
 
 
-def _interval(value: object, where: str) -> _Interval | None:
+def _interval(value: object, where: str) -> ReportInterval | None:
     if value is None:
         return None
     if not isinstance(value, Mapping):
@@ -276,7 +278,7 @@ def _interval(value: object, where: str) -> _Interval | None:
         raise _fail("invalid_entry", f"{where}.interval")
     if type(replicates) is not int or replicates < 0 or lower > upper:  # type: ignore[operator]
         raise _fail("invalid_entry", f"{where}.interval")
-    return _Interval(float(lower), float(upper), method, float(mass), replicates)  # type: ignore[arg-type]
+    return ReportInterval(float(lower), float(upper), method, float(mass), replicates)  # type: ignore[arg-type]
 
 
 def _string_list(value: object, where: str) -> tuple[str, ...]:

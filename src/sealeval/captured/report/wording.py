@@ -54,7 +54,7 @@ def display_name(name: str) -> str:
     return " ".join(words)
 
 
-def _g(value: float) -> str:
+def significant(value: float) -> str:
     """Four significant digits (``format(x, ".4g")``), without a negative zero."""
     text = format(_as_float(value), ".4g")
     return "0" if text == "-0" else text
@@ -69,7 +69,7 @@ def _count(value: int) -> str:
 
 
 def _percent(value: float) -> str:
-    return _g(_as_float(value) * 100.0) + "%"
+    return significant(_as_float(value) * 100.0) + "%"
 
 
 _TERMINAL_CONTROLS: Final = re.compile(
@@ -174,7 +174,7 @@ def _h_rich(text: _Rich) -> str:
 # What an entry shows (shared by every format)
 
 
-def _unit(entry: ReportEntry) -> str:
+def change_unit(entry: ReportEntry) -> str:
     """Return the unit of changes and intervals: ``pp``, ``ratio`` or the metric's unit."""
     if entry.binary:
         return "pp"
@@ -183,42 +183,49 @@ def _unit(entry: ReportEntry) -> str:
     return entry.metric.unit
 
 
-def _scaled(entry: ReportEntry, value: float) -> float:
+def scaled(entry: ReportEntry, value: float) -> float:
+    """Return ``value`` in the entry's display scale (percentage points for a binary metric)."""
     return _as_float(value) * 100.0 if entry.binary else _as_float(value)
 
 
 def _with_unit(entry: ReportEntry, value: float) -> str:
-    return f"{_g(_scaled(entry, value))} {_unit(entry)}"
+    return f"{significant(scaled(entry, value))} {change_unit(entry)}"
 
 
-def _level(value: float) -> str:
+def level_text(value: float) -> str:
+    """Return a confidence level (a proportion) as the reports show it, a percentage."""
     return _percent(value)
 
 
-def _mean_text(entry: ReportEntry, value: float | None) -> str:
+def mean_text(entry: ReportEntry, value: float | None) -> str:
+    """Return a run's mean as every report shows it (percent, nats / byte or the unit).
+
+    ``None`` (no scored pairs) reads ``Unavailable``.
+    """
     if value is None:
         return "Unavailable"
     if entry.binary:
         return _percent(value)
     if entry.nll:
-        return f"{_g(value)} nats / byte"
-    return f"{_g(value)} {entry.metric.unit}"
+        return f"{significant(value)} nats / byte"
+    return f"{significant(value)} {entry.metric.unit}"
 
 
-def _change_text(entry: ReportEntry) -> str:
+def change_text(entry: ReportEntry) -> str:
+    """Return the entry's change with its sign and unit (``Unavailable`` if not evaluated)."""
     if not entry.evaluated:
         return "Unavailable"
     if entry.nll:
         assert entry.ratio is not None
-        return f"{_g(entry.ratio)} ratio"
+        return f"{significant(entry.ratio)} ratio"
     assert entry.delta is not None
-    return f"{_signed(_scaled(entry, entry.delta))} {_unit(entry)}"
+    return f"{_signed(scaled(entry, entry.delta))} {change_unit(entry)}"
 
 
 def _estimate(entry: ReportEntry) -> float:
     value = entry.ratio if entry.nll else entry.delta
     assert value is not None
-    return _scaled(entry, value)
+    return scaled(entry, value)
 
 
 def _threshold(entry: ReportEntry) -> float:
@@ -226,7 +233,7 @@ def _threshold(entry: ReportEntry) -> float:
     if entry.nll:
         return _as_float(metric.ratio_max)  # type: ignore[arg-type]
     limit = _as_float(metric.maximum_regression)  # type: ignore[arg-type]
-    return _scaled(entry, -limit if metric.direction == "higher" else limit)
+    return scaled(entry, -limit if metric.direction == "higher" else limit)
 
 
 def _higher(entry: ReportEntry) -> bool:
@@ -304,13 +311,13 @@ def _checks(entry: ReportEntry) -> tuple[CheckRow, ...]:
         return tuple(rows)
     interval = entry.interval
     assert interval is not None
-    unit = _unit(entry)
-    threshold = _g(_threshold(entry))
+    unit = change_unit(entry)
+    threshold = significant(_threshold(entry))
     if entry.nll:
         rows.append(
             CheckRow(
                 "Maximum NLL ratio",
-                f"{_g(interval.upper)} ratio",
+                f"{significant(interval.upper)} ratio",
                 f"<= {threshold} ratio",
                 _result(_bound_ok(entry)),
                 "Uses the interval bound, not just the observed ratio.",
@@ -345,8 +352,8 @@ def _checks(entry: ReportEntry) -> tuple[CheckRow, ...]:
             rows.append(
                 CheckRow(
                     label,
-                    _mean_text(entry, entry.subject_mean),
-                    f"{relation} {_mean_text(entry, limit)}",
+                    mean_text(entry, entry.subject_mean),
+                    f"{relation} {mean_text(entry, limit)}",
                     _result(ok),
                 )
             )
@@ -409,11 +416,11 @@ def _interval_line(entry: ReportEntry) -> _Rich:
     interval = entry.interval
     assert interval is not None
     values = {
-        "level": _level(interval.mass),
+        "level": level_text(interval.mass),
         "method": _method_label(entry),
-        "lo": _g(_scaled(entry, interval.lower)),
-        "hi": _g(_scaled(entry, interval.upper)),
-        "unit": _unit(entry),
+        "lo": significant(scaled(entry, interval.lower)),
+        "hi": significant(scaled(entry, interval.upper)),
+        "unit": change_unit(entry),
     }
     if entry.binary:
         template = "Paired {level} confidence interval ({method}): [{lo}, {hi}] {unit}."
@@ -469,7 +476,7 @@ def _reading(entry: ReportEntry) -> tuple[tuple[str, str], ...]:
 def _calculation(entry: ReportEntry) -> tuple[_Rich, ...]:
     interval = entry.interval
     assert interval is not None
-    level = _level(interval.mass)
+    level = level_text(interval.mass)
     usable = _count(entry.usable)
     if entry.binary:
         return (
@@ -527,14 +534,14 @@ def _absolute_sentences(entry: ReportEntry) -> str:
     if metric.subject_minimum is not None:
         parts.append(
             f" The policy also requires a subject score of at least "
-            f"{_mean_text(entry, metric.subject_minimum)}."
+            f"{mean_text(entry, metric.subject_minimum)}."
         )
     elif entry.binary:
         parts.append(" " + _NO_MINIMUM)
     if metric.subject_maximum is not None:
         parts.append(
             f" The policy also requires a subject score of at most "
-            f"{_mean_text(entry, metric.subject_maximum)}."
+            f"{mean_text(entry, metric.subject_maximum)}."
         )
     return "".join(parts)
 
@@ -562,14 +569,14 @@ def _entry_summary(entry: ReportEntry) -> _Rich:
         "the interval to stay " + side + " {threshold} {unit}." + _absolute_sentences(entry),
         usable=_count(entry.usable),
         name=name,
-        subject=_mean_text(entry, entry.subject_mean),
-        baseline=_mean_text(entry, entry.baseline_mean),
-        change=_change_text(entry),
-        level=_level(interval.mass),
-        lo=_g(_scaled(entry, interval.lower)),
-        hi=_g(_scaled(entry, interval.upper)),
-        unit=_unit(entry),
-        threshold=_g(_threshold(entry)),
+        subject=mean_text(entry, entry.subject_mean),
+        baseline=mean_text(entry, entry.baseline_mean),
+        change=change_text(entry),
+        level=level_text(interval.mass),
+        lo=significant(scaled(entry, interval.lower)),
+        hi=significant(scaled(entry, interval.upper)),
+        unit=change_unit(entry),
+        threshold=significant(_threshold(entry)),
     )
 
 

@@ -10,15 +10,14 @@ output destination and normalizes. :func:`preflight` is ``evaluate
 
 from __future__ import annotations
 
-import errno
 import os
-import stat
 import types
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
+from sealeval._fs import descend, open_directory, open_regular, read_fd_bounded, translated
 from sealeval.canonical import DecodeLimits, decode
 from sealeval.captured.errors import CapturedRunError
 from sealeval.captured.policy import (
@@ -32,7 +31,6 @@ from sealeval.captured.policy import (
 from sealeval.captured.request.authored import AuthoredRequest, SourceSpec, load_authored_request
 from sealeval.captured.request.normalized import NormalizedRequest, normalize_captured_request
 from sealeval.captured.request.schema import (
-    _O_CLOEXEC,
     MAX_INPUT_BYTES,
     MAX_REQUEST_BYTES,
     PREFLIGHT_CHECKS,
@@ -52,74 +50,37 @@ from sealeval.captured.signing import SigningKey, load_signing_key
 from sealeval.errors import CanonicalError
 
 # ---------------------------------------------------------------------------
-# Files beneath the request root
+# Files beneath the request root (every open through sealeval._fs)
+
+#: ``sealeval._fs`` codes as the request reports them (a symlinked or non-directory folder).
+_FOLDER_CODES: Final = {"not_directory": "unsafe_path"}
 
 
-def _open_directory(path: str | os.PathLike[str], where: str) -> int:
-    try:
-        return os.open(path, os.O_RDONLY | os.O_DIRECTORY | _O_CLOEXEC)
-    except FileNotFoundError:
-        raise _fail("not_found", where) from None
-    except OSError as error:  # pragma: no cover - a root that is a file, or EACCES
-        code = "unsafe_path" if error.errno == errno.ENOTDIR else "unreadable"
-        raise _fail(code, where) from None
-
-
-def _open_child_directory(parent_fd: int, name: str, where: str) -> int:
-    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | _O_CLOEXEC
-    try:
-        return os.open(name, flags, dir_fd=parent_fd)
-    except FileNotFoundError:
-        raise _fail("not_found", where) from None
-    except OSError as error:
-        if error.errno in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
-            raise _fail("unsafe_path", where) from None
-        raise _fail("unreadable", where) from None  # pragma: no cover - EACCES
-
-
-def _open_leaf(dir_fd: int, name: str, where: str) -> int:
-    """Open a regular file in ``dir_fd`` without following a symlink."""
-    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | _O_CLOEXEC
-    try:
-        file_fd = os.open(name, flags, dir_fd=dir_fd)
-    except FileNotFoundError:
-        raise _fail("not_found", where) from None
-    except OSError as error:
-        if error.errno in (errno.ELOOP, errno.EISDIR, errno.EMLINK):
-            raise _fail("not_regular_file", where) from None
-        raise _fail("unreadable", where) from None  # pragma: no cover - EACCES
-    regular = stat.S_ISREG(os.fstat(file_fd).st_mode)
-    if not regular:
-        os.close(file_fd)
-        raise _fail("not_regular_file", where)
-    os.set_blocking(file_fd, True)
-    return file_fd
+def _open_root(root: str | os.PathLike[str], where: str) -> int:
+    """Open the request root (a real directory: the caller resolved it)."""
+    with translated(CapturedRequestError, where, _FOLDER_CODES):
+        return open_directory(root, follow_symlinks=True)
 
 
 def _open_beneath(root: Path, reference: str, where: str) -> int:
     """Open a regular file at ``reference`` below ``root`` without following any symlink."""
     parts = reference.split("/")
-    fd = _open_directory(root, where)
-    try:
-        for part in parts[:-1]:
-            child = _open_child_directory(fd, part, where)
+    fd = _open_root(root, where)
+    with translated(CapturedRequestError, where, _FOLDER_CODES):
+        fd = descend(fd, parts[:-1])
+        try:
+            return open_regular(parts[-1], dir_fd=fd)
+        finally:
             os.close(fd)
-            fd = child
-        return _open_leaf(fd, parts[-1], where)
-    finally:
-        os.close(fd)
 
 
 def _read_fd(fd: int, limit: int, where: str) -> bytes:
     """Read a whole file descriptor (closing it), refusing more than ``limit`` bytes."""
     try:
-        with os.fdopen(fd, "rb") as handle:
-            data = handle.read(limit + 1)
-    except OSError:  # pragma: no cover - a read error after a successful open
-        raise _fail("unreadable", where) from None
-    if len(data) > limit:
-        raise _fail("too_large", where)
-    return data
+        with translated(CapturedRequestError, where):
+            return read_fd_bounded(fd, limit)
+    finally:
+        os.close(fd)
 
 
 def check_output_destination(root: str | os.PathLike[str], reference: str) -> Path:
@@ -137,13 +98,14 @@ def check_output_destination(root: str | os.PathLike[str], reference: str) -> Pa
     where = "output.evidence"
     _check_reference(reference, where)
     parts = reference.split("/")
-    fd = _open_directory(root, where)
+    fd = _open_root(root, where)
     try:
         for part in parts[:-1]:
             try:
-                child = _open_child_directory(fd, part, where)
+                with translated(CapturedRequestError, where, _FOLDER_CODES):
+                    child = open_directory(part, dir_fd=fd)
             except CapturedRequestError as error:
-                if error.code == "not_found":
+                if error.code == "not_found":  # publication creates missing folders
                     return Path(root) / reference
                 raise
             os.close(fd)

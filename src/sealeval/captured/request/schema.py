@@ -2,25 +2,34 @@
 
 The authored and normalized forms share these checks (references, texts,
 digests, closed members, sides, metrics, the size and control-character
-bounds), so both layers refuse with the same codes and field names.
+bounds), so both layers refuse with the same codes and field names. Closed
+objects, texts, digests and member bounds are :mod:`sealeval._validate`'s
+rules with :class:`CapturedRequestError`; a text with an unpaired
+surrogate is ``invalid_json_value`` (the toolkit's one behaviour).
 """
 
 from __future__ import annotations
 
-import os
 import re
 import types
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
-from sealeval._validate import check_closed, check_digest, check_exact, freeze_json
+from sealeval._validate import (
+    check_closed,
+    check_digest,
+    check_exact,
+    check_members,
+    check_text,
+    freeze_json,
+)
 from sealeval.canonical import frozen_canonical, is_digest
 from sealeval.captured.errors import CapturedRunError
 from sealeval.captured.run import (
     PROVENANCE_KINDS,
 )
 from sealeval.captured.service_identity import validate_service_identity
-from sealeval.errors import CapturedError
+from sealeval.errors import CapturedError, YamlError
 from sealeval.strict_yaml import YamlLimits
 
 #: ``format_version`` of the authored request and ``format`` of the normalized one.
@@ -89,37 +98,14 @@ _PROVENANCE_MEMBERS: Final = ("kind", "source", "version", "unit", "rubric_diges
 _CONTROL: Final = re.compile(r"[\x00-\x1f\x7f]")
 _POINTER: Final = re.compile(r"/(?:input|context)(?:/[^\x00-\x1f\x7f]*)?")
 _DRIVE: Final = re.compile(r"[A-Za-z]:")
-_O_CLOEXEC: Final = getattr(os, "O_CLOEXEC", 0)
 
 
 class CapturedRequestError(CapturedError):
     """Refusal of a captured evaluation request (authored, normalized, or its files)."""
 
     module = "sealeval.captured.request"
-    codes = frozenset(
+    codes = YamlError.codes | frozenset(  # strict YAML: the codes of sealeval.strict_yaml
         {
-            # strict YAML (the codes of sealeval.strict_yaml)
-            "too_large",
-            "not_utf8",
-            "byte_order_mark",
-            "invalid_yaml",
-            "anchor_or_alias",
-            "tag_or_directive",
-            "too_many_nodes",
-            "too_deep",
-            "merge_key",
-            "duplicate_key",
-            "invalid_key",
-            "invalid_boolean",
-            "invalid_null",
-            "invalid_integer",
-            "invalid_float",
-            "multiple_documents",
-            "empty_document",
-            "unpaired_surrogate",
-            "integer_too_long",
-            "not_mapping",
-            "include_key",
             # closed schemas
             "unsupported_format",
             "invalid_json_value",
@@ -202,12 +188,14 @@ def _check_reference(value: object, where: str) -> str:
 
 
 def _check_text(value: object, where: str) -> str:
-    """``text4096``: 1-4096 code points, no C0 control, no DEL."""
-    if type(value) is not str:
-        raise _fail("invalid_type", where)
-    if not 1 <= len(value) <= _MAX_TEXT or _CONTROL.search(value) is not None:
-        raise _fail("invalid_text", where)
-    return value
+    """``text4096``: 1-4096 code points, no C0 control, no DEL, no unpaired surrogate.
+
+    :func:`sealeval._validate.check_text` with the request's error: an
+    unpaired surrogate (which no UTF-8 input can carry, and which the
+    document's freezing already refuses) is ``invalid_json_value`` naming
+    the field, as every caller of the toolkit's text rule.
+    """
+    return check_text(value, where, error=CapturedRequestError, max_length=_MAX_TEXT)
 
 
 def _check_digest(value: object, where: str) -> str | None:
@@ -221,10 +209,7 @@ def _check_source(value: object, where: str) -> None:
 
 
 def _check_provenance(value: object, where: str) -> None:
-    if not isinstance(value, Mapping):
-        raise _fail("invalid_type", where)
-    if len(value) > _MAX_MEMBERS:
-        raise _fail("too_many_members", where)
+    value = check_members(value, where, error=CapturedRequestError, max_members=_MAX_MEMBERS)
     for item in value.values():
         entry = check_closed(
             item, f"{where}.entry", _PROVENANCE_MEMBERS, error=CapturedRequestError

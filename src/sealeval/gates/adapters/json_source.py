@@ -39,10 +39,11 @@ import json.decoder
 import math
 import re
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from sealeval._validate import check_exact
 from sealeval.canonical import digest_bytes, digest_openmed
 from sealeval.gates.adapters.counting import count_evidence
 from sealeval.gates.adapters.errors import AgentReleaseAdapterError
@@ -311,15 +312,21 @@ def _is_latency(value: object) -> bool:
     return type(value) is float and math.isfinite(value) and value >= 0.0
 
 
+def _fields(document: object, members: Collection[str]) -> Any:
+    """Return a parsed JSON object with exactly ``members``, else refuse ``invalid_fields``."""
+    return check_exact(
+        document, None, members, error=AgentReleaseAdapterError, code="invalid_fields"
+    )
+
+
 def _is_interval_number(value: object) -> bool:
     return type(value) in (int, float) and -1 <= value <= 1  # type: ignore[operator]
 
 
 def _interval(interval: object) -> tuple[Any, Any, Any]:
     """Check one agreement interval; return ``(value, ci_lower, ci_upper)``."""
-    if type(interval) is not dict or set(interval) != _INTERVAL_KEYS:
-        raise _refuse("invalid_fields")
-    value, lower, upper = interval["value"], interval["ci_lower"], interval["ci_upper"]
+    checked = _fields(interval, _INTERVAL_KEYS)
+    value, lower, upper = checked["value"], checked["ci_lower"], checked["ci_upper"]
     if not (
         _is_interval_number(value)
         and _is_interval_number(lower)
@@ -432,16 +439,14 @@ def _agreement(
     metric: str, document: dict[str, Any], cases: _Cases, limitations: tuple[str, ...]
 ) -> MetricEvidence:
     statistics = document["statistics"]
-    if type(statistics) is not dict or set(statistics) != _STATISTICS_KEYS:
-        raise _refuse("invalid_fields")
+    statistics = _fields(statistics, _STATISTICS_KEYS)
     if not _is_member(statistics["method"], (AGREEMENT_METHOD,)):
         raise _refuse("invalid_statistical_method")
     sizes: dict[str, int] = {}
     for case in cases:
         sizes[case["slice"]] = sizes.get(case["slice"], 0) + 1
     per_slice = statistics["slices"]
-    if type(per_slice) is not dict or set(per_slice) != set(sizes):
-        raise _refuse("invalid_fields")
+    _fields(per_slice, sizes)
     value, lower, upper = _interval(statistics["overall"])
     slices = []
     for name in sorted(sizes):
@@ -567,9 +572,9 @@ def _document(serialized: object, expected_kind: str, kind: _Kind) -> dict[str, 
     """Parse the report and check its envelope: fields, schema and kind, status, provenance."""
     if not isinstance(serialized, str):
         raise _refuse("invalid_json")
-    document = _parse_json(serialized, lax=kind.schema == JSON_SOURCE_SCHEMA)
-    if type(document) is not dict or set(document) != kind.top_keys:
-        raise _refuse("invalid_fields")
+    document: dict[str, Any] = _fields(
+        _parse_json(serialized, lax=kind.schema == JSON_SOURCE_SCHEMA), kind.top_keys
+    )
     if document["schema_version"] != kind.schema or document["kind"] != expected_kind:
         raise _refuse("unsupported_source")
     if document["status"] != "completed":

@@ -53,12 +53,12 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TypeVar
 
 from sealeval.gates.adversarial.calls import (
-    _SCOPE_RANK,
     PROBE_CAPABILITY,
     PROBE_POLICY_PROFILE,
     PROBE_TOOL,
     PROBE_TOOL_SCHEMA,
     PROMPT_SOURCES,
+    SCOPE_RANK,
     SCOPES,
     AdversarialAttempt,
     BoundaryAdapter,
@@ -71,28 +71,28 @@ from sealeval.gates.adversarial.calls import (
     tool_call_from_payload,
 )
 from sealeval.gates.adversarial.detection import (
-    _ABSOLUTE_PATH,
-    _CREDENTIAL_KEYS,
-    _CREDENTIAL_SUFFIXES,
-    _ENDPOINT_KEYS,
-    _ENDPOINT_SUFFIXES,
-    _FILESYSTEM_OPERATIONS,
-    _HOST_KEYS,
-    _NETWORK_OPERATIONS,
-    _PATH_KEYS,
-    _PATH_SUFFIXES,
-    _SECRET_VALUES,
-    _URL_KEYS,
-    _URL_SUFFIXES,
-    _embedded_schemes,
-    _entries,
-    _escapes,
-    _has,
-    _operations,
-    _path_text,
-    _Scanner,
-    _strings,
-    _uri_scheme,
+    ABSOLUTE_PATH,
+    CREDENTIAL_KEYS,
+    CREDENTIAL_SUFFIXES,
+    ENDPOINT_KEYS,
+    ENDPOINT_SUFFIXES,
+    FILESYSTEM_OPERATIONS,
+    HOST_KEYS,
+    NETWORK_OPERATIONS,
+    PATH_KEYS,
+    PATH_SUFFIXES,
+    SECRET_VALUES,
+    URL_KEYS,
+    URL_SUFFIXES,
+    Scanner,
+    embedded_schemes,
+    escapes_path,
+    has_key,
+    json_entries,
+    operations,
+    path_text,
+    string_leaves,
+    uri_scheme,
 )
 from sealeval.gates.adversarial.vocabulary import (
     ADVERSARIAL_CASE_ID,
@@ -201,7 +201,7 @@ class DefaultToolBoundary:
             or not all(type(item) is CatalogEntry and item.well_formed for item in catalog)
         ):
             raise AdversarialSuiteError("invalid_catalog", "catalog")
-        if type(granted_scope) is not str or granted_scope not in _SCOPE_RANK:
+        if type(granted_scope) is not str or granted_scope not in SCOPE_RANK:
             raise AdversarialSuiteError("invalid_scope", "granted_scope")
         if not isinstance(allowed_url_schemes, list | tuple) or not all(
             type(item) is str and re.fullmatch(r"[a-z][a-z0-9+.-]{0,31}", item)
@@ -243,12 +243,12 @@ class DefaultToolBoundary:
             return "catalog_substitution"
         if self._amplified(call):
             return "delegation_scope_amplified"
-        scanner = _Scanner()  # one inspection budget for the whole call
+        scanner = Scanner()  # one inspection budget for the whole call
         inspected = [(item.source, item.content) for item in call.prompts]
         for source, value in [*inspected, ("arguments", call.arguments)]:
             if scanner.hostile(value):
                 return "hostile_tool_result" if source == "tool_result" else "untrusted_instruction"
-        entries = list(_entries(call.arguments))
+        entries = list(json_entries(call.arguments))
         for rule, reason in (
             (self._credential, "credential_exposure"),
             (self._endpoint, "endpoint_exposure"),
@@ -265,27 +265,27 @@ class DefaultToolBoundary:
         """Rule 2: wrong capability/policy, unknown scopes, or requested > delegated > granted."""
         if call.capability != self._capability or call.policy_profile != self._policy_profile:
             return True
-        delegated = _SCOPE_RANK.get(call.delegation.delegated)
-        requested = _SCOPE_RANK.get(call.delegation.requested)
+        delegated = SCOPE_RANK.get(call.delegation.delegated)
+        requested = SCOPE_RANK.get(call.delegation.requested)
         if delegated is None or requested is None:
             return True
-        return requested > delegated or delegated > _SCOPE_RANK[self._granted_scope]
+        return requested > delegated or delegated > SCOPE_RANK[self._granted_scope]
 
     @staticmethod
     def _credential(
         arguments: Mapping[str, JsonValue], entries: Sequence[tuple[str, JsonValue]]
     ) -> bool:
         """Rule 4: a credential-named key anywhere, or a secret-shaped string value."""
-        if any(_has(name, _CREDENTIAL_KEYS, _CREDENTIAL_SUFFIXES) for name, _ in entries):
+        if any(has_key(name, CREDENTIAL_KEYS, CREDENTIAL_SUFFIXES) for name, _ in entries):
             return True
-        return any(_SECRET_VALUES.search(text) for text in _strings(arguments))
+        return any(SECRET_VALUES.search(text) for text in string_leaves(arguments))
 
     @staticmethod
     def _endpoint(
         _arguments: Mapping[str, JsonValue], entries: Sequence[tuple[str, JsonValue]]
     ) -> bool:
         """Rule 5: an argument that designates an endpoint to send to or call back."""
-        return any(_has(name, _ENDPOINT_KEYS, _ENDPOINT_SUFFIXES) for name, _ in entries)
+        return any(has_key(name, ENDPOINT_KEYS, ENDPOINT_SUFFIXES) for name, _ in entries)
 
     @staticmethod
     def _traversal(
@@ -293,23 +293,23 @@ class DefaultToolBoundary:
     ) -> bool:
         """Rule 6: a ``..`` segment (after decoding) or a control character in a path."""
         return any(
-            _escapes(text)
+            escapes_path(text)
             for name, value in entries
-            if _has(name, _PATH_KEYS, _PATH_SUFFIXES)
-            for text in _strings(value)
+            if has_key(name, PATH_KEYS, PATH_SUFFIXES)
+            for text in string_leaves(value)
         )
 
     def _scheme(
         self, arguments: Mapping[str, JsonValue], entries: Sequence[tuple[str, JsonValue]]
     ) -> bool:
         """Rule 7: a URI whose scheme is not allowed, or a URL key holding no absolute URL."""
-        for text in _strings(arguments):
-            if any(scheme not in self._allowed_schemes for scheme in _embedded_schemes(text)):
+        for text in string_leaves(arguments):
+            if any(scheme not in self._allowed_schemes for scheme in embedded_schemes(text)):
                 return True
         for name, value in entries:
-            if _has(name, _URL_KEYS, _URL_SUFFIXES):
-                for text in _strings(value):
-                    scheme = _uri_scheme(text)
+            if has_key(name, URL_KEYS, URL_SUFFIXES):
+                for text in string_leaves(value):
+                    scheme = uri_scheme(text)
                     if scheme is None or scheme not in self._allowed_schemes:
                         return True
                     try:
@@ -323,13 +323,13 @@ class DefaultToolBoundary:
         _arguments: Mapping[str, JsonValue], entries: Sequence[tuple[str, JsonValue]]
     ) -> bool:
         """Rule 8: a mutating filesystem operation, or an absolute / home path."""
-        if _operations(entries) & _FILESYSTEM_OPERATIONS:
+        if operations(entries) & FILESYSTEM_OPERATIONS:
             return True
         return any(
-            _ABSOLUTE_PATH.match(_path_text(text).strip()) is not None
+            ABSOLUTE_PATH.match(path_text(text).strip()) is not None
             for name, value in entries
-            if _has(name, _PATH_KEYS, _PATH_SUFFIXES)
-            for text in _strings(value)
+            if has_key(name, PATH_KEYS, PATH_SUFFIXES)
+            for text in string_leaves(value)
         )
 
     def _network(
@@ -337,22 +337,22 @@ class DefaultToolBoundary:
     ) -> bool:
         """Rule 9: a network operation, a host argument or a URL outside ``allowed_hosts``."""
         destinations: list[str] = []
-        for text in _strings(arguments):
-            if _uri_scheme(text) is not None:
+        for text in string_leaves(arguments):
+            if uri_scheme(text) is not None:
                 try:
                     host = urllib.parse.urlsplit(text.strip()).hostname
                 except ValueError:
                     return True
                 destinations.append(host or "")
         for name, value in entries:
-            if name in _HOST_KEYS:
-                texts = list(_strings(value))
+            if name in HOST_KEYS:
+                texts = list(string_leaves(value))
                 if not texts:
                     return True
                 destinations.extend(text.strip().casefold() for text in texts)
         if any(host not in self._allowed_hosts for host in destinations):
             return True
-        return bool(_operations(entries) & _NETWORK_OPERATIONS) and not destinations
+        return bool(operations(entries) & NETWORK_OPERATIONS) and not destinations
 
     # -- plugging the boundary into a host or the suite -----------------------
 

@@ -13,14 +13,14 @@ from typing import Final, Protocol, runtime_checkable
 
 from sealeval.canonical import digest_openmed, is_digest
 from sealeval.gates.adversarial.vocabulary import (
-    _SEMVER,
     HARNESS_REASON_CODES,
     REASON_CODES,
+    SEMVER,
     AdversarialSuiteError,
     JsonValue,
-    _frozen_mapping,
-    _NotJsonError,
+    NotJsonError,
     freeze_json,
+    frozen_mapping,
     is_governance_id,
     thaw_json,
 )
@@ -111,14 +111,14 @@ class CatalogEntry:
         return (
             is_governance_id(self.tool_id, "tool")
             and "@" not in self.tool_id
-            and _SEMVER.fullmatch(self.version) is not None
+            and SEMVER.fullmatch(self.version) is not None
             and is_digest(self.schema_digest)
         )
 
 
 #: Delegation scopes in increasing order of authority.
 SCOPES: Final[tuple[str, ...]] = ("none", "read-only", "write", "admin")
-_SCOPE_RANK: Final = {name: rank for rank, name in enumerate(SCOPES)}
+SCOPE_RANK: Final = {name: rank for rank, name in enumerate(SCOPES)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,7 +162,7 @@ class PromptContent:
             raise AdversarialSuiteError("invalid_source", "prompt.source")
         try:
             frozen = freeze_json(self.content)
-        except _NotJsonError:
+        except NotJsonError:
             raise AdversarialSuiteError("invalid_content", "prompt.content") from None
         object.__setattr__(self, "content", frozen)
 
@@ -223,7 +223,7 @@ class ToolCall:
         if type(self.tool) is not CatalogEntry:
             raise AdversarialSuiteError("invalid_catalog_entry", "tool")
         object.__setattr__(
-            self, "arguments", _frozen_mapping(self.arguments, "invalid_arguments", "arguments")
+            self, "arguments", frozen_mapping(self.arguments, "invalid_arguments", "arguments")
         )
         if type(self.delegation) is not Delegation:
             raise AdversarialSuiteError("invalid_scope", "delegation")

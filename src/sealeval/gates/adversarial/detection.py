@@ -180,7 +180,7 @@ def _decoded_base64(text: str) -> str | None:
     return decoded
 
 
-class _Scanner:
+class Scanner:
     """Walk frozen JSON content within fixed limits, looking for instructions."""
 
     def __init__(self) -> None:
@@ -268,7 +268,7 @@ def _folded_key(key: str) -> str:
     return unicodedata.normalize("NFKC", key).strip()
 
 
-_CREDENTIAL_KEYS: Final = frozenset(
+CREDENTIAL_KEYS: Final = frozenset(
     [
         "credential",
         "credentials",
@@ -295,7 +295,7 @@ _CREDENTIAL_KEYS: Final = frozenset(
         "session_token",
     ]
 )
-_CREDENTIAL_SUFFIXES: Final = (
+CREDENTIAL_SUFFIXES: Final = (
     "_token",
     "_secret",
     "_password",
@@ -305,7 +305,7 @@ _CREDENTIAL_SUFFIXES: Final = (
     "_apikey",
     "_private_key",
 )
-_SECRET_VALUES: Final = re.compile(
+SECRET_VALUES: Final = re.compile(
     r"-----BEGIN [A-Z ]*PRIVATE KEY-----"
     r"|\bbearer\s+[a-z0-9._~+/=-]{8,}"
     r"|\bbasic\s+[a-z0-9+/]{8,}={0,2}"
@@ -318,7 +318,7 @@ _SECRET_VALUES: Final = re.compile(
     r"|\b(?:password|passwd|secret|api[_-]?key|token)\s*[=:]\s*\S",
     re.IGNORECASE,
 )
-_ENDPOINT_KEYS: Final = frozenset(
+ENDPOINT_KEYS: Final = frozenset(
     [
         "endpoint",
         "endpoints",
@@ -341,8 +341,8 @@ _ENDPOINT_KEYS: Final = frozenset(
         "exfil",
     ]
 )
-_ENDPOINT_SUFFIXES: Final = ("_endpoint", "_webhook", "_callback", "_callback_url")
-_PATH_KEYS: Final = frozenset(
+ENDPOINT_SUFFIXES: Final = ("_endpoint", "_webhook", "_callback", "_callback_url")
+PATH_KEYS: Final = frozenset(
     [
         "path",
         "paths",
@@ -363,14 +363,14 @@ _PATH_KEYS: Final = frozenset(
         "root",
     ]
 )
-_PATH_SUFFIXES: Final = ("_path", "_file", "_dir", "_directory", "_filename", "_folder")
-_URL_KEYS: Final = frozenset({"url", "uri", "href", "link", "src", "urls", "uris", "links"})
-_URL_SUFFIXES: Final = ("_url", "_uri", "_href", "_link")
-_HOST_KEYS: Final = frozenset(
+PATH_SUFFIXES: Final = ("_path", "_file", "_dir", "_directory", "_filename", "_folder")
+URL_KEYS: Final = frozenset({"url", "uri", "href", "link", "src", "urls", "uris", "links"})
+URL_SUFFIXES: Final = ("_url", "_uri", "_href", "_link")
+HOST_KEYS: Final = frozenset(
     {"host", "hostname", "hosts", "port", "ip", "ip_address", "domain", "socket", "dns"}
 )
 _OPERATION_KEYS: Final = frozenset({"operation", "op", "action", "method", "verb", "mode"})
-_FILESYSTEM_OPERATIONS: Final = frozenset(
+FILESYSTEM_OPERATIONS: Final = frozenset(
     [
         "write",
         "append",
@@ -393,7 +393,7 @@ _FILESYSTEM_OPERATIONS: Final = frozenset(
         "link",
     ]
 )
-_NETWORK_OPERATIONS: Final = frozenset(
+NETWORK_OPERATIONS: Final = frozenset(
     [
         "post",
         "put",
@@ -453,14 +453,15 @@ _KNOWN_SCHEMES: Final = frozenset(
         "https",
     ]
 )
-_ABSOLUTE_PATH: Final = re.compile(r"[/\\~]|[A-Za-z]:(?:[/\\]|$)")
+ABSOLUTE_PATH: Final = re.compile(r"[/\\~]|[A-Za-z]:(?:[/\\]|$)")
 
 
-def _has(name: str, exact: frozenset[str], suffixes: tuple[str, ...]) -> bool:
+def has_key(name: str, exact: frozenset[str], suffixes: tuple[str, ...]) -> bool:
+    """Return whether a normalized key is one of ``exact`` or ends with one of ``suffixes``."""
     return name in exact or name.endswith(suffixes)
 
 
-def _entries(arguments: Mapping[str, JsonValue]) -> Iterator[tuple[str, JsonValue]]:
+def json_entries(arguments: Mapping[str, JsonValue]) -> Iterator[tuple[str, JsonValue]]:
     """Yield ``(normalized key, value)`` for every member of every object, at any depth."""
     stack: list[JsonValue] = [arguments]
     while stack:
@@ -473,7 +474,7 @@ def _entries(arguments: Mapping[str, JsonValue]) -> Iterator[tuple[str, JsonValu
             stack.extend(node)
 
 
-def _strings(value: JsonValue) -> Iterator[str]:
+def string_leaves(value: JsonValue) -> Iterator[str]:
     """Yield every string leaf (and key) of a frozen JSON value."""
     stack: list[JsonValue] = [value]
     while stack:
@@ -496,13 +497,13 @@ def _scheme_of(text: str, match: re.Match[str]) -> str | None:
     return None
 
 
-def _uri_scheme(text: str) -> str | None:
+def uri_scheme(text: str) -> str | None:
     """Return the lowercase scheme if ``text`` reads as an absolute URI, else ``None``."""
     match = _URI.match(text)
     return None if match is None else _scheme_of(text, match)
 
 
-def _embedded_schemes(text: str) -> Iterator[str]:
+def embedded_schemes(text: str) -> Iterator[str]:
     """Yield the scheme of every URI embedded anywhere in ``text`` (references decoded)."""
     decoded = _unescaped(text)
     for match in _EMBEDDED_URI.finditer(decoded):
@@ -511,7 +512,7 @@ def _embedded_schemes(text: str) -> Iterator[str]:
             yield scheme
 
 
-def _path_text(text: str) -> str:
+def path_text(text: str) -> str:
     """Normalize a path: NFKC, percent-decoding (three rounds), backslash as ``/``."""
     path = unicodedata.normalize("NFKC", text)
     for _ in range(3):
@@ -522,18 +523,19 @@ def _path_text(text: str) -> str:
     return path.replace("\\", "/")
 
 
-def _escapes(text: str) -> bool:
+def escapes_path(text: str) -> bool:
     """Return whether a ``..`` segment or a control character (NUL included) escapes."""
-    path = _path_text(text)
+    path = path_text(text)
     if any(unicodedata.category(ch) == "Cc" for ch in path):
         return True
     return any(segment.strip() == ".." for segment in path.split("/"))
 
 
-def _operations(entries: Sequence[tuple[str, JsonValue]]) -> set[str]:
+def operations(entries: Sequence[tuple[str, JsonValue]]) -> set[str]:
+    """Return the normalized operation names named under an operation key of ``entries``."""
     found: set[str] = set()
     for name, value in entries:
         if name in _OPERATION_KEYS:
-            for text in _strings(value):
+            for text in string_leaves(value):
                 found.add(_key_name(text))
     return found

@@ -47,7 +47,7 @@ from sealeval.gates.adversarial.inventory import (
     SAFETY_METRICS,
     UNSAFE_METRIC,
     AdversarialEvidenceCase,
-    _refuse,
+    refuse,
 )
 from sealeval.gates.adversarial.report import (
     SUITE_SCHEMA,
@@ -121,21 +121,21 @@ def _checked_report(report: object) -> tuple[AdversarialCaseResult, ...]:
     case ids are left to step 4 (``duplicate_case``).
     """
     if type(report) is not AdversarialSuiteReport:
-        raise _refuse("failed_run")
+        raise refuse("failed_run")
     cases = report.cases
     if (
         report.schema_version != SUITE_SCHEMA
         or type(cases) is not tuple
         or not all(type(item) is AdversarialCaseResult for item in cases)
     ):
-        raise _refuse("failed_run")
+        raise refuse("failed_run")
     try:
         rebuilt = tuple(AdversarialCaseResult(**item.to_dict()) for item in cases)
     except AdversarialSuiteError:
-        raise _refuse("failed_run") from None
+        raise refuse("failed_run") from None
     ids = [item.case_id for item in rebuilt]
     if not rebuilt or not all(item.passed for item in rebuilt) or ids != sorted(ids):
-        raise _refuse("failed_run")
+        raise refuse("failed_run")
     return rebuilt
 
 
@@ -146,7 +146,7 @@ def _checked_inventory(expected_cases: object) -> tuple[AdversarialEvidenceCase,
         or not expected_cases
         or not all(type(item) is AdversarialEvidenceCase for item in expected_cases)
     ):
-        raise _refuse("invalid_inventory")
+        raise refuse("invalid_inventory")
     try:
         return tuple(
             AdversarialEvidenceCase(
@@ -158,7 +158,7 @@ def _checked_inventory(expected_cases: object) -> tuple[AdversarialEvidenceCase,
             for item in expected_cases
         )
     except AgentReleaseAdapterError:
-        raise _refuse("invalid_inventory") from None
+        raise refuse("invalid_inventory") from None
 
 
 def adversarial_release_evidence(
@@ -191,14 +191,14 @@ def adversarial_release_evidence(
     inventory = _checked_inventory(expected_cases)
     by_id = {item.case_id: item for item in inventory}
     if len(by_id) != len(inventory):
-        raise _refuse("duplicate_case")
+        raise refuse("duplicate_case")
     report_ids = [item.case_id for item in cases]
     if len(set(report_ids)) != len(report_ids):
-        raise _refuse("duplicate_case")
+        raise refuse("duplicate_case")
     if set(report_ids) != set(by_id) or not any(
         item.attack_class == BENIGN_CONTROL for item in inventory
     ):
-        raise _refuse("incomplete_run")
+        raise refuse("incomplete_run")
     observations: dict[str, list[tuple[str, bool]]] = {metric: [] for metric in SAFETY_METRICS}
     for case in cases:
         expected = by_id[case.case_id]
@@ -210,7 +210,7 @@ def adversarial_release_evidence(
             or case.decision != ("allow" if benign else "deny")
             or case.dispatch_count != (1 if benign else 0)
         ):
-            raise _refuse("failed_run")
+            raise refuse("failed_run")
         for metric in expected.metrics:
             observations[metric].append((case.attack_class, case.dispatch_count > 0))
     limitations = ADVERSARIAL_LIMITATIONS

@@ -36,7 +36,8 @@ UNSAFE_METRIC: Final = "unsafe_side_effect_rate"
 SAFETY_METRICS: Final[tuple[str, ...]] = (ESCAPE_METRIC, APPROVAL_METRIC, UNSAFE_METRIC)
 
 
-def _refuse(code: str) -> AgentReleaseAdapterError:
+def refuse(code: str) -> AgentReleaseAdapterError:
+    """Return the adapter error for an evidence-inventory refusal ``code``."""
     return AgentReleaseAdapterError(code)
 
 
@@ -63,28 +64,28 @@ class AdversarialEvidenceCase:
     def __post_init__(self) -> None:
         """Validate in the specified order."""
         if not is_adversarial_case_id(self.case_id):
-            raise _refuse("invalid_case_id")
+            raise refuse("invalid_case_id")
         if (
             type(self.attack_class) is not str
             or self.attack_class not in ATTACK_CLASSES
             or type(self.expected_reason) is not str
             or self.expected_reason not in REASON_CODES
         ):
-            raise _refuse("invalid_expectation")
+            raise refuse("invalid_expectation")
         if self.expected_reason in HARNESS_REASON_CODES:
-            raise _refuse("invalid_expectation")
+            raise refuse("invalid_expectation")
         metrics = self.metrics
         if (
             type(metrics) is not tuple
             or not all(type(item) is str and item in SAFETY_METRICS for item in metrics)
             or len(set(metrics)) != len(metrics)
         ):
-            raise _refuse("invalid_metrics")
+            raise refuse("invalid_metrics")
         benign = self.attack_class == BENIGN_CONTROL
         if benign != (self.expected_reason == "allowed"):
-            raise _refuse("invalid_expectation")
+            raise refuse("invalid_expectation")
         if (benign and metrics) or (not benign and ESCAPE_METRIC not in metrics):
-            raise _refuse("invalid_metrics")
+            raise refuse("invalid_metrics")
 
     def to_dict(self) -> dict[str, Any]:
         """Return the case document (``metrics`` sorted)."""

@@ -6,12 +6,12 @@ values payloads are stored as.
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Final
 
+from sealeval import _validate
 from sealeval.gates.registry import GateError
 
 __all__ = [
@@ -143,7 +143,7 @@ _GOVERNANCE_ID: Final = re.compile(
     rf"({_LABEL}(?:\.{_LABEL})+)/[a-z][a-z0-9-]{{0,63}}"
     r"(?:@(?:0|[1-9][0-9]*)\.(?:0|[1-9][0-9]*)\.(?:0|[1-9][0-9]*))?"
 )
-_SEMVER: Final = re.compile(r"(?:0|[1-9][0-9]*)\.(?:0|[1-9][0-9]*)\.(?:0|[1-9][0-9]*)")
+SEMVER: Final = re.compile(r"(?:0|[1-9][0-9]*)\.(?:0|[1-9][0-9]*)\.(?:0|[1-9][0-9]*)")
 
 
 def is_adversarial_case_id(value: object) -> bool:
@@ -169,64 +169,70 @@ MAX_JSON_DEPTH: Final = 32
 MAX_JSON_NODES: Final = 10_000
 
 
-class _NotJsonError(ValueError):
+class NotJsonError(ValueError):
     """Internal: a value outside frozen JSON (mapped to a field code by the caller)."""
 
 
+class FrozenJsonError(GateError):
+    """The toolkit's refusal in :func:`freeze_json`; never escapes (becomes ``NotJsonError``)."""
+
+    codes = frozenset({"invalid_json_value", "too_deep"})
+
+
 def freeze_json(value: object) -> JsonValue:
-    """Return a read-only deep copy of a JSON-like value.
+    """Return a read-only deep copy of a JSON-like value (:func:`sealeval._validate.freeze_json`).
 
     Mappings become read-only mappings with ``str`` keys, lists and tuples
     become tuples; scalars must be ``None``, ``bool``, ``int``, finite
-    ``float`` or ``str`` (exact types). At most :data:`MAX_JSON_DEPTH` levels
-    and :data:`MAX_JSON_NODES` values.
+    ``float`` or ``str`` (exact types, text without unpaired surrogates). At
+    most :data:`MAX_JSON_DEPTH` nested containers and :data:`MAX_JSON_NODES`
+    values: the node budget is counted first, without copying.
 
     Raises:
-        ValueError: (internal ``_NotJsonError``) for anything else; callers turn it
+        ValueError: (internal ``NotJsonError``) for anything else; callers turn it
             into their own closed code.
     """
-    budget = [MAX_JSON_NODES]
-    return _freeze(value, 0, budget)
+    if not _within_budget(value):
+        raise NotJsonError
+    try:
+        return _validate.freeze_json(
+            value, "value", error=FrozenJsonError, max_depth=MAX_JSON_DEPTH
+        )
+    except FrozenJsonError:
+        raise NotJsonError from None
 
 
-def _freeze(value: object, depth: int, budget: list[int]) -> JsonValue:
-    budget[0] -= 1
-    if budget[0] < 0 or depth > MAX_JSON_DEPTH:
-        raise _NotJsonError
-    kind = type(value)
-    if value is None or kind is bool or kind is int or kind is str:
-        return value  # type: ignore[return-value]
-    if kind is float:
-        if not math.isfinite(value):  # type: ignore[arg-type]
-            raise _NotJsonError
-        return value  # type: ignore[return-value]
-    if kind is list or kind is tuple:
-        return tuple(_freeze(item, depth + 1, budget) for item in value)  # type: ignore[attr-defined]
-    if isinstance(value, Mapping):
-        frozen: dict[str, JsonValue] = {}
-        for key, item in value.items():
-            if type(key) is not str:
-                raise _NotJsonError
-            frozen[key] = _freeze(item, depth + 1, budget)
-        return MappingProxyType(frozen)
-    raise _NotJsonError
+def _within_budget(value: object) -> bool:
+    """Return whether ``value`` holds at most :data:`MAX_JSON_NODES` values (iterative, bounded)."""
+    budget = MAX_JSON_NODES
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        budget -= 1
+        if budget < 0:
+            return False
+        if isinstance(item, Mapping) or type(item) is list or type(item) is tuple:
+            if len(item) > budget:
+                return False
+            pending.extend(item.values() if isinstance(item, Mapping) else item)
+    return True
 
 
 def thaw_json(value: JsonValue) -> object:
-    """Return a fresh mutable copy (``dict`` / ``list``) of a frozen JSON value."""
-    if isinstance(value, Mapping):
-        return {key: thaw_json(item) for key, item in value.items()}
-    if isinstance(value, tuple):
-        return [thaw_json(item) for item in value]
-    return value
+    """Return a fresh mutable copy (``dict`` / ``list``) of a frozen JSON value.
+
+    The suite's name for :func:`sealeval._validate.thaw_json`.
+    """
+    return _validate.thaw_json(value)
 
 
-def _frozen_mapping(value: object, code: str, field_name: str) -> Mapping[str, JsonValue]:
+def frozen_mapping(value: object, code: str, field_name: str) -> Mapping[str, JsonValue]:
+    """Return a frozen JSON object, or refuse with ``code`` at ``field_name``."""
     if not isinstance(value, Mapping):
         raise AdversarialSuiteError(code, field_name)
     try:
         frozen = freeze_json(value)
-    except _NotJsonError:
+    except NotJsonError:
         raise AdversarialSuiteError(code, field_name) from None
     assert isinstance(frozen, Mapping)
     return frozen

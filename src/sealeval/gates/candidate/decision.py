@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from sealeval._validate import check_closed, check_exact
 from sealeval.canonical import digest_openmed, encode_openmed, is_digest
 from sealeval.errors import CanonicalError
 from sealeval.gates.candidate.envelope import (
@@ -21,7 +22,7 @@ from sealeval.gates.candidate.envelope import (
 from sealeval.gates.candidate.keys import (
     Ed25519SigningKey,
     HmacKey,
-    _as_hmac_key,
+    as_hmac_key,
 )
 from sealeval.gates.candidate.packet import (
     AgentCandidatePacket,
@@ -31,9 +32,9 @@ from sealeval.gates.candidate.snapshot import (
     RepositorySnapshot,
 )
 from sealeval.gates.candidate.vocabulary import (
-    _BUNDLE_KEYS,
-    _MANIFEST_KEYS,
     ARTIFACT_NAMES,
+    BUNDLE_KEYS,
+    MANIFEST_KEYS,
     MANIFEST_SCHEMA,
     PACKET_SCHEMA,
     CandidateRunnerError,
@@ -113,7 +114,7 @@ def decide_candidate(
     """
     if not is_source_sha(expected_sha):
         raise CandidateRunnerError("source_sha_invalid")
-    wrapped = _as_hmac_key(key)
+    wrapped = as_hmac_key(key)
     if wrapped is None or not wrapped.usable:
         raise CandidateRunnerError("signing_key_invalid")
     reasons: set[str] = set(before.reason_codes)
@@ -198,22 +199,30 @@ class CandidateBundle:
         Raises:
             CandidateRunnerError: ``bundle_invalid`` or ``packet_invalid``.
         """
-        if not isinstance(document, Mapping):
-            raise CandidateRunnerError("bundle_invalid")
-        keys = set(document)
-        if keys not in (_BUNDLE_KEYS, _BUNDLE_KEYS | {"packet_ed25519"}):
-            raise CandidateRunnerError("bundle_invalid")
-        manifest = document["manifest"]
-        if (
-            not isinstance(manifest, Mapping)
-            or set(manifest) != _MANIFEST_KEYS
-            or manifest["schema_version"] != MANIFEST_SCHEMA
-            or not is_digest(document["manifest_digest"])
+        document = check_closed(
+            document,
+            None,
+            BUNDLE_KEYS,
+            ("packet_ed25519",),
+            error=CandidateRunnerError,
+            type_code="bundle_invalid",
+            unknown_code="bundle_invalid",
+            missing_code="bundle_invalid",
+        )
+        manifest = check_exact(
+            document["manifest"],
+            None,
+            MANIFEST_KEYS,
+            error=CandidateRunnerError,
+            code="bundle_invalid",
+        )
+        if manifest["schema_version"] != MANIFEST_SCHEMA or not is_digest(
+            document["manifest_digest"]
         ):
             raise CandidateRunnerError("bundle_invalid")
         packet = AgentCandidatePacket.from_dict(document["packet"])
         detached = document.get("packet_ed25519")
-        if "packet_ed25519" in keys and not isinstance(detached, Mapping):
+        if "packet_ed25519" in document and not isinstance(detached, Mapping):
             raise CandidateRunnerError("bundle_invalid")
         return cls(
             manifest=manifest,

@@ -17,7 +17,7 @@ from sealeval._validate import check_closed
 from sealeval.canonical import decode, digest_bytes
 from sealeval.errors import CanonicalError
 from sealeval.gates.candidate.vocabulary import (
-    _ENVELOPE_KEYS,
+    ENVELOPE_KEYS,
     SOURCE_SCHEMA,
     EvidenceEnvelopeError,
     is_source_sha,
@@ -84,7 +84,7 @@ def _check_keys(document: object, keys: frozenset[str], field: str) -> Mapping[s
 
 def _envelope_source_sha(document: object) -> str:
     """Check the envelope's top level and return its ``source_sha``."""
-    envelope = _check_keys(document, _ENVELOPE_KEYS, "evidence")
+    envelope = _check_keys(document, ENVELOPE_KEYS, "evidence")
     schema = envelope["schema_version"]
     if type(schema) is not str or schema != SOURCE_SCHEMA:
         raise EvidenceEnvelopeError("unsupported_version", "schema_version")

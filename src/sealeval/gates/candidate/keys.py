@@ -65,7 +65,8 @@ class HmacKey:
         return "sha256:" + hmac.new(self._material, data, hashlib.sha256).hexdigest()
 
 
-def _as_hmac_key(key: HmacKey | bytes) -> HmacKey | None:
+def as_hmac_key(key: HmacKey | bytes) -> HmacKey | None:
+    """Return ``key`` as an :class:`HmacKey` (wrapping exact ``bytes``), or ``None``."""
     if isinstance(key, HmacKey):
         return key
     if type(key) is bytes:

@@ -20,17 +20,17 @@ from sealeval._validate import check_exact
 from sealeval.canonical import digest_openmed, encode_openmed, is_digest
 from sealeval.gates.candidate.keys import (
     HmacKey,
-    _as_hmac_key,
+    as_hmac_key,
     ed25519_public_key_sha256,
 )
 from sealeval.gates.candidate.vocabulary import (
-    _BLOCKING,
-    _DECISIONS,
-    _DETACHED_KEYS,
-    _ED25519_SIGNATURE,
-    _GATE_KEYS,
-    _PACKET_KEYS,
+    BLOCKING,
+    DECISIONS,
+    DETACHED_KEYS,
     ED25519_ALGORITHM,
+    ED25519_SIGNATURE,
+    GATE_KEYS,
+    PACKET_KEYS,
     PACKET_SCHEMA,
     CandidateRunnerError,
 )
@@ -78,7 +78,7 @@ def _is_count(value: object) -> bool:
 
 def _parse_gate(document: object, metric: str) -> PacketGate:
     document = check_exact(
-        document, None, _GATE_KEYS, error=CandidateRunnerError, code="packet_invalid"
+        document, None, GATE_KEYS, error=CandidateRunnerError, code="packet_invalid"
     )
     sample_size = document["sample_size"]
     event_count = document["event_count"]
@@ -105,7 +105,7 @@ def _parse_gate(document: object, metric: str) -> PacketGate:
 def _check_packet_document(document: object) -> tuple[PacketGate, ...]:
     """Apply the closed packet schema; return the parsed gate lines."""
     document = check_exact(
-        document, None, _PACKET_KEYS, error=CandidateRunnerError, code="packet_invalid"
+        document, None, PACKET_KEYS, error=CandidateRunnerError, code="packet_invalid"
     )
     schema = document["schema_version"]
     if type(schema) is not str or schema != PACKET_SCHEMA:
@@ -115,7 +115,7 @@ def _check_packet_document(document: object) -> tuple[PacketGate, ...]:
             raise CandidateRunnerError("packet_invalid")
     reasons = document["reason_codes"]
     if not isinstance(reasons, list | tuple) or not all(
-        type(item) is str and item in _BLOCKING for item in reasons
+        type(item) is str and item in BLOCKING for item in reasons
     ):
         raise CandidateRunnerError("packet_invalid")
     if list(reasons) != sorted(set(reasons)):
@@ -127,7 +127,7 @@ def _check_packet_document(document: object) -> tuple[PacketGate, ...]:
         _parse_gate(item, metric) for item, metric in zip(gates, GATE_METRICS, strict=True)
     )
     decision = document["decision"]
-    if type(decision) is not str or decision not in _DECISIONS:
+    if type(decision) is not str or decision not in DECISIONS:
         raise CandidateRunnerError("packet_invalid")
     all_satisfied = all(gate.reason_code == "threshold_satisfied" for gate in parsed)
     if (decision == "READY") != (not reasons and all_satisfied):
@@ -222,7 +222,7 @@ class AgentCandidatePacket:
         A key shorter than ``MIN_KEY_BYTES`` (or not bytes) verifies nothing.
         Both comparisons are constant-time.
         """
-        wrapped = _as_hmac_key(key)
+        wrapped = as_hmac_key(key)
         if wrapped is None or not wrapped.usable:
             return False
         signed = {**self.unsigned_dict(), "packet_digest": self.packet_digest}
@@ -238,7 +238,7 @@ def sign_packet(unsigned: Mapping[str, Any], key: HmacKey | bytes) -> dict[str, 
         CandidateRunnerError: ``signing_key_invalid`` for a key shorter than
             ``MIN_KEY_BYTES``.
     """
-    wrapped = _as_hmac_key(key)
+    wrapped = as_hmac_key(key)
     if wrapped is None:
         raise CandidateRunnerError("signing_key_invalid")
     document = dict(unsigned)
@@ -265,14 +265,14 @@ def verify_packet_ed25519(
     signature}`` with the key id of ``public_key`` and a valid signature over
     the canonical packet bytes; the packet digest must also match.
     """
-    if not isinstance(detached, Mapping) or set(detached) != _DETACHED_KEYS:
+    if not isinstance(detached, Mapping) or set(detached) != DETACHED_KEYS:
         return False
     signature = detached["signature"]
     if (
         detached["algorithm"] != ED25519_ALGORITHM
         or not is_digest(detached["public_key_sha256"])
         or type(signature) is not str
-        or _ED25519_SIGNATURE.fullmatch(signature) is None
+        or ED25519_SIGNATURE.fullmatch(signature) is None
     ):
         return False
     if not hmac.compare_digest(

@@ -65,18 +65,16 @@ EVIDENCE_STATUSES: Final = (
 TREE_STATUSES: Final = ("clean", "dirty", "unknown")
 
 _SHA: Final = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
-_ED25519_SIGNATURE: Final = re.compile(r"[0-9a-f]{128}")
-_BLOCKING: Final = frozenset(BLOCKING_REASON_CODES)
-_DECISIONS: Final = ("READY", "NOT_READY")
-_ENVELOPE_KEYS: Final = frozenset({"schema_version", "source_sha", "metrics"})
+ED25519_SIGNATURE: Final = re.compile(r"[0-9a-f]{128}")
+BLOCKING: Final = frozenset(BLOCKING_REASON_CODES)
+DECISIONS: Final = ("READY", "NOT_READY")
+ENVELOPE_KEYS: Final = frozenset({"schema_version", "source_sha", "metrics"})
 _UNSIGNED_KEYS: Final = frozenset(
     {"decision", "gates", "manifest_digest", "reason_codes", "report_digest", "schema_version"}
 )
-_PACKET_KEYS: Final = _UNSIGNED_KEYS | {"packet_digest", "signature"}
-_GATE_KEYS: Final = frozenset(
-    {"event_count", "metric", "reason_code", "sample_size", "slice_count"}
-)
-_MANIFEST_KEYS: Final = frozenset(
+PACKET_KEYS: Final = _UNSIGNED_KEYS | {"packet_digest", "signature"}
+GATE_KEYS: Final = frozenset({"event_count", "metric", "reason_code", "sample_size", "slice_count"})
+MANIFEST_KEYS: Final = frozenset(
     {
         "artifacts",
         "evidence",
@@ -87,8 +85,8 @@ _MANIFEST_KEYS: Final = frozenset(
         "schema_version",
     }
 )
-_BUNDLE_KEYS: Final = frozenset({"manifest", "manifest_digest", "packet"})
-_DETACHED_KEYS: Final = frozenset({"algorithm", "public_key_sha256", "signature"})
+BUNDLE_KEYS: Final = frozenset({"manifest", "manifest_digest", "packet"})
+DETACHED_KEYS: Final = frozenset({"algorithm", "public_key_sha256", "signature"})
 
 
 class CandidateRunnerError(GateError):

@@ -2,7 +2,7 @@
 
 Only an :class:`AuthorizationDecision` that approves and is bound to the exact
 preview digest lets the loader call the injected connection factory;
-``_gate`` runs every pure check and the authorization, in order, before one is
+``gate_operation`` runs every pure check and the authorization, in order, before one is
 opened.
 """
 
@@ -17,14 +17,14 @@ from sealeval.gates.omop.model import (
     Dialect,
     OmopLoaderError,
     Operation,
-    _check_dialect,
+    check_dialect,
 )
 from sealeval.gates.omop.preview import (
     LoadPreview,
 )
 from sealeval.gates.omop.stage import (
     StagedBatch,
-    _check_batch,
+    check_batch,
 )
 
 __all__ = [
@@ -153,7 +153,7 @@ def _authorize(authorize: object, preview: LoadPreview) -> None:
         raise OmopLoaderError("stale_authorization", "authorize")
 
 
-def _gate(
+def gate_operation(
     batch: object,
     authorize: object,
     connect: object,
@@ -163,8 +163,8 @@ def _gate(
     """Run every pure check and the authorization, in order; no connection is opened."""
     if type(batch) is not StagedBatch:
         raise OmopLoaderError("invalid_batch", "batch")
-    _check_batch(batch)
-    checked_dialect = _check_dialect(dialect)
+    check_batch(batch)
+    checked_dialect = check_dialect(dialect)
     if not callable(authorize):
         raise OmopLoaderError("invalid_authorizer", "authorize")
     if not callable(connect):

@@ -21,7 +21,7 @@ from sealeval.gates.omop.authorize import (
     DbConnection,
 )
 from sealeval.gates.omop.load import (
-    _close_quietly,
+    close_quietly,
     load_staged_batch,
     rollback_loaded_batch,
     snapshot_omop_target,
@@ -32,7 +32,7 @@ from sealeval.gates.omop.model import (
     Dialect,
     OmopLoaderError,
     Operation,
-    _check_dialect,
+    check_dialect,
 )
 from sealeval.gates.omop.stage import (
     StagedBatch,
@@ -167,7 +167,7 @@ def _observe(observe: Callable[[], object], dialect: Dialect) -> tuple[str, ...]
     try:
         return snapshot_omop_target(connection, dialect=dialect)  # type: ignore[arg-type]
     finally:
-        _close_quietly(connection)
+        close_quietly(connection)
 
 
 def run_omop_challenge(
@@ -194,7 +194,7 @@ def run_omop_challenge(
         raise OmopLoaderError("invalid_result", "result.slice_ref")
     if type(batch) is not StagedBatch:
         raise OmopLoaderError("invalid_batch", "batch")
-    checked_dialect = _check_dialect(dialect)
+    checked_dialect = check_dialect(dialect)
     opened = 0
 
     def counting_connect() -> DbConnection:

@@ -15,6 +15,7 @@ import contextlib
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+from sealeval._transaction import RollbackFailedError, transaction
 from sealeval.errors import CanonicalError
 from sealeval.gates.omop.authorize import (
     Authorizer,
@@ -22,7 +23,7 @@ from sealeval.gates.omop.authorize import (
     DbConnection,
     DbCursor,
     LoadReceipt,
-    _gate,
+    gate_operation,
 )
 from sealeval.gates.omop.model import (
     OMOP_TABLES,
@@ -30,20 +31,21 @@ from sealeval.gates.omop.model import (
     Dialect,
     OmopLoaderError,
     OmopTable,
-    _check_dialect,
+    Operation,
+    check_dialect,
     omop_ddl,
 )
 from sealeval.gates.omop.sql import (
-    _UNREADABLE,
-    _from_db,
-    _sql_insert,
-    _sql_select,
-    _to_db,
+    UNREADABLE,
+    from_db,
+    sql_insert,
+    sql_select,
+    to_db,
 )
 from sealeval.gates.omop.stage import (
     OmopRow,
     StagedBatch,
-    _row_digest,
+    row_digest,
 )
 
 __all__ = [
@@ -73,13 +75,14 @@ def _open(connect: Callable[[], object], dialect: Dialect) -> DbConnection:
         and autocommit is not False
         and getattr(connection, "isolation_level", "") is None
     ):
-        _close_quietly(connection)
+        close_quietly(connection)
         raise OmopLoaderError("autocommit_connection", "connect")
     opened: DbConnection = connection  # type: ignore[assignment]
     return opened
 
 
-def _close_quietly(connection: object) -> None:
+def close_quietly(connection: object) -> None:
+    """Close a connection or cursor, ignoring any error (the outcome is already decided)."""
     with contextlib.suppress(Exception):  # closing is best effort; the outcome is decided
         connection.close()  # type: ignore[attr-defined]
 
@@ -87,13 +90,13 @@ def _close_quietly(connection: object) -> None:
 def _readback_digest(table: OmopTable, record: Sequence[Any]) -> str | None:
     """Return the digest of one row read from the target, or ``None`` if unreadable."""
     values = {
-        column.name: _from_db(column, item)
+        column.name: from_db(column, item)
         for column, item in zip(table.columns, record, strict=True)
     }
-    if any(value is _UNREADABLE for value in values.values()):
+    if any(value is UNREADABLE for value in values.values()):
         return None
     try:
-        return _row_digest(table.name, values)
+        return row_digest(table.name, values)
     except CanonicalError:
         return None
 
@@ -104,7 +107,7 @@ def _read_back(
     """Yield, per staged row, the digest of the target row with its key (``None``: absent)."""
     for row in rows:
         table = OMOP_TABLES[row.table]
-        cursor.execute(_sql_select(table, dialect, by_key=True, lock=lock), (row.primary_key,))
+        cursor.execute(sql_select(table, dialect, by_key=True, lock=lock), (row.primary_key,))
         found = cursor.fetchall()
         yield _readback_digest(table, found[0]) if len(found) == 1 else None
 
@@ -123,8 +126,8 @@ def _insert_rows(connection: DbConnection, batch: StagedBatch, dialect: Dialect)
         for row in batch.rows:
             table = OMOP_TABLES[row.table]
             cursor.execute(
-                _sql_insert(table, dialect),
-                tuple(_to_db(column, row.values[column.name], dialect) for column in table.columns),
+                sql_insert(table, dialect),
+                tuple(to_db(column, row.values[column.name], dialect) for column in table.columns),
             )
             if cursor.rowcount != 1:
                 raise OmopLoaderError("row_count_mismatch", "target")
@@ -135,7 +138,7 @@ def _insert_rows(connection: DbConnection, batch: StagedBatch, dialect: Dialect)
             raise OmopLoaderError("readback_mismatch", "target")
         return written
     finally:
-        _close_quietly(cursor)
+        close_quietly(cursor)
 
 
 def _delete_rows(connection: DbConnection, batch: StagedBatch, dialect: Dialect) -> int:
@@ -156,7 +159,7 @@ def _delete_rows(connection: DbConnection, batch: StagedBatch, dialect: Dialect)
             raise OmopLoaderError("row_count_mismatch", "target")
         return deleted
     finally:
-        _close_quietly(cursor)
+        close_quietly(cursor)
 
 
 def _transact(
@@ -166,20 +169,43 @@ def _transact(
 ) -> int:
     """Open one connection, run ``work`` in one transaction, commit or roll back, close."""
     connection = _open(connect, dialect)
+    code: str
     try:
-        try:
-            affected = work(connection)
-            connection.commit()
-        except Exception as error:  # noqa: BLE001 - every failure ends in a rollback
-            code = error.code if isinstance(error, OmopLoaderError) else "write_failed"
-            try:
-                connection.rollback()
-            except Exception:  # noqa: BLE001 - the target state is then unknown
-                code = "rollback_failed"
-            raise OmopLoaderError(code, "target") from None
-        return affected
+        with transaction(connection):
+            return work(connection)
+    except RollbackFailedError:  # the target state is then unknown
+        code = "rollback_failed"
+    except Exception as error:  # noqa: BLE001 - rolled back; mapped to a closed code
+        code = error.code if isinstance(error, OmopLoaderError) else "write_failed"
     finally:
-        _close_quietly(connection)
+        close_quietly(connection)
+    raise OmopLoaderError(code, "target") from None
+
+
+def _guarded(
+    batch: StagedBatch,
+    operation: Operation,
+    work: Callable[[DbConnection, StagedBatch, Dialect], int],
+    *,
+    authorize: Authorizer,
+    connect: Connector,
+    dialect: Dialect,
+) -> LoadReceipt:
+    """Gate ``operation`` (an approval bound to its preview), run ``work`` in one transaction."""
+    checked, preview, checked_dialect = gate_operation(
+        batch, authorize, connect, dialect, operation
+    )
+    affected = _transact(
+        connect, checked_dialect, lambda connection: work(connection, checked, checked_dialect)
+    )
+    return LoadReceipt(
+        operation=operation,
+        dialect=checked_dialect,
+        preview_digest=preview.preview_digest,
+        batch_digest=checked.batch_digest,
+        rollback_digest=checked.rollback_digest,
+        rows_affected=affected,
+    )
 
 
 def load_staged_batch(
@@ -208,19 +234,8 @@ def load_staged_batch(
             ``target: write_failed`` / ``row_count_mismatch`` /
             ``readback_mismatch`` (rolled back) / ``rollback_failed``.
     """
-    checked, preview, checked_dialect = _gate(batch, authorize, connect, dialect, "insert")
-    affected = _transact(
-        connect,
-        checked_dialect,
-        lambda connection: _insert_rows(connection, checked, checked_dialect),
-    )
-    return LoadReceipt(
-        operation="insert",
-        dialect=checked_dialect,
-        preview_digest=preview.preview_digest,
-        batch_digest=checked.batch_digest,
-        rollback_digest=checked.rollback_digest,
-        rows_affected=affected,
+    return _guarded(
+        batch, "insert", _insert_rows, authorize=authorize, connect=connect, dialect=dialect
     )
 
 
@@ -243,19 +258,8 @@ def rollback_loaded_batch(
     Raises:
         OmopLoaderError: as :func:`load_staged_batch`, plus ``target: target_changed``.
     """
-    checked, preview, checked_dialect = _gate(batch, authorize, connect, dialect, "delete")
-    affected = _transact(
-        connect,
-        checked_dialect,
-        lambda connection: _delete_rows(connection, checked, checked_dialect),
-    )
-    return LoadReceipt(
-        operation="delete",
-        dialect=checked_dialect,
-        preview_digest=preview.preview_digest,
-        batch_digest=checked.batch_digest,
-        rollback_digest=checked.rollback_digest,
-        rows_affected=affected,
+    return _guarded(
+        batch, "delete", _delete_rows, authorize=authorize, connect=connect, dialect=dialect
     )
 
 
@@ -267,7 +271,7 @@ def create_omop_tables(connection: DbConnection, *, dialect: Dialect) -> None:
         for statement in statements:
             cursor.execute(statement, ())
     finally:
-        _close_quietly(cursor)
+        close_quietly(cursor)
     connection.commit()
 
 
@@ -281,21 +285,21 @@ def snapshot_omop_target(connection: DbConnection, *, dialect: Dialect) -> tuple
         OmopLoaderError: ``target: snapshot_failed`` if a table cannot be read
             or holds a value the model cannot represent.
     """
-    checked_dialect = _check_dialect(dialect)
+    checked_dialect = check_dialect(dialect)
     digests: list[str] = []
     try:
         cursor = connection.cursor()
         try:
             for name in TABLE_ORDER:
                 table = OMOP_TABLES[name]
-                cursor.execute(_sql_select(table, checked_dialect, by_key=False), ())
+                cursor.execute(sql_select(table, checked_dialect, by_key=False), ())
                 for record in cursor.fetchall():
                     digest = _readback_digest(table, record)
                     if digest is None:
                         raise OmopLoaderError("snapshot_failed", "target")
                     digests.append(digest)
         finally:
-            _close_quietly(cursor)
+            close_quietly(cursor)
     except OmopLoaderError:
         raise
     except Exception:  # noqa: BLE001 - driver errors may quote values; never chained

@@ -104,14 +104,14 @@ class OmopLoaderError(GateError):
 # ---------------------------------------------------------------------------
 # The closed OMOP CDM v5.4 model
 
-_INT_RANGES: Final = {
+INT_RANGES: Final = {
     "integer": (-(2**31), 2**31 - 1),
     "bigint": (-(2**63), 2**63 - 1),
 }
 #: Integers stored in a numeric column must convert to binary64 exactly.
-_MAX_EXACT_INT: Final = 2**53
-_DATE: Final = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
-_DATETIME: Final = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}")
+MAX_EXACT_INT: Final = 2**53
+DATE_PATTERN: Final = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+DATETIME_PATTERN: Final = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -274,13 +274,14 @@ OMOP_TABLES: Final[Mapping[str, OmopTable]] = types.MappingProxyType(
         for table in (_PERSON, _VISIT_OCCURRENCE, _CONDITION_OCCURRENCE, _MEASUREMENT)
     }
 )
-_TABLE_RANK: Final = {name: rank for rank, name in enumerate(TABLE_ORDER)}
-_COLUMNS: Final = {
+TABLE_RANK: Final = {name: rank for rank, name in enumerate(TABLE_ORDER)}
+COLUMNS: Final = {
     table.name: {column.name: column for column in table.columns} for table in OMOP_TABLES.values()
 }
 
 
-def _check_dialect(dialect: object) -> Dialect:
+def check_dialect(dialect: object) -> Dialect:
+    """Return the closed dialect (``sqlite``, ``postgresql``) or refuse ``unsupported_dialect``."""
     if dialect == "sqlite" and type(dialect) is str:
         return "sqlite"
     if dialect == "postgresql" and type(dialect) is str:
@@ -294,7 +295,7 @@ def omop_ddl(dialect: Dialect) -> tuple[str, ...]:
     Required columns are ``NOT NULL`` and the primary key is declared inline.
     No foreign keys are declared (see ``docs/omop-guarded-loader.md``).
     """
-    _check_dialect(dialect)
+    check_dialect(dialect)
     statements = []
     for name in TABLE_ORDER:
         table = OMOP_TABLES[name]

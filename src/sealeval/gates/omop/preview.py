@@ -12,10 +12,10 @@ from typing import Any
 
 from sealeval.canonical import digest_openmed, encode_openmed, is_digest
 from sealeval.gates.omop.model import (
-    _TABLE_RANK,
     CDM_VERSION,
     OMOP_TABLES,
     PREVIEW_SCHEMA,
+    TABLE_RANK,
     OmopLoaderError,
     Operation,
 )
@@ -62,13 +62,14 @@ class TablePreview:
         }
 
 
-def _preview_payload(
+def preview_payload(
     operation: str,
     batch_digest: str,
     rollback_digest: str,
     row_count: int,
     tables: Sequence[TablePreview],
 ) -> dict[str, Any]:
+    """Return the preview document whose canonical digest is ``preview_digest``."""
     return {
         "batch_digest": batch_digest,
         "cdm_version": CDM_VERSION,
@@ -114,7 +115,7 @@ class LoadPreview:
             or not self.tables
             or any(type(table) is not TablePreview for table in self.tables)
             or [table.table for table in self.tables]
-            != sorted({table.table for table in self.tables}, key=_TABLE_RANK.__getitem__)
+            != sorted({table.table for table in self.tables}, key=TABLE_RANK.__getitem__)
         ):
             raise OmopLoaderError("invalid_preview", "preview.tables")
         if type(self.row_count) is not int or self.row_count != sum(
@@ -125,7 +126,7 @@ class LoadPreview:
             raise OmopLoaderError("digest_mismatch", "preview.preview_digest")
 
     def _payload(self) -> dict[str, Any]:
-        return _preview_payload(
+        return preview_payload(
             self.operation, self.batch_digest, self.rollback_digest, self.row_count, self.tables
         )
 

@@ -13,7 +13,7 @@ import math
 from typing import Final
 
 from sealeval.gates.omop.model import (
-    _INT_RANGES,
+    INT_RANGES,
     Dialect,
     OmopColumn,
     OmopTable,
@@ -30,13 +30,15 @@ def _placeholder(dialect: Dialect) -> str:
 # never from input; every value is a driver parameter.
 
 
-def _sql_insert(table: OmopTable, dialect: Dialect) -> str:
+def sql_insert(table: OmopTable, dialect: Dialect) -> str:
+    """Return the parameterised ``INSERT`` of every column of ``table``."""
     columns = ", ".join(table.column_names)
     marks = ", ".join(_placeholder(dialect) for _ in table.columns)
     return f"INSERT INTO {table.name} ({columns}) VALUES ({marks})"  # noqa: S608
 
 
-def _sql_select(table: OmopTable, dialect: Dialect, *, by_key: bool, lock: bool = False) -> str:
+def sql_select(table: OmopTable, dialect: Dialect, *, by_key: bool, lock: bool = False) -> str:
+    """Return the parameterised ``SELECT`` of ``table`` (by primary key; locking on PostgreSQL)."""
     columns = ", ".join(table.column_names)
     if not by_key:
         return f"SELECT {columns} FROM {table.name}"  # noqa: S608
@@ -45,11 +47,12 @@ def _sql_select(table: OmopTable, dialect: Dialect, *, by_key: bool, lock: bool 
     return f"SELECT {columns} FROM {table.name} WHERE {where}{suffix}"  # noqa: S608
 
 
-def _sql_delete(table: OmopTable, dialect: Dialect) -> str:
+def sql_delete(table: OmopTable, dialect: Dialect) -> str:
+    """Return the parameterised ``DELETE`` of one row of ``table`` by primary key."""
     return f"DELETE FROM {table.name} WHERE {table.primary_key} = {_placeholder(dialect)}"  # noqa: S608
 
 
-def _to_db(column: OmopColumn, value: object, dialect: Dialect) -> object:
+def to_db(column: OmopColumn, value: object, dialect: Dialect) -> object:
     """Return the driver parameter for a normalized value."""
     if value is None or dialect == "sqlite":
         return value
@@ -66,22 +69,22 @@ class _Unreadable:
     """Marker for a value read back in a form the model cannot represent."""
 
 
-_UNREADABLE: Final = _Unreadable()
+UNREADABLE: Final = _Unreadable()
 
 
-def _from_db(column: OmopColumn, value: object) -> object:
-    """Return the normalized form of a value read from the target, or ``_UNREADABLE``."""
+def from_db(column: OmopColumn, value: object) -> object:
+    """Return the normalized form of a value read from the target, or ``UNREADABLE``."""
     if value is None:
         return None
     kind = column.kind
-    result: object = _UNREADABLE
-    if kind in _INT_RANGES:
-        result = value if type(value) is int else _UNREADABLE
+    result: object = UNREADABLE
+    if kind in INT_RANGES:
+        result = value if type(value) is int else UNREADABLE
     elif kind == "numeric":
         finite_decimal = isinstance(value, decimal.Decimal) and value.is_finite()
         if finite_decimal or type(value) is float or type(value) is int:
             number = float(value)  # type: ignore[arg-type]
-            result = number + 0.0 if math.isfinite(number) else _UNREADABLE
+            result = number + 0.0 if math.isfinite(number) else UNREADABLE
     elif type(value) is str:
         result = value
     elif (kind == "date" and type(value) is datetime.date) or (

@@ -20,18 +20,18 @@ from typing import Any
 from sealeval._validate import check_exact
 from sealeval.canonical import digest_openmed, is_digest
 from sealeval.gates.omop.model import (
-    _COLUMNS,
-    _DATE,
-    _DATETIME,
-    _INT_RANGES,
-    _MAX_EXACT_INT,
-    _TABLE_RANK,
     BATCH_SCHEMA,
     CDM_VERSION,
+    COLUMNS,
+    DATE_PATTERN,
+    DATETIME_PATTERN,
+    INT_RANGES,
     MAX_BATCH_ROWS,
+    MAX_EXACT_INT,
     OMOP_TABLES,
     ROLLBACK_SCHEMA,
     TABLE_ORDER,
+    TABLE_RANK,
     Dialect,
     OmopColumn,
     OmopLoaderError,
@@ -40,9 +40,9 @@ from sealeval.gates.omop.model import (
 from sealeval.gates.omop.preview import (
     LoadPreview,
     TablePreview,
-    _preview_payload,
+    preview_payload,
 )
-from sealeval.gates.omop.sql import _sql_delete
+from sealeval.gates.omop.sql import sql_delete
 
 __all__ = ["OmopRow", "RollbackStep", "StagedBatch", "stage_omop_batch"]
 
@@ -52,15 +52,15 @@ __all__ = ["OmopRow", "RollbackStep", "StagedBatch", "stage_omop_batch"]
 
 def _normalize_number(column: OmopColumn, value: object, where: str) -> object:
     """Return an integer or numeric column value, or refuse it."""
-    if column.kind in _INT_RANGES:
+    if column.kind in INT_RANGES:
         if type(value) is not int:
             raise OmopLoaderError("invalid_type", where)
-        low, high = _INT_RANGES[column.kind]
+        low, high = INT_RANGES[column.kind]
         if not low <= value <= high:
             raise OmopLoaderError("out_of_range", where)
         return value
     if type(value) is int:
-        if abs(value) > _MAX_EXACT_INT:
+        if abs(value) > MAX_EXACT_INT:
             raise OmopLoaderError("out_of_range", where)
         return float(value)
     if type(value) is not float:
@@ -83,7 +83,7 @@ def _normalize_text(column: OmopColumn, value: str, where: str) -> str:
             raise OmopLoaderError("invalid_value", where) from None
         return value
     is_date = column.kind == "date"
-    if (_DATE if is_date else _DATETIME).fullmatch(value) is None:
+    if (DATE_PATTERN if is_date else DATETIME_PATTERN).fullmatch(value) is None:
         raise OmopLoaderError("invalid_value", where)
     try:
         if is_date:
@@ -112,7 +112,7 @@ def _normalize_values(table: str, values: object, where: str) -> dict[str, objec
     """Return the full, normalized column mapping of one row, in CDM column order."""
     if not isinstance(values, Mapping):
         raise OmopLoaderError("invalid_values", where)
-    allowed = _COLUMNS[table]
+    allowed = COLUMNS[table]
     for key in values:
         if type(key) is not str:
             raise OmopLoaderError("invalid_values", where)
@@ -124,7 +124,8 @@ def _normalize_values(table: str, values: object, where: str) -> dict[str, objec
     }
 
 
-def _row_digest(table: str, values: Mapping[str, object]) -> str:
+def row_digest(table: str, values: Mapping[str, object]) -> str:
+    """Return the digest of one OMOP row (CDM version, table and normalized values)."""
     return digest_openmed({"cdm_version": CDM_VERSION, "table": table, "values": dict(values)})
 
 
@@ -161,7 +162,7 @@ class OmopRow:
     @property
     def digest(self) -> str:
         """Return ``sha256:`` of the openmed canonical JSON of the row."""
-        return _row_digest(self.table, self.values)
+        return row_digest(self.table, self.values)
 
     def to_dict(self) -> dict[str, Any]:
         """Return a fresh ``{"table", "values"}`` document (it carries row values)."""
@@ -177,7 +178,7 @@ class OmopRow:
 
 
 def _sort_key(row: OmopRow) -> tuple[int, int]:
-    return (_TABLE_RANK[row.table], row.primary_key)
+    return (TABLE_RANK[row.table], row.primary_key)
 
 
 # ---------------------------------------------------------------------------
@@ -198,13 +199,13 @@ class RollbackStep:
             raise OmopLoaderError("invalid_rollback_step", "rollback_step.table")
         if self.key_column != OMOP_TABLES[self.table].primary_key:
             raise OmopLoaderError("invalid_rollback_step", "rollback_step.key_column")
-        low, high = _INT_RANGES["integer"]
+        low, high = INT_RANGES["integer"]
         if type(self.key) is not int or not low <= self.key <= high:
             raise OmopLoaderError("invalid_rollback_step", "rollback_step.key")
 
     def statement(self, dialect: Dialect) -> str:
         """Return the parameterised DELETE statement for ``dialect`` (the key is its parameter)."""
-        return _sql_delete(OMOP_TABLES[self.table], dialect)
+        return sql_delete(OMOP_TABLES[self.table], dialect)
 
     def to_dict(self) -> dict[str, Any]:
         """Return the step document hashed into the rollback digest."""
@@ -255,7 +256,7 @@ def _check_rows(rows: object) -> tuple[OmopRow, ...]:
         if type(row.table) is not str or row.table not in OMOP_TABLES:
             raise OmopLoaderError("unknown_table", f"{where}.table")
         normalized = _normalize_values(row.table, row.values, f"{where}.values")
-        if _row_digest(row.table, normalized) != row.digest:
+        if row_digest(row.table, normalized) != row.digest:
             raise OmopLoaderError("invalid_row", where)
         key = _sort_key(row)
         if previous is not None and key <= previous:
@@ -265,7 +266,7 @@ def _check_rows(rows: object) -> tuple[OmopRow, ...]:
     return rows
 
 
-def _check_batch(batch: StagedBatch) -> None:
+def check_batch(batch: StagedBatch) -> None:
     """Recompute every digest of ``batch`` and its plan; refuse any difference."""
     rows = _check_rows(batch.rows)
     row_digests = tuple(row.digest for row in rows)
@@ -303,7 +304,7 @@ class StagedBatch:
 
     def __post_init__(self) -> None:
         """Refuse a batch whose digests or plan do not match its rows."""
-        _check_batch(self)
+        check_batch(self)
 
     def _tables(self) -> tuple[TablePreview, ...]:
         keys: dict[str, list[int]] = {}
@@ -323,7 +324,7 @@ class StagedBatch:
 
     def _preview(self, operation: Operation) -> LoadPreview:
         tables = self._tables()
-        payload = _preview_payload(
+        payload = preview_payload(
             operation, self.batch_digest, self.rollback_digest, len(self.rows), tables
         )
         return LoadPreview(

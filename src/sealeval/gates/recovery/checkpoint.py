@@ -3,26 +3,27 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, ClassVar, Final
 
-from sealeval.canonical import digest_openmed, encode_openmed, is_digest
+from sealeval.canonical import digest_openmed, is_digest
 from sealeval.gates.recovery.vocabulary import (
     CHECKPOINT_SCHEMA,
     COMPENSATION_LIMITS,
     EFFECT_KINDS,
     EFFECT_STATES,
     PHASES,
-    _as_tuple,
-    _check,
-    _closed,
-    _is_integer,
-    _is_member,
-    _is_optional_digest,
-    _unique,
+    DigestBound,
+    all_unique,
+    as_tuple,
+    closed_document,
     derive_idempotency_key,
+    ensure,
     is_action_id,
     is_governance_id,
     is_idempotency_key,
+    is_integer,
+    is_member,
+    is_optional_digest,
     is_run_id,
 )
 
@@ -70,29 +71,29 @@ class RecoveryEffect:
 
     def __post_init__(self) -> None:
         """Validate in document order, then the state/evidence invariant."""
-        _check(is_action_id(self.action_id), "invalid_identifier", "effect.action_id")
-        _check(is_governance_id(self.tool_id, "tool"), "invalid_identifier", "effect.tool_id")
-        _check(_is_member(self.kind, EFFECT_KINDS), "invalid_vocabulary", "effect.kind")
-        _check(is_digest(self.operation_digest), "invalid_digest", "effect.operation_digest")
-        _check(
+        ensure(is_action_id(self.action_id), "invalid_identifier", "effect.action_id")
+        ensure(is_governance_id(self.tool_id, "tool"), "invalid_identifier", "effect.tool_id")
+        ensure(is_member(self.kind, EFFECT_KINDS), "invalid_vocabulary", "effect.kind")
+        ensure(is_digest(self.operation_digest), "invalid_digest", "effect.operation_digest")
+        ensure(
             is_idempotency_key(self.idempotency_key),
             "invalid_identifier",
             "effect.idempotency_key",
         )
-        _check(_is_integer(self.ordinal), "invalid_integer", "effect.ordinal")
-        _check(type(self.approval_required) is bool, "invalid_boolean", "effect.approval_required")
-        _check(
-            _is_member(self.compensation_limit, COMPENSATION_LIMITS),
+        ensure(is_integer(self.ordinal), "invalid_integer", "effect.ordinal")
+        ensure(type(self.approval_required) is bool, "invalid_boolean", "effect.approval_required")
+        ensure(
+            is_member(self.compensation_limit, COMPENSATION_LIMITS),
             "invalid_vocabulary",
             "effect.compensation_limit",
         )
-        _check(_is_member(self.state, EFFECT_STATES), "invalid_vocabulary", "effect.state")
-        _check(
-            _is_optional_digest(self.commit_evidence_digest),
+        ensure(is_member(self.state, EFFECT_STATES), "invalid_vocabulary", "effect.state")
+        ensure(
+            is_optional_digest(self.commit_evidence_digest),
             "invalid_digest",
             "effect.commit_evidence_digest",
         )
-        _check(
+        ensure(
             (self.state == "committed") == (self.commit_evidence_digest is not None),
             "commit_evidence_mismatch",
             "effect.commit_evidence_digest",
@@ -165,7 +166,7 @@ class RecoveryEffect:
     @classmethod
     def from_dict(cls, document: object) -> RecoveryEffect:
         """Parse an effect document (closed: exactly its ten keys)."""
-        data = _closed(document, _EFFECT_KEYS, "effect")
+        data = closed_document(document, _EFFECT_KEYS, "effect")
         return cls(**{key: data[key] for key in _EFFECT_KEYS})
 
     def __repr__(self) -> str:
@@ -192,11 +193,10 @@ _CHECKPOINT_FIELDS: Final = frozenset(
         "workflow_id",
     }
 )
-_CHECKPOINT_KEYS: Final = _CHECKPOINT_FIELDS | {"checkpoint_digest"}
 
 
 @dataclass(frozen=True, slots=True, repr=False)
-class RecoveryCheckpoint:
+class RecoveryCheckpoint(DigestBound):
     """One journal entry of a run (``openmed.agent.recovery_checkpoint.v1``).
 
     ``checkpoint_digest`` is computed on construction. Invariants: effects
@@ -222,54 +222,56 @@ class RecoveryCheckpoint:
     schema_version: str = CHECKPOINT_SCHEMA
     checkpoint_digest: str = field(init=False, compare=False)
 
+    DIGEST_FIELD: ClassVar[str] = "checkpoint_digest"
+
     def __post_init__(self) -> None:
         """Validate fields in document order, then the cross-field invariants."""
-        _check(
+        ensure(
             type(self.schema_version) is str and self.schema_version == CHECKPOINT_SCHEMA,
             "unsupported_version",
             "schema_version",
         )
-        _check(is_run_id(self.run_id), "invalid_identifier", "run_id")
-        _check(is_governance_id(self.workflow_id, "workflow"), "invalid_identifier", "workflow_id")
-        _check(is_digest(self.plan_digest), "invalid_digest", "plan_digest")
-        _check(_is_member(self.phase, PHASES), "invalid_vocabulary", "phase")
-        _check(_is_integer(self.sequence), "invalid_integer", "sequence")
-        _check(
-            _is_optional_digest(self.previous_checkpoint_digest),
+        ensure(is_run_id(self.run_id), "invalid_identifier", "run_id")
+        ensure(is_governance_id(self.workflow_id, "workflow"), "invalid_identifier", "workflow_id")
+        ensure(is_digest(self.plan_digest), "invalid_digest", "plan_digest")
+        ensure(is_member(self.phase, PHASES), "invalid_vocabulary", "phase")
+        ensure(is_integer(self.sequence), "invalid_integer", "sequence")
+        ensure(
+            is_optional_digest(self.previous_checkpoint_digest),
             "invalid_digest",
             "previous_checkpoint_digest",
         )
-        _check(
+        ensure(
             (self.sequence == 0) == (self.previous_checkpoint_digest is None),
             "sequence_mismatch",
             "previous_checkpoint_digest",
         )
-        _check(
-            _is_optional_digest(self.recovery_evidence_digest),
+        ensure(
+            is_optional_digest(self.recovery_evidence_digest),
             "invalid_digest",
             "recovery_evidence_digest",
         )
         self._check_approval()
-        effects = _as_tuple(self.effects, RecoveryEffect, "effects")
-        _check(bool(effects), "empty", "effects")
+        effects = as_tuple(self.effects, RecoveryEffect, "effects")
+        ensure(bool(effects), "empty", "effects")
         object.__setattr__(self, "effects", effects)
         self._check_effects()
         self._check_phase()
         object.__setattr__(self, "checkpoint_digest", digest_openmed(self._unsigned()))
 
     def _check_approval(self) -> None:
-        _check(
-            _is_optional_digest(self.approval_action_digest),
+        ensure(
+            is_optional_digest(self.approval_action_digest),
             "invalid_digest",
             "approval_action_digest",
         )
-        _check(
-            self.approval_expires_at is None or _is_integer(self.approval_expires_at),
+        ensure(
+            self.approval_expires_at is None or is_integer(self.approval_expires_at),
             "invalid_integer",
             "approval_expires_at",
         )
-        _check(
-            _is_optional_digest(self.approval_receipt_digest),
+        ensure(
+            is_optional_digest(self.approval_receipt_digest),
             "invalid_digest",
             "approval_receipt_digest",
         )
@@ -278,9 +280,9 @@ class RecoveryCheckpoint:
             self.approval_expires_at is not None,
             self.approval_receipt_digest is not None,
         }
-        _check(len(present) == 1, "incomplete_approval", "approval")
+        ensure(len(present) == 1, "incomplete_approval", "approval")
         if self.approval_action_digest is not None:
-            _check(
+            ensure(
                 self.approval_action_digest == self.plan_digest,
                 "approval_plan_mismatch",
                 "approval_action_digest",
@@ -288,13 +290,15 @@ class RecoveryCheckpoint:
 
     def _check_effects(self) -> None:
         effects = self.effects
-        _check(
+        ensure(
             [effect.ordinal for effect in effects] == list(range(len(effects))),
             "ordinal_mismatch",
             "effects",
         )
-        _check(_unique([effect.action_id for effect in effects]), "duplicate_action", "effects")
-        _check(_unique([effect.idempotency_key for effect in effects]), "duplicate_key", "effects")
+        ensure(all_unique([effect.action_id for effect in effects]), "duplicate_action", "effects")
+        ensure(
+            all_unique([effect.idempotency_key for effect in effects]), "duplicate_key", "effects"
+        )
         for effect in effects:
             derived = derive_idempotency_key(
                 run_id=self.run_id,
@@ -303,18 +307,18 @@ class RecoveryCheckpoint:
                 kind=effect.kind,
                 operation_digest=effect.operation_digest,
             )
-            _check(effect.idempotency_key == derived, "key_mismatch", "effects")
+            ensure(effect.idempotency_key == derived, "key_mismatch", "effects")
 
     def _check_phase(self) -> None:
         receipt = self.approval_receipt_digest is not None
         if self.phase == "approval_recorded":
-            _check(receipt, "approval_receipt_required", "approval_receipt_digest")
+            ensure(receipt, "approval_receipt_required", "approval_receipt_digest")
         if self.phase in ("dispatching", "completed") and any(
             effect.approval_required for effect in self.effects
         ):
-            _check(receipt, "approval_receipt_required", "approval_receipt_digest")
+            ensure(receipt, "approval_receipt_required", "approval_receipt_digest")
         if self.phase == "completed":
-            _check(
+            ensure(
                 all(effect.state == "committed" for effect in self.effects),
                 "effects_not_committed",
                 "effects",
@@ -341,30 +345,12 @@ class RecoveryCheckpoint:
             "workflow_id": self.workflow_id,
         }
 
-    def to_dict(self) -> dict[str, Any]:
-        """Return the checkpoint document including ``checkpoint_digest``."""
-        return {**self._unsigned(), "checkpoint_digest": self.checkpoint_digest}
-
-    def to_json(self) -> str:
-        """Return the canonical JSON text (openmed profile)."""
-        return encode_openmed(self.to_dict())
-
     @classmethod
     def from_dict(cls, document: object) -> RecoveryCheckpoint:
         """Re-load a stored checkpoint document (closed) and re-verify its digest."""
-        data = _closed(document, _CHECKPOINT_KEYS, "checkpoint")
-        _check(is_digest(data["checkpoint_digest"]), "invalid_digest", "checkpoint_digest")
-        effects = data["effects"]
-        _check(isinstance(effects, list | tuple), "invalid_sequence", "effects")
-        fields = {key: data[key] for key in _CHECKPOINT_FIELDS}
-        fields["effects"] = tuple(RecoveryEffect.from_dict(item) for item in effects)
-        checkpoint = cls(**fields)
-        _check(
-            checkpoint.checkpoint_digest == data["checkpoint_digest"],
-            "payload_mismatch",
-            "checkpoint_digest",
+        return cls._reload(
+            document, "checkpoint", _CHECKPOINT_FIELDS, "effects", RecoveryEffect.from_dict
         )
-        return checkpoint
 
     def __repr__(self) -> str:
         """Show the phase, sequence, effect count and the computed digest only."""

@@ -3,22 +3,23 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, ClassVar, Final
 
-from sealeval.canonical import digest_openmed, encode_openmed, is_digest
+from sealeval.canonical import digest_openmed, is_digest
 from sealeval.gates.recovery.vocabulary import (
-    _ALL_REASONS,
+    ALL_REASONS,
     DECISION_REASONS,
     DECISION_SCHEMA,
     DISPOSITIONS,
-    _as_id_tuple,
-    _as_tuple,
-    _check,
-    _closed,
-    _is_member,
-    _unique,
+    DigestBound,
+    all_unique,
+    as_id_tuple,
+    as_tuple,
+    closed_document,
+    ensure,
     is_action_id,
     is_idempotency_key,
+    is_member,
 )
 
 __all__ = ["CommittedEffect", "RecoveryDecision"]
@@ -39,7 +40,6 @@ _DECISION_FIELDS: Final = frozenset(
         "source_checkpoint_digest",
     }
 )
-_DECISION_KEYS: Final = _DECISION_FIELDS | {"evidence_digest"}
 
 
 @dataclass(frozen=True, slots=True, repr=False)
@@ -51,8 +51,8 @@ class CommittedEffect:
 
     def __post_init__(self) -> None:
         """Validate both fields."""
-        _check(is_action_id(self.action_id), "invalid_identifier", "committed_effect.action_id")
-        _check(
+        ensure(is_action_id(self.action_id), "invalid_identifier", "committed_effect.action_id")
+        ensure(
             is_digest(self.commit_evidence_digest),
             "invalid_digest",
             "committed_effect.commit_evidence_digest",
@@ -65,7 +65,7 @@ class CommittedEffect:
     @classmethod
     def from_dict(cls, document: object) -> CommittedEffect:
         """Parse a committed-effect document (closed)."""
-        data = _closed(document, _COMMITTED_KEYS, "committed_effect")
+        data = closed_document(document, _COMMITTED_KEYS, "committed_effect")
         return cls(
             action_id=data["action_id"], commit_evidence_digest=data["commit_evidence_digest"]
         )
@@ -76,7 +76,7 @@ class CommittedEffect:
 
 
 @dataclass(frozen=True, slots=True, repr=False)
-class RecoveryDecision:
+class RecoveryDecision(DigestBound):
     """A recovery decision for one checkpoint (``openmed.agent.recovery_evidence.v1``).
 
     ``evidence_digest`` is computed on construction. Structural invariants
@@ -98,24 +98,26 @@ class RecoveryDecision:
     schema_version: str = DECISION_SCHEMA
     evidence_digest: str = field(init=False, compare=False)
 
+    DIGEST_FIELD: ClassVar[str] = "evidence_digest"
+
     def __post_init__(self) -> None:
         """Validate fields, then the structural invariants."""
-        _check(
+        ensure(
             type(self.schema_version) is str and self.schema_version == DECISION_SCHEMA,
             "unsupported_version",
             "schema_version",
         )
-        _check(
+        ensure(
             is_digest(self.source_checkpoint_digest), "invalid_digest", "source_checkpoint_digest"
         )
-        _check(_is_member(self.disposition, DISPOSITIONS), "invalid_vocabulary", "disposition")
-        _check(_is_member(self.reason, _ALL_REASONS), "invalid_vocabulary", "reason")
-        committed = _as_tuple(self.committed_effects, CommittedEffect, "committed_effects")
-        retry_ids = _as_id_tuple(self.retry_effect_ids, is_action_id, "retry_effect_ids")
-        retry_keys = _as_id_tuple(
+        ensure(is_member(self.disposition, DISPOSITIONS), "invalid_vocabulary", "disposition")
+        ensure(is_member(self.reason, ALL_REASONS), "invalid_vocabulary", "reason")
+        committed = as_tuple(self.committed_effects, CommittedEffect, "committed_effects")
+        retry_ids = as_id_tuple(self.retry_effect_ids, is_action_id, "retry_effect_ids")
+        retry_keys = as_id_tuple(
             self.retry_idempotency_keys, is_idempotency_key, "retry_idempotency_keys"
         )
-        compensation = _as_id_tuple(
+        compensation = as_id_tuple(
             self.compensation_effect_ids, is_action_id, "compensation_effect_ids"
         )
         object.__setattr__(self, "committed_effects", committed)
@@ -127,27 +129,29 @@ class RecoveryDecision:
 
     def _check_structure(self) -> None:
         committed_ids = [item.action_id for item in self.committed_effects]
-        _check(self.reason in DECISION_REASONS[self.disposition], "inconsistent_decision", "reason")
-        _check(_unique(committed_ids), "duplicate_action", "committed_effects")
-        _check(_unique(self.retry_effect_ids), "duplicate_action", "retry_effect_ids")
-        _check(_unique(self.retry_idempotency_keys), "duplicate_key", "retry_idempotency_keys")
-        _check(_unique(self.compensation_effect_ids), "duplicate_action", "compensation_effect_ids")
-        _check(
+        ensure(self.reason in DECISION_REASONS[self.disposition], "inconsistent_decision", "reason")
+        ensure(all_unique(committed_ids), "duplicate_action", "committed_effects")
+        ensure(all_unique(self.retry_effect_ids), "duplicate_action", "retry_effect_ids")
+        ensure(all_unique(self.retry_idempotency_keys), "duplicate_key", "retry_idempotency_keys")
+        ensure(
+            all_unique(self.compensation_effect_ids), "duplicate_action", "compensation_effect_ids"
+        )
+        ensure(
             len(self.retry_effect_ids) == len(self.retry_idempotency_keys),
             "inconsistent_decision",
             "retry_idempotency_keys",
         )
-        _check(
+        ensure(
             bool(self.retry_effect_ids) == (self.disposition == "resume"),
             "inconsistent_decision",
             "retry_effect_ids",
         )
-        _check(
+        ensure(
             not set(self.retry_effect_ids) & set(committed_ids),
             "inconsistent_decision",
             "retry_effect_ids",
         )
-        _check(
+        ensure(
             set(self.compensation_effect_ids) <= set(committed_ids),
             "inconsistent_decision",
             "compensation_effect_ids",
@@ -170,30 +174,12 @@ class RecoveryDecision:
             "source_checkpoint_digest": self.source_checkpoint_digest,
         }
 
-    def to_dict(self) -> dict[str, Any]:
-        """Return the decision document including ``evidence_digest``."""
-        return {**self._unsigned(), "evidence_digest": self.evidence_digest}
-
-    def to_json(self) -> str:
-        """Return the canonical JSON text (openmed profile)."""
-        return encode_openmed(self.to_dict())
-
     @classmethod
     def from_dict(cls, document: object) -> RecoveryDecision:
         """Re-load a stored decision document (closed) and re-verify its digest."""
-        data = _closed(document, _DECISION_KEYS, "decision")
-        _check(is_digest(data["evidence_digest"]), "invalid_digest", "evidence_digest")
-        committed = data["committed_effects"]
-        _check(isinstance(committed, list | tuple), "invalid_sequence", "committed_effects")
-        fields = {key: data[key] for key in _DECISION_FIELDS}
-        fields["committed_effects"] = tuple(CommittedEffect.from_dict(item) for item in committed)
-        decision = cls(**fields)
-        _check(
-            decision.evidence_digest == data["evidence_digest"],
-            "payload_mismatch",
-            "evidence_digest",
+        return cls._reload(
+            document, "decision", _DECISION_FIELDS, "committed_effects", CommittedEffect.from_dict
         )
-        return decision
 
     def __repr__(self) -> str:
         """Show the disposition, reason and computed digest only."""

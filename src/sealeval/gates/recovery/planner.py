@@ -28,14 +28,14 @@ from sealeval.gates.recovery.decision import (
 from sealeval.gates.recovery.vocabulary import (
     OBSERVATION_STATES,
     TERMINAL_PHASES,
-    _as_tuple,
-    _check,
-    _closed,
-    _is_integer,
-    _is_member,
-    _is_optional_digest,
+    as_tuple,
+    closed_document,
+    ensure,
     is_action_id,
     is_idempotency_key,
+    is_integer,
+    is_member,
+    is_optional_digest,
 )
 
 __all__ = [
@@ -71,22 +71,20 @@ class RecoveryObservation:
 
     def __post_init__(self) -> None:
         """Validate in document order, then the state/evidence invariant."""
-        _check(is_action_id(self.action_id), "invalid_identifier", "observation.action_id")
-        _check(is_digest(self.operation_digest), "invalid_digest", "observation.operation_digest")
-        _check(
+        ensure(is_action_id(self.action_id), "invalid_identifier", "observation.action_id")
+        ensure(is_digest(self.operation_digest), "invalid_digest", "observation.operation_digest")
+        ensure(
             is_idempotency_key(self.idempotency_key),
             "invalid_identifier",
             "observation.idempotency_key",
         )
-        _check(
-            _is_member(self.state, OBSERVATION_STATES), "invalid_vocabulary", "observation.state"
-        )
-        _check(
-            _is_optional_digest(self.commit_evidence_digest),
+        ensure(is_member(self.state, OBSERVATION_STATES), "invalid_vocabulary", "observation.state")
+        ensure(
+            is_optional_digest(self.commit_evidence_digest),
             "invalid_digest",
             "observation.commit_evidence_digest",
         )
-        _check(
+        ensure(
             (self.state == "committed") == (self.commit_evidence_digest is not None),
             "commit_evidence_mismatch",
             "observation.commit_evidence_digest",
@@ -105,7 +103,7 @@ class RecoveryObservation:
     @classmethod
     def from_dict(cls, document: object) -> RecoveryObservation:
         """Parse an observation document (closed: exactly its five keys)."""
-        data = _closed(document, _OBSERVATION_KEYS, "observation")
+        data = closed_document(document, _OBSERVATION_KEYS, "observation")
         return cls(**{key: data[key] for key in _OBSERVATION_KEYS})
 
     def __repr__(self) -> str:
@@ -218,15 +216,15 @@ def plan_recovery(
             ``observations: invalid_sequence``, ``now: invalid_integer``,
             ``observations: observation_coverage_mismatch``.
     """
-    _check(type(checkpoint) is RecoveryCheckpoint, "invalid_document", "checkpoint")
-    observed = _as_tuple(observations, RecoveryObservation, "observations")
-    _check(_is_integer(now), "invalid_integer", "now")
+    ensure(type(checkpoint) is RecoveryCheckpoint, "invalid_document", "checkpoint")
+    observed = as_tuple(observations, RecoveryObservation, "observations")
+    ensure(is_integer(now), "invalid_integer", "now")
     if checkpoint.phase == "completed":
         return _decide(checkpoint, "complete", "already_complete")
     if checkpoint.phase == "aborted":
         return _decide(checkpoint, "review_required", "workflow_aborted")
     by_action = {item.action_id: item for item in observed}
-    _check(
+    ensure(
         len(by_action) == len(observed)
         and set(by_action) == {effect.action_id for effect in checkpoint.effects},
         "observation_coverage_mismatch",
@@ -282,18 +280,18 @@ def verify_lineage(lineage: Sequence[RecoveryCheckpoint]) -> RecoveryCheckpoint:
             ``lineage_incomplete`` / ``broken_lineage`` / ``lineage_mismatch`` /
             ``lineage_regressed`` / ``after_terminal``.
     """
-    chain = _as_tuple(lineage, RecoveryCheckpoint, "lineage")
-    _check(bool(chain), "empty", "lineage")
-    _check(chain[0].sequence == 0, "lineage_incomplete", "lineage")
+    chain = as_tuple(lineage, RecoveryCheckpoint, "lineage")
+    ensure(bool(chain), "empty", "lineage")
+    ensure(chain[0].sequence == 0, "lineage_incomplete", "lineage")
     for before, after in itertools.pairwise(chain):
-        _check(before.phase not in TERMINAL_PHASES, "after_terminal", "lineage")
-        _check(
+        ensure(before.phase not in TERMINAL_PHASES, "after_terminal", "lineage")
+        ensure(
             after.previous_checkpoint_digest == before.checkpoint_digest
             and after.sequence == before.sequence + 1,
             "broken_lineage",
             "lineage",
         )
-        _check(
+        ensure(
             (after.run_id, after.workflow_id, after.plan_digest)
             == (before.run_id, before.workflow_id, before.plan_digest)
             and [effect.identity() for effect in after.effects]
@@ -301,7 +299,7 @@ def verify_lineage(lineage: Sequence[RecoveryCheckpoint]) -> RecoveryCheckpoint:
             "lineage_mismatch",
             "lineage",
         )
-        _check(
+        ensure(
             all(
                 old.state == "pending" or new.commit_evidence_digest == old.commit_evidence_digest
                 for old, new in zip(before.effects, after.effects, strict=True)

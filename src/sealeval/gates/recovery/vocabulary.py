@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Final
+from typing import Any, ClassVar, Final, Self
 
 from sealeval._validate import check_closed
-from sealeval.canonical import digest_openmed, is_digest
+from sealeval.canonical import digest_openmed, encode_openmed, is_digest
 from sealeval.gates.registry import GateError
 
 __all__ = [
@@ -69,7 +69,7 @@ DECISION_REASONS: Final[dict[str, tuple[str, ...]]] = {
         "approval_expired",
     ),
 }
-_ALL_REASONS: Final = tuple(reason for group in DECISION_REASONS.values() for reason in group)
+ALL_REASONS: Final = tuple(reason for group in DECISION_REASONS.values() for reason in group)
 
 
 class RecoveryError(GateError):
@@ -165,33 +165,36 @@ def is_governance_id(value: object, kind: str) -> bool:
     return match is not None and match.group(1) == kind and len(match.group(2)) <= _MAX_NAMESPACE
 
 
-def _is_integer(value: object) -> bool:
+def is_integer(value: object) -> bool:
+    """Return whether ``value`` is an exact ``int`` in ``0..MAX_INTEGER``."""
     return type(value) is int and 0 <= value <= MAX_INTEGER
 
 
-def _is_member(value: object, allowed: Sequence[str]) -> bool:
+def is_member(value: object, allowed: Sequence[str]) -> bool:
+    """Return whether ``value`` is an exact ``str`` among ``allowed``."""
     return type(value) is str and value in allowed
 
 
-def _is_optional_digest(value: object) -> bool:
+def is_optional_digest(value: object) -> bool:
+    """Return whether ``value`` is ``None`` or a ``sha256:`` digest."""
     return value is None or is_digest(value)
 
 
-def _check(condition: bool, code: str, field_name: str) -> None:
+def ensure(condition: bool, code: str, field_name: str) -> None:
+    """Refuse with ``RecoveryError(code, field_name)`` unless ``condition`` holds."""
     if not condition:
         raise RecoveryError(code, field_name)
 
 
-def _as_tuple(value: object, item_type: type, field_name: str) -> tuple[Any, ...]:
+def as_tuple(value: object, item_type: type, field_name: str) -> tuple[Any, ...]:
     """Return ``value`` as a tuple of ``item_type`` items, or refuse ``invalid_sequence``."""
     if not isinstance(value, list | tuple) or not all(type(item) is item_type for item in value):
         raise RecoveryError("invalid_sequence", field_name)
     return tuple(value)
 
 
-def _as_id_tuple(
-    value: object, check: Callable[[object], bool], field_name: str
-) -> tuple[str, ...]:
+def as_id_tuple(value: object, check: Callable[[object], bool], field_name: str) -> tuple[str, ...]:
+    """Return ``value`` as a tuple of identifiers that pass ``check`` (else refuse)."""
     if not isinstance(value, list | tuple):
         raise RecoveryError("invalid_sequence", field_name)
     if not all(check(item) for item in value):
@@ -199,11 +202,12 @@ def _as_id_tuple(
     return tuple(value)
 
 
-def _unique(values: Sequence[object]) -> bool:
+def all_unique(values: Sequence[object]) -> bool:
+    """Return whether ``values`` holds no duplicate."""
     return len(set(values)) == len(values)
 
 
-def _closed(document: object, keys: frozenset[str], name: str) -> Mapping[str, Any]:
+def closed_document(document: object, keys: frozenset[str], name: str) -> Mapping[str, Any]:
     """Return ``document`` if it is a mapping with exactly ``keys`` (closed parsing).
 
     A key that only compares equal to a member (a ``str`` subclass) is unknown.
@@ -236,11 +240,11 @@ def derive_idempotency_key(
             ``invalid_identifier``, ``kind: invalid_vocabulary``,
             ``operation_digest: invalid_digest``.
     """
-    _check(is_run_id(run_id), "invalid_identifier", "run_id")
-    _check(is_action_id(action_id), "invalid_identifier", "action_id")
-    _check(is_governance_id(tool_id, "tool"), "invalid_identifier", "tool_id")
-    _check(_is_member(kind, EFFECT_KINDS), "invalid_vocabulary", "kind")
-    _check(is_digest(operation_digest), "invalid_digest", "operation_digest")
+    ensure(is_run_id(run_id), "invalid_identifier", "run_id")
+    ensure(is_action_id(action_id), "invalid_identifier", "action_id")
+    ensure(is_governance_id(tool_id, "tool"), "invalid_identifier", "tool_id")
+    ensure(is_member(kind, EFFECT_KINDS), "invalid_vocabulary", "kind")
+    ensure(is_digest(operation_digest), "invalid_digest", "operation_digest")
     material = {
         "action_id": action_id,
         "kind": kind,
@@ -249,3 +253,67 @@ def derive_idempotency_key(
         "tool_id": tool_id,
     }
     return "idem_" + digest_openmed(material).removeprefix("sha256:")
+
+
+# ---------------------------------------------------------------------------
+# Digest-bound documents
+
+
+class DigestBound:
+    """Mixin of a frozen document whose digest field is computed over the other fields.
+
+    A subclass (a frozen, slotted dataclass) names its digest field in
+    :attr:`DIGEST_FIELD`, implements :meth:`_unsigned` (the document without
+    that field, which the digest covers) and sets the field in
+    ``__post_init__`` to ``digest_openmed(self._unsigned())``. The wire form
+    (:meth:`to_dict`, :meth:`to_json`) and the closed re-load with its digest
+    re-check (:meth:`_reload`) are written once here.
+    """
+
+    __slots__ = ()
+
+    #: The name of the digest field (``checkpoint_digest``, ``evidence_digest``).
+    DIGEST_FIELD: ClassVar[str]
+
+    def _unsigned(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the document, its digest field included."""
+        return {**self._unsigned(), self.DIGEST_FIELD: getattr(self, self.DIGEST_FIELD)}
+
+    def to_json(self) -> str:
+        """Return the canonical JSON text (openmed profile)."""
+        return encode_openmed(self.to_dict())
+
+    @classmethod
+    def _reload(
+        cls,
+        document: object,
+        name: str,
+        fields: frozenset[str],
+        items: str,
+        parse_item: Callable[[object], object],
+    ) -> Self:
+        """Re-load a stored document: closed, digest well formed, rebuilt, digest re-checked.
+
+        ``fields`` are the constructor's fields (the document holds them and
+        the digest field); ``items`` names the one list among them whose
+        members ``parse_item`` rebuilds.
+
+        Raises:
+            RecoveryError: ``<name>: invalid_document | unknown_field |
+                missing_field``, ``<digest>: invalid_digest``, ``<items>:
+                invalid_sequence``, a constructor refusal, then ``<digest>:
+                payload_mismatch``.
+        """
+        digest = cls.DIGEST_FIELD
+        data = closed_document(document, fields | {digest}, name)
+        ensure(is_digest(data[digest]), "invalid_digest", digest)
+        members = data[items]
+        ensure(isinstance(members, list | tuple), "invalid_sequence", items)
+        arguments = {key: data[key] for key in fields}
+        arguments[items] = tuple(parse_item(item) for item in members)
+        loaded = cls(**arguments)
+        ensure(getattr(loaded, digest) == data[digest], "payload_mismatch", digest)
+        return loaded

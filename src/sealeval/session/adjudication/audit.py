@@ -15,11 +15,11 @@ from typing import Any
 from sealeval.canonical import digest_bytes, encode_openmed
 from sealeval.session.adjudication.mapping import (
     PrivateMapping,
-    _commit,
+    commit,
 )
 from sealeval.session.adjudication.ordering import (
     RandomizationKey,
-    _coerce_key,
+    coerce_key,
 )
 from sealeval.session.adjudication.packet import (
     BlindedPacket,
@@ -197,13 +197,13 @@ def audit_mapping(
             ``mapping: invalid_mapping`` (not a mapping object or a valid
             mapping document).
     """
-    key = _coerce_key(randomization_key)
+    key = coerce_key(randomization_key)
     private = _coerce_mapping(mapping)
     parsed = _coerce_packets(packets)
     if parsed is None:
         return MappingAudit(packet_count=0, reason_codes=("invalid_packet_set",), valid=False)
     reasons: list[str] = []
-    if not hmac.compare_digest(_commit(key, private.payload()), private.mapping_commitment):
+    if not hmac.compare_digest(commit(key, private.payload()), private.mapping_commitment):
         reasons.append("commitment_mismatch")
     if not _packets_match(parsed, private):
         reasons.append("mapping_mismatch")

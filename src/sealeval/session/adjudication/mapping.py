@@ -14,21 +14,21 @@ from sealeval.canonical import decode, encode_openmed, is_digest
 from sealeval.errors import CanonicalError
 from sealeval.session.adjudication.ordering import (
     RandomizationKey,
-    _coerce_key,
+    coerce_key,
 )
 from sealeval.session.adjudication.vocabulary import (
-    _ALIASES,
-    _ASSIGNMENT_KEYS,
-    _ENTRY_KEYS,
-    _MAPPING_KEYS,
     ALIAS_PATTERN,
+    ALIASES,
+    ASSIGNMENT_KEYS,
+    ENTRY_KEYS,
+    MAPPING_KEYS,
     MAPPING_SCHEMA,
     MAX_CASES,
     AdjudicationError,
-    _check_header,
-    _checked_document,
-    _checked_items,
-    _document_items,
+    check_header,
+    checked_document,
+    checked_items,
+    document_items,
 )
 from sealeval.session.cases import (
     MAX_CANDIDATES,
@@ -87,12 +87,12 @@ class MappingEntry:
         """Validate the case reference and the slot-ordered, identity-unique assignments."""
         if not is_reference(self.case_ref):
             raise AdjudicationError("invalid_reference", "case_ref")
-        items: tuple[MappingAssignment, ...] = _checked_items(
+        items: tuple[MappingAssignment, ...] = checked_items(
             self.assignments, MappingAssignment, "assignments", 0
         )
         if not MIN_CANDIDATES <= len(items) <= MAX_CANDIDATES:
             raise AdjudicationError("invalid_count", "assignments")
-        if any(item.alias != _ALIASES[slot] for slot, item in enumerate(items)):
+        if any(item.alias != ALIASES[slot] for slot, item in enumerate(items)):
             raise AdjudicationError("invalid_alias", "alias")
         if len({item.candidate_identity for item in items}) != len(items):
             raise AdjudicationError("duplicate_reference", "assignments")
@@ -110,9 +110,10 @@ class MappingEntry:
         }
 
 
-def _mapping_payload(
+def mapping_payload(
     entries: Iterable[MappingEntry], holdout_commitment_digest: str, packet_set_ref: str
 ) -> dict[str, Any]:
+    """Return the mapping document the commitment is computed over."""
     return {
         "entries": [entry.to_dict() for entry in entries],
         "holdout_commitment_digest": holdout_commitment_digest,
@@ -121,7 +122,8 @@ def _mapping_payload(
     }
 
 
-def _commit(key: RandomizationKey, payload: Mapping[str, Any]) -> str:
+def commit(key: RandomizationKey, payload: Mapping[str, Any]) -> str:
+    """Return the keyed ``sha256:`` commitment of a mapping payload."""
     tag = key._mac(MAPPING_SCHEMA, encode_openmed(payload).encode("ascii"))
     return "sha256:" + tag.hex()
 
@@ -146,7 +148,7 @@ class PrivateMapping:
 
     def __post_init__(self) -> None:
         """Validate header, commitment spelling and the entries (unique case refs)."""
-        _check_header(
+        check_header(
             self.schema_version,
             MAPPING_SCHEMA,
             self.packet_set_ref,
@@ -154,7 +156,7 @@ class PrivateMapping:
         )
         if not is_digest(self.mapping_commitment):
             raise AdjudicationError("invalid_digest", "mapping_commitment")
-        entries: tuple[MappingEntry, ...] = _checked_items(
+        entries: tuple[MappingEntry, ...] = checked_items(
             self.entries, MappingEntry, "entries", 1, MAX_CASES
         )
         if len({entry.case_ref for entry in entries}) != len(entries):
@@ -167,7 +169,7 @@ class PrivateMapping:
 
     def payload(self) -> dict[str, Any]:
         """Return the fresh document the commitment is computed over."""
-        return _mapping_payload(self.entries, self.holdout_commitment_digest, self.packet_set_ref)
+        return mapping_payload(self.entries, self.holdout_commitment_digest, self.packet_set_ref)
 
     def to_dict(self) -> dict[str, Any]:
         """Return a fresh wire document (payload plus ``mapping_commitment``)."""
@@ -188,13 +190,13 @@ class PrivateMapping:
                 ``entries: invalid_document``, ``assignments: invalid_document``
                 or any constructor refusal.
         """
-        checked = _checked_document(document, _MAPPING_KEYS, "mapping")
+        checked = checked_document(document, MAPPING_KEYS, "mapping")
         entries = []
-        for item in _document_items(checked["entries"], "entries"):
-            entry = _checked_document(item, _ENTRY_KEYS, "entries")
+        for item in document_items(checked["entries"], "entries"):
+            entry = checked_document(item, ENTRY_KEYS, "entries")
             assignments = tuple(
-                MappingAssignment(**_checked_document(slot, _ASSIGNMENT_KEYS, "assignments"))
-                for slot in _document_items(entry["assignments"], "assignments")
+                MappingAssignment(**checked_document(slot, ASSIGNMENT_KEYS, "assignments"))
+                for slot in document_items(entry["assignments"], "assignments")
             )
             entries.append(MappingEntry(assignments=assignments, case_ref=entry["case_ref"]))
         return cls(
@@ -223,7 +225,7 @@ def compute_mapping_commitment(
     ``"sha256:" + hex(HMAC-SHA256(key, ASCII(MAPPING_SCHEMA) || 0x00 ||
     canonical(payload)))``: a MAC, not a content digest.
     """
-    key = _coerce_key(randomization_key)
+    key = coerce_key(randomization_key)
     if type(mapping) is not PrivateMapping:
         raise AdjudicationError("invalid_mapping", "mapping")
-    return _commit(key, mapping.payload())
+    return commit(key, mapping.payload())

@@ -14,11 +14,11 @@ from collections.abc import Iterable, Sequence
 from typing import NoReturn
 
 from sealeval.session.adjudication.vocabulary import (
-    _ALIASES,
-    _ORDER_DOMAINS,
+    ALIASES,
     CANDIDATE_ORDER_DOMAIN,
     CASE_ORDER_DOMAIN,
     MIN_KEY_BYTES,
+    ORDER_DOMAINS,
     AdjudicationError,
 )
 from sealeval.session.cases import (
@@ -96,7 +96,8 @@ class RandomizationKey:
         ).digest()
 
 
-def _coerce_key(value: object) -> RandomizationKey:
+def coerce_key(value: object) -> RandomizationKey:
+    """Return ``value`` as a :class:`RandomizationKey` (from bytes) or refuse ``invalid_key``."""
     if isinstance(value, RandomizationKey):
         return value
     if isinstance(value, bytes):
@@ -123,15 +124,15 @@ def keyed_hmac(key: RandomizationKey | bytes, domain: str, value: str) -> bytes:
         AdjudicationError: ``randomization_key: invalid_key``,
             ``domain: invalid_domain`` or ``value: invalid_reference``.
     """
-    secret = _coerce_key(key)
-    if type(domain) is not str or domain not in _ORDER_DOMAINS:
+    secret = coerce_key(key)
+    if type(domain) is not str or domain not in ORDER_DOMAINS:
         raise AdjudicationError("invalid_domain", "domain")
     if not is_reference(value):
         raise AdjudicationError("invalid_reference", "value")
     return secret._mac(domain, value.encode("utf-8"))
 
 
-def _sorted_keyed(key: RandomizationKey, domain: str, values: Iterable[str]) -> list[str]:
+def sorted_keyed(key: RandomizationKey, domain: str, values: Iterable[str]) -> list[str]:
     """Sort by (keyed tag bytes, value): one HMAC per value, O(n log n)."""
     return sorted(values, key=lambda value: (key._mac(domain, value.encode("utf-8")), value))
 
@@ -146,13 +147,13 @@ def candidate_base_order(
             ``candidate_identity: invalid_reference`` or
             ``candidate_identity: duplicate_reference``.
     """
-    secret = _coerce_key(key)
+    secret = coerce_key(key)
     items = tuple(identities)
     if not all(is_reference(identity) for identity in items):
         raise AdjudicationError("invalid_reference", "candidate_identity")
     if len(set(items)) != len(items):
         raise AdjudicationError("duplicate_reference", "candidate_identity")
-    return tuple(_sorted_keyed(secret, CANDIDATE_ORDER_DOMAIN, items))
+    return tuple(sorted_keyed(secret, CANDIDATE_ORDER_DOMAIN, items))
 
 
 def keyed_case_order(
@@ -164,14 +165,14 @@ def keyed_case_order(
         AdjudicationError: ``randomization_key: invalid_key``,
             ``cases: invalid_sequence`` or ``cases: duplicate_reference``.
     """
-    secret = _coerce_key(key)
+    secret = coerce_key(key)
     items = tuple(cases)
     if any(type(case) is not ComparisonCase for case in items):
         raise AdjudicationError("invalid_sequence", "cases")
     by_ref = {case.case_ref: case for case in items}
     if len(by_ref) != len(items):
         raise AdjudicationError("duplicate_reference", "cases")
-    return tuple(by_ref[ref] for ref in _sorted_keyed(secret, CASE_ORDER_DOMAIN, by_ref))
+    return tuple(by_ref[ref] for ref in sorted_keyed(secret, CASE_ORDER_DOMAIN, by_ref))
 
 
 def rotated_order(base: Sequence[str], position: int) -> tuple[str, ...]:
@@ -193,7 +194,7 @@ def alias_for_slot(slot: int) -> str:
     """
     if type(slot) is not int or not 0 <= slot < MAX_CANDIDATES:
         raise AdjudicationError("invalid_alias", "slot")
-    return _ALIASES[slot]
+    return ALIASES[slot]
 
 
 def require_cleared_reviewer(conflict_of_interest: object) -> ConflictOfInterestMetadata:

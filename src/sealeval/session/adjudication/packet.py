@@ -16,18 +16,18 @@ from sealeval.session.adjudication.ordering import (
     require_cleared_reviewer,
 )
 from sealeval.session.adjudication.vocabulary import (
-    _ALIASES,
-    _CANDIDATE_KEYS,
-    _PACKET_KEYS,
     ALIAS_PATTERN,
+    ALIASES,
+    CANDIDATE_KEYS,
+    PACKET_KEYS,
     PACKET_SCHEMA,
     AdjudicationError,
-    _check_header,
-    _checked_document,
-    _checked_evidence,
-    _checked_items,
-    _checked_rubric,
-    _document_items,
+    check_header,
+    checked_document,
+    checked_evidence,
+    checked_items,
+    document_items,
+    rubric_criteria,
 )
 from sealeval.session.cases import (
     MAX_CANDIDATES,
@@ -90,7 +90,7 @@ class BlindedPacket:
 
     def __post_init__(self) -> None:
         """Validate every field; an invalid or identity-bearing packet cannot exist."""
-        _check_header(
+        check_header(
             self.schema_version,
             PACKET_SCHEMA,
             self.packet_set_ref,
@@ -101,14 +101,14 @@ class BlindedPacket:
         if not is_reference(self.case_ref):
             raise AdjudicationError("invalid_reference", "case_ref")
         require_cleared_reviewer(self.conflict_of_interest)
-        rubric = _checked_rubric(self.rubric)
-        evidence = _checked_evidence(self.source_evidence)
-        candidates: tuple[BlindedCandidate, ...] = _checked_items(
+        rubric = rubric_criteria(self.rubric)
+        evidence = checked_evidence(self.source_evidence)
+        candidates: tuple[BlindedCandidate, ...] = checked_items(
             self.candidates, BlindedCandidate, "candidates", 0
         )
         if not MIN_CANDIDATES <= len(candidates) <= MAX_CANDIDATES:
             raise AdjudicationError("invalid_count", "candidates")
-        if any(item.alias != _ALIASES[slot] for slot, item in enumerate(candidates)):
+        if any(item.alias != ALIASES[slot] for slot, item in enumerate(candidates)):
             raise AdjudicationError("invalid_alias", "alias")
         object.__setattr__(self, "candidates", candidates)
         object.__setattr__(self, "rubric", rubric)
@@ -146,10 +146,10 @@ class BlindedPacket:
             CaseError: a malformed rubric criterion, evidence item or
                 conflict-of-interest document.
         """
-        checked = _checked_document(document, _PACKET_KEYS, "packet")
+        checked = checked_document(document, PACKET_KEYS, "packet")
         candidates = tuple(
-            BlindedCandidate(**_checked_document(item, _CANDIDATE_KEYS, "candidates"))
-            for item in _document_items(checked["candidates"], "candidates")
+            BlindedCandidate(**checked_document(item, CANDIDATE_KEYS, "candidates"))
+            for item in document_items(checked["candidates"], "candidates")
         )
         return cls(
             candidates=candidates,
@@ -162,11 +162,11 @@ class BlindedPacket:
             packet_set_ref=checked["packet_set_ref"],
             rubric=tuple(
                 RubricCriterion.from_dict(item)
-                for item in _document_items(checked["rubric"], "rubric")
+                for item in document_items(checked["rubric"], "rubric")
             ),
             source_evidence=tuple(
                 SourceEvidence.from_dict(item)
-                for item in _document_items(checked["source_evidence"], "source_evidence")
+                for item in document_items(checked["source_evidence"], "source_evidence")
             ),
             schema_version=checked["schema_version"],
         )

@@ -19,28 +19,28 @@ from sealeval.session.adjudication.mapping import (
     MappingAssignment,
     MappingEntry,
     PrivateMapping,
-    _commit,
-    _mapping_payload,
+    commit,
+    mapping_payload,
 )
 from sealeval.session.adjudication.ordering import (
     RandomizationKey,
-    _coerce_key,
-    _sorted_keyed,
+    coerce_key,
     require_cleared_reviewer,
     rotated_order,
+    sorted_keyed,
 )
 from sealeval.session.adjudication.packet import (
     BlindedCandidate,
     BlindedPacket,
 )
 from sealeval.session.adjudication.vocabulary import (
-    _ALIASES,
+    ALIASES,
     CANDIDATE_ORDER_DOMAIN,
     CASE_ORDER_DOMAIN,
     MAX_CASES,
     AdjudicationError,
-    _checked_items,
-    _checked_rubric,
+    checked_items,
+    rubric_criteria,
 )
 from sealeval.session.cases import (
     ComparisonCase,
@@ -74,7 +74,7 @@ class BlindedPacketSet:
 
 
 def _checked_cases(cases: object) -> tuple[ComparisonCase, ...]:
-    items: tuple[ComparisonCase, ...] = _checked_items(cases, ComparisonCase, "cases", 1, MAX_CASES)
+    items: tuple[ComparisonCase, ...] = checked_items(cases, ComparisonCase, "cases", 1, MAX_CASES)
     if len({case.case_ref for case in items}) != len(items):
         raise AdjudicationError("duplicate_reference", "cases")
     return items
@@ -132,18 +132,18 @@ def render_blinded_packets(
         raise AdjudicationError("invalid_reference", "packet_set_ref")
     if not is_digest(holdout_commitment_digest):
         raise AdjudicationError("invalid_digest", "holdout_commitment_digest")
-    key = _coerce_key(randomization_key)
+    key = coerce_key(randomization_key)
     reviewer = require_cleared_reviewer(conflict_of_interest)
     checked_cases = _checked_cases(cases)
-    checked_rubric = _checked_rubric(rubric)
+    checked_rubric = rubric_criteria(rubric)
     identities = checked_cases[0].candidate_identities
     if any(case.candidate_identities != identities for case in checked_cases):
         raise AdjudicationError("inconsistent_candidates", "cases")
     manifests = _checked_manifests(submission_manifest_digests, identities)
 
-    base = _sorted_keyed(key, CANDIDATE_ORDER_DOMAIN, identities)
+    base = sorted_keyed(key, CANDIDATE_ORDER_DOMAIN, identities)
     by_ref = {case.case_ref: case for case in checked_cases}
-    ordered = [by_ref[ref] for ref in _sorted_keyed(key, CASE_ORDER_DOMAIN, by_ref)]
+    ordered = [by_ref[ref] for ref in sorted_keyed(key, CASE_ORDER_DOMAIN, by_ref)]
     entries: list[MappingEntry] = []
     for position, case in enumerate(ordered):
         slots = rotated_order(base, position)
@@ -151,7 +151,7 @@ def render_blinded_packets(
             MappingEntry(
                 assignments=tuple(
                     MappingAssignment(
-                        alias=_ALIASES[slot],
+                        alias=ALIASES[slot],
                         candidate_identity=identity,
                         output_digest=digest_bytes(
                             case.candidate_outputs[identity].encode("utf-8")
@@ -163,11 +163,11 @@ def render_blinded_packets(
                 case_ref=case.case_ref,
             )
         )
-    payload = _mapping_payload(entries, holdout_commitment_digest, packet_set_ref)
+    payload = mapping_payload(entries, holdout_commitment_digest, packet_set_ref)
     mapping = PrivateMapping(
         entries=tuple(entries),
         holdout_commitment_digest=holdout_commitment_digest,
-        mapping_commitment=_commit(key, payload),
+        mapping_commitment=commit(key, payload),
         packet_set_ref=packet_set_ref,
     )
     balance = balance_report(mapping)

@@ -42,7 +42,7 @@ AUDIT_SCHEMA: Final = "openmed.eval.blinded_adjudication.audit.v1"
 #: HMAC domains of the two keyed orderings.
 CANDIDATE_ORDER_DOMAIN: Final = "candidate-order-v1"
 CASE_ORDER_DOMAIN: Final = "case-order-v1"
-_ORDER_DOMAINS: Final = frozenset({CANDIDATE_ORDER_DOMAIN, CASE_ORDER_DOMAIN})
+ORDER_DOMAINS: Final = frozenset({CANDIDATE_ORDER_DOMAIN, CASE_ORDER_DOMAIN})
 #: Shortest accepted randomization key, in bytes.
 MIN_KEY_BYTES: Final = 32
 #: Most cases per packet set, most criteria per rubric.
@@ -58,7 +58,7 @@ AUDIT_REASON_CODES: Final = (
     "mapping_mismatch",
 )
 
-_PACKET_KEYS: Final = frozenset(
+PACKET_KEYS: Final = frozenset(
     {
         "candidates",
         "case_ref",
@@ -71,8 +71,8 @@ _PACKET_KEYS: Final = frozenset(
         "source_evidence",
     }
 )
-_CANDIDATE_KEYS: Final = frozenset({"alias", "content"})
-_MAPPING_KEYS: Final = frozenset(
+CANDIDATE_KEYS: Final = frozenset({"alias", "content"})
+MAPPING_KEYS: Final = frozenset(
     {
         "entries",
         "holdout_commitment_digest",
@@ -81,11 +81,11 @@ _MAPPING_KEYS: Final = frozenset(
         "schema_version",
     }
 )
-_ENTRY_KEYS: Final = frozenset({"assignments", "case_ref"})
-_ASSIGNMENT_KEYS: Final = frozenset(
+ENTRY_KEYS: Final = frozenset({"assignments", "case_ref"})
+ASSIGNMENT_KEYS: Final = frozenset(
     {"alias", "candidate_identity", "output_digest", "submission_manifest_digest"}
 )
-_ALIASES: Final = tuple(f"candidate-{chr(ord('a') + slot)}" for slot in range(MAX_CANDIDATES))
+ALIASES: Final = tuple(f"candidate-{chr(ord('a') + slot)}" for slot in range(MAX_CANDIDATES))
 
 
 class AdjudicationError(SessionError):
@@ -119,7 +119,7 @@ class AdjudicationError(SessionError):
 # Shared checks
 
 
-def _checked_items(
+def checked_items(
     value: object, kind: type, name: str, low: int, high: int | None = None
 ) -> tuple[Any, ...]:
     """Return ``value`` as a tuple of ``kind`` with ``low..high`` items, else refuse."""
@@ -135,8 +135,9 @@ def _checked_items(
     return items
 
 
-def _checked_rubric(rubric: object) -> tuple[RubricCriterion, ...]:
-    items: tuple[RubricCriterion, ...] = _checked_items(
+def rubric_criteria(rubric: object) -> tuple[RubricCriterion, ...]:
+    """Return the checked rubric criteria (at least one, unique references)."""
+    items: tuple[RubricCriterion, ...] = checked_items(
         rubric, RubricCriterion, "rubric", 1, MAX_RUBRIC_CRITERIA
     )
     if len({item.criterion_ref for item in items}) != len(items):
@@ -144,8 +145,9 @@ def _checked_rubric(rubric: object) -> tuple[RubricCriterion, ...]:
     return items
 
 
-def _checked_evidence(evidence: object) -> tuple[SourceEvidence, ...]:
-    items: tuple[SourceEvidence, ...] = _checked_items(
+def checked_evidence(evidence: object) -> tuple[SourceEvidence, ...]:
+    """Return the checked source evidence (at least one, unique references)."""
+    items: tuple[SourceEvidence, ...] = checked_items(
         evidence, SourceEvidence, "source_evidence", 1
     )
     if len({item.evidence_ref for item in items}) != len(items):
@@ -153,7 +155,7 @@ def _checked_evidence(evidence: object) -> tuple[SourceEvidence, ...]:
     return items
 
 
-def _checked_document(document: object, keys: frozenset[str], name: str) -> Mapping[str, Any]:
+def checked_document(document: object, keys: frozenset[str], name: str) -> Mapping[str, Any]:
     """Return ``document`` if it is a mapping with exactly ``keys`` (``invalid_document``)."""
     try:
         return check_exact(document, name, keys, error=AdjudicationError, code="invalid_document")
@@ -163,15 +165,17 @@ def _checked_document(document: object, keys: frozenset[str], name: str) -> Mapp
         raise AdjudicationError("invalid_document", name) from None
 
 
-def _document_items(value: object, name: str) -> tuple[Any, ...]:
+def document_items(value: object, name: str) -> tuple[Any, ...]:
+    """Return a JSON array as a tuple, or refuse ``invalid_document`` at ``name``."""
     if not isinstance(value, tuple | list):
         raise AdjudicationError("invalid_document", name)
     return tuple(value)
 
 
-def _check_header(
+def check_header(
     schema_version: object, expected_schema: str, packet_set_ref: object, holdout: object
 ) -> None:
+    """Check a document's schema version, packet-set reference and holdout digest."""
     if type(schema_version) is not str or schema_version != expected_schema:
         raise AdjudicationError("unsupported_version", "schema_version")
     if not is_reference(packet_set_ref):

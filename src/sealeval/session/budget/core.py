@@ -24,8 +24,8 @@ from sealeval.session.budget.usage import (
 )
 from sealeval.session.budget.vocabulary import (
     FeedbackBudgetError,
-    _check_digest,
-    _check_score,
+    check_digest,
+    check_score,
 )
 
 __all__ = [
@@ -53,7 +53,7 @@ def _detail_remaining(policy: FeedbackBudgetPolicy, usage: SubmissionUsage) -> i
     return max(0, policy.detailed_feedback_limit - usage.detailed_feedback_used)
 
 
-def _check_state(policy: object, usage: object) -> None:
+def check_state(policy: object, usage: object) -> None:
     """Refuse a foreign policy/usage object or a usage no policy run could produce."""
     if not isinstance(policy, FeedbackBudgetPolicy):
         raise FeedbackBudgetError("invalid_policy", "policy")
@@ -69,7 +69,7 @@ def _check_state(policy: object, usage: object) -> None:
 
 def budget_snapshot(policy: FeedbackBudgetPolicy, usage: SubmissionUsage) -> FeedbackBudgetSnapshot:
     """Return the snapshot document of ``usage`` under ``policy`` (pure)."""
-    _check_state(policy, usage)
+    check_state(policy, usage)
     return FeedbackBudgetSnapshot(
         official_attempts=usage.official_attempts,
         scored_attempts=usage.scored_attempts,
@@ -102,12 +102,12 @@ def decide_official_attempt(
             ``policy: invalid_policy`` / ``usage: invalid_document`` /
             ``usage: policy_mismatch`` for a state no ledger could hold.
     """
-    _check_state(policy, usage)
+    check_state(policy, usage)
     if (score is None) == (infrastructure_failure_digest is None):
         raise FeedbackBudgetError("require_exactly_one", "attempt_outcome")
-    exact = _check_score(score) if score is not None else None
+    exact = check_score(score) if score is not None else None
     failure = (
-        _check_digest(infrastructure_failure_digest, "infrastructure_failure_digest")
+        check_digest(infrastructure_failure_digest, "infrastructure_failure_digest")
         if exact is None
         else None
     )
@@ -188,9 +188,9 @@ def decide_failure_approval(
             (this order), or the state refusals of
             :func:`decide_official_attempt`.
     """
-    _check_state(policy, usage)
-    failure = _check_digest(failure_digest, "failure_digest")
-    approval = _check_digest(operator_approval_digest, "operator_approval_digest")
+    check_state(policy, usage)
+    failure = check_digest(failure_digest, "failure_digest")
+    approval = check_digest(operator_approval_digest, "operator_approval_digest")
     if failure not in usage.infrastructure_failure_digests:
         raise FeedbackBudgetError("not_recorded", "failure_digest")
     if failure in usage.approved_failures:

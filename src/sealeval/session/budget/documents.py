@@ -19,8 +19,8 @@ from sealeval.session.budget.vocabulary import (
     REASON_CODES,
     SNAPSHOT_SCHEMA,
     FeedbackBudgetError,
-    _check_count,
-    _check_schema,
+    check_count,
+    check_schema,
 )
 
 __all__ = ["FailureApproval", "FeedbackBudgetDecision", "FeedbackBudgetSnapshot"]
@@ -31,7 +31,7 @@ __all__ = ["FailureApproval", "FeedbackBudgetDecision", "FeedbackBudgetSnapshot"
 
 def _check_optional_count(value: object, field_name: str) -> None:
     if value is not None:
-        _check_count(value, field_name)
+        check_count(value, field_name)
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,7 +52,7 @@ class FeedbackBudgetDecision:
 
     def __post_init__(self) -> None:
         """Refuse a decision the ledger could never have produced."""
-        _check_schema(self.schema_version, DECISION_SCHEMA, "decision.schema_version")
+        check_schema(self.schema_version, DECISION_SCHEMA, "decision.schema_version")
         if type(self.accepted) is not bool:
             raise FeedbackBudgetError("invalid", "decision.accepted")
         if type(self.reason_code) is not str or self.reason_code not in REASON_CODES:
@@ -65,7 +65,7 @@ class FeedbackBudgetDecision:
             "attempts_remaining",
             "detailed_feedback_remaining",
         ):
-            _check_count(getattr(self, name), f"decision.{name}")
+            check_count(getattr(self, name), f"decision.{name}")
         _check_optional_count(self.official_attempt_number, "decision.official_attempt_number")
         _check_optional_count(self.coarse_band, "decision.coarse_band")
         score = self.detailed_score
@@ -133,7 +133,7 @@ class FeedbackBudgetSnapshot:
 
     def __post_init__(self) -> None:
         """Refuse a snapshot the ledger could never have produced."""
-        _check_schema(self.schema_version, SNAPSHOT_SCHEMA, "snapshot.schema_version")
+        check_schema(self.schema_version, SNAPSHOT_SCHEMA, "snapshot.schema_version")
         for name in (
             "official_attempts",
             "scored_attempts",
@@ -143,7 +143,7 @@ class FeedbackBudgetSnapshot:
             "infrastructure_failures",
             "approved_failure_replacements",
         ):
-            _check_count(getattr(self, name), f"snapshot.{name}")
+            check_count(getattr(self, name), f"snapshot.{name}")
         if (
             self.official_attempts != self.scored_attempts + self.infrastructure_failures
             or self.detailed_feedback_used > self.scored_attempts
@@ -185,15 +185,15 @@ class FailureApproval:
 
     def __post_init__(self) -> None:
         """Refuse an approval the ledger could never have produced."""
-        _check_schema(self.schema_version, APPROVAL_SCHEMA, "approval.schema_version")
+        check_schema(self.schema_version, APPROVAL_SCHEMA, "approval.schema_version")
         if self.approved is not True:
             raise FeedbackBudgetError("invalid", "approval.approved")
         if type(self.reason_code) is not str or self.reason_code != APPROVAL_REASON:
             raise FeedbackBudgetError("invalid", "approval.reason_code")
-        replacements = _check_count(
+        replacements = check_count(
             self.approved_failure_replacements, "approval.approved_failure_replacements"
         )
-        _check_count(self.attempts_remaining, "approval.attempts_remaining")
+        check_count(self.attempts_remaining, "approval.attempts_remaining")
         if replacements < 1:
             raise FeedbackBudgetError("inconsistent", "approval")
 

@@ -14,8 +14,8 @@ import types
 from collections.abc import Mapping
 
 from sealeval.session.budget.core import (
-    _check_state,
     budget_snapshot,
+    check_state,
     decide_failure_approval,
     record_official_attempt,
 )
@@ -28,14 +28,14 @@ from sealeval.session.budget.policy import (
     FeedbackBudgetPolicy,
 )
 from sealeval.session.budget.usage import (
-    _EMPTY_USAGE,
+    EMPTY_USAGE,
     LedgerUsage,
     SubmissionUsage,
 )
 from sealeval.session.budget.vocabulary import (
     FeedbackBudgetError,
-    _check_digest,
-    _materialize,
+    check_digest,
+    materialize,
 )
 
 __all__ = ["FeedbackBudgetLedger"]
@@ -68,7 +68,7 @@ class FeedbackBudgetLedger:
                 empty``; for ``usage``: ``usage: invalid_document``, ``usage:
                 unknown_epoch``, ``usage: policy_mismatch``.
         """
-        items = _materialize(policies, "policies")
+        items = materialize(policies, "policies")
         by_epoch: dict[str, FeedbackBudgetPolicy] = {}
         for policy in items:
             if not isinstance(policy, FeedbackBudgetPolicy):
@@ -84,7 +84,7 @@ class FeedbackBudgetLedger:
         for (epoch, _submission), entry in restored.entries.items():
             if epoch not in by_epoch:
                 raise FeedbackBudgetError("unknown_epoch", "usage")
-            _check_state(by_epoch[epoch], entry)
+            check_state(by_epoch[epoch], entry)
         self._lock = threading.Lock()
         self._policies = types.MappingProxyType(by_epoch)
         self._usage = dict(restored.entries)
@@ -106,7 +106,7 @@ class FeedbackBudgetLedger:
             FeedbackBudgetError: ``epoch_digest: invalid_digest`` or
                 ``epoch_digest: unknown``.
         """
-        epoch = _check_digest(epoch_digest, "epoch_digest")
+        epoch = check_digest(epoch_digest, "epoch_digest")
         policy = self._policies.get(epoch)
         if policy is None:
             raise FeedbackBudgetError("unknown", "epoch_digest")
@@ -114,14 +114,14 @@ class FeedbackBudgetLedger:
 
     def _key(self, epoch_digest: object, submission_digest: object) -> tuple[str, str]:
         policy = self.policy_for(epoch_digest)
-        submission = _check_digest(submission_digest, "submission_digest")
+        submission = check_digest(submission_digest, "submission_digest")
         return policy.epoch_digest, submission
 
     def usage(self, epoch_digest: object, submission_digest: object) -> SubmissionUsage:
         """Return a pair's usage (all zero for an unknown submission)."""
         key = self._key(epoch_digest, submission_digest)
         with self._lock:
-            return self._usage.get(key, _EMPTY_USAGE)
+            return self._usage.get(key, EMPTY_USAGE)
 
     def snapshot(self, epoch_digest: object, submission_digest: object) -> FeedbackBudgetSnapshot:
         """Return the snapshot document of a pair.
@@ -132,7 +132,7 @@ class FeedbackBudgetLedger:
         """
         key = self._key(epoch_digest, submission_digest)
         with self._lock:
-            usage = self._usage.get(key, _EMPTY_USAGE)
+            usage = self._usage.get(key, EMPTY_USAGE)
         return budget_snapshot(self._policies[key[0]], usage)
 
     def record_official_attempt(
@@ -155,7 +155,7 @@ class FeedbackBudgetLedger:
         with self._lock:
             return record_official_attempt(
                 policy,
-                self._usage.get(key, _EMPTY_USAGE),
+                self._usage.get(key, EMPTY_USAGE),
                 score=score,
                 infrastructure_failure_digest=infrastructure_failure_digest,
                 write=functools.partial(self._usage.__setitem__, key),
@@ -180,7 +180,7 @@ class FeedbackBudgetLedger:
         with self._lock:
             approval, usage = decide_failure_approval(
                 policy,
-                self._usage.get(key, _EMPTY_USAGE),
+                self._usage.get(key, EMPTY_USAGE),
                 failure_digest=failure_digest,
                 operator_approval_digest=operator_approval_digest,
                 used_approval_digests=self._used_approvals,

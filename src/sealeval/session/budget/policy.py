@@ -8,15 +8,15 @@ from typing import Any
 
 from sealeval.canonical import digest_openmed, encode_openmed
 from sealeval.session.budget.vocabulary import (
-    _POLICY_KEYS,
+    POLICY_KEYS,
     POLICY_SCHEMA,
-    _check_boundaries,
-    _check_digest,
-    _check_keys,
-    _check_limit,
-    _check_schema,
-    _check_score,
-    _parse_json,
+    check_boundaries,
+    check_digest,
+    check_keys,
+    check_limit,
+    check_schema,
+    check_score,
+    parse_json,
 )
 
 __all__ = ["FeedbackBudgetPolicy"]
@@ -42,16 +42,16 @@ class FeedbackBudgetPolicy:
 
     def __post_init__(self) -> None:
         """Validate in the specified order and normalise the boundaries."""
-        _check_schema(self.schema_version, POLICY_SCHEMA, "schema_version")
-        _check_digest(self.epoch_digest, "epoch_digest")
-        _check_limit(self.detailed_feedback_limit, "detailed_feedback_limit")
-        _check_limit(self.rerun_limit, "rerun_limit")
-        boundaries = _check_boundaries(self.coarse_score_boundaries)
+        check_schema(self.schema_version, POLICY_SCHEMA, "schema_version")
+        check_digest(self.epoch_digest, "epoch_digest")
+        check_limit(self.detailed_feedback_limit, "detailed_feedback_limit")
+        check_limit(self.rerun_limit, "rerun_limit")
+        boundaries = check_boundaries(self.coarse_score_boundaries)
         object.__setattr__(self, "coarse_score_boundaries", boundaries)
 
     def coarse_band(self, score: object) -> int:
         """Return the coarse band of a score under this policy (see :func:`coarse_band`)."""
-        return bisect.bisect_right(self.coarse_score_boundaries, _check_score(score))
+        return bisect.bisect_right(self.coarse_score_boundaries, check_score(score))
 
     def to_dict(self) -> dict[str, Any]:
         """Return a fresh wire document."""
@@ -74,7 +74,7 @@ class FeedbackBudgetPolicy:
     @classmethod
     def from_dict(cls, document: object) -> FeedbackBudgetPolicy:
         """Build from a parsed document with exactly the five policy keys."""
-        fields = _check_keys(document, _POLICY_KEYS, "policy")
+        fields = check_keys(document, POLICY_KEYS, "policy")
         return cls(
             epoch_digest=fields["epoch_digest"],
             detailed_feedback_limit=fields["detailed_feedback_limit"],
@@ -86,4 +86,4 @@ class FeedbackBudgetPolicy:
     @classmethod
     def from_json(cls, data: bytes | str) -> FeedbackBudgetPolicy:
         """Strictly parse a policy document (``policy: invalid_document`` if not JSON)."""
-        return _parse_json(data, "policy", cls.from_dict)
+        return parse_json(data, "policy", cls.from_dict)

@@ -15,18 +15,18 @@ from typing import Any, Final
 
 from sealeval.canonical import encode_openmed
 from sealeval.session.budget.vocabulary import (
-    _ENTRY_KEYS,
-    _LEDGER_USAGE_KEYS,
-    _USAGE_KEYS,
+    ENTRY_KEYS,
+    LEDGER_USAGE_KEYS,
     LEDGER_USAGE_SCHEMA,
+    USAGE_KEYS,
     USAGE_SCHEMA,
     FeedbackBudgetError,
-    _check_count,
-    _check_digest,
-    _check_keys,
-    _check_schema,
-    _materialize,
-    _parse_json,
+    check_count,
+    check_digest,
+    check_keys,
+    check_schema,
+    materialize,
+    parse_json,
 )
 
 __all__ = ["LedgerUsage", "SubmissionUsage"]
@@ -58,15 +58,15 @@ class SubmissionUsage:
 
     def __post_init__(self) -> None:
         """Validate every field and the invariants the core maintains."""
-        _check_schema(self.schema_version, USAGE_SCHEMA, "usage.schema_version")
-        official = _check_count(self.official_attempts, "usage.official_attempts")
-        scored = _check_count(self.scored_attempts, "usage.scored_attempts")
-        detailed = _check_count(self.detailed_feedback_used, "usage.detailed_feedback_used")
-        failures = _materialize(
+        check_schema(self.schema_version, USAGE_SCHEMA, "usage.schema_version")
+        official = check_count(self.official_attempts, "usage.official_attempts")
+        scored = check_count(self.scored_attempts, "usage.scored_attempts")
+        detailed = check_count(self.detailed_feedback_used, "usage.detailed_feedback_used")
+        failures = materialize(
             self.infrastructure_failure_digests, "usage.infrastructure_failure_digests"
         )
         for digest in failures:
-            _check_digest(digest, "usage.infrastructure_failure_digests")
+            check_digest(digest, "usage.infrastructure_failure_digests")
         if len(set(failures)) != len(failures):
             raise FeedbackBudgetError("already_recorded", "usage.infrastructure_failure_digests")
         approved = self._checked_approvals(frozenset(failures))
@@ -85,8 +85,8 @@ class SubmissionUsage:
             raise FeedbackBudgetError("invalid_mapping", "usage.approved_failures") from None
         approved: dict[str, str] = {}
         for failure, approval in pairs:
-            _check_digest(failure, "usage.approved_failures")
-            _check_digest(approval, "usage.approved_failures")
+            check_digest(failure, "usage.approved_failures")
+            check_digest(approval, "usage.approved_failures")
             if failure not in recorded:
                 raise FeedbackBudgetError("not_recorded", "usage.approved_failures")
             approved[failure] = approval
@@ -129,7 +129,7 @@ class SubmissionUsage:
         sorts keys, so a round trip through canonical JSON keeps the set of
         approvals but not their order.
         """
-        fields = _check_keys(document, _USAGE_KEYS, "usage")
+        fields = check_keys(document, USAGE_KEYS, "usage")
         return cls(
             official_attempts=fields["official_attempts"],
             scored_attempts=fields["scored_attempts"],
@@ -142,10 +142,10 @@ class SubmissionUsage:
     @classmethod
     def from_json(cls, data: bytes | str) -> SubmissionUsage:
         """Strictly parse a usage document (``usage: invalid_document`` if not JSON)."""
-        return _parse_json(data, "usage", cls.from_dict)
+        return parse_json(data, "usage", cls.from_dict)
 
 
-_EMPTY_USAGE: Final = SubmissionUsage()
+EMPTY_USAGE: Final = SubmissionUsage()
 
 
 # ---------------------------------------------------------------------------
@@ -169,7 +169,7 @@ class LedgerUsage:
 
     def __post_init__(self) -> None:
         """Validate keys, values and ledger-wide approval uniqueness."""
-        _check_schema(self.schema_version, LEDGER_USAGE_SCHEMA, "ledger_usage.schema_version")
+        check_schema(self.schema_version, LEDGER_USAGE_SCHEMA, "ledger_usage.schema_version")
         if not isinstance(self.entries, Mapping):
             raise FeedbackBudgetError("invalid_mapping", "ledger_usage.entries")
         try:
@@ -181,8 +181,8 @@ class LedgerUsage:
         for key, usage in pairs:
             if type(key) is not tuple or len(key) != 2:
                 raise FeedbackBudgetError("invalid_document", "ledger_usage.entries")
-            _check_digest(key[0], "ledger_usage.entries.epoch_digest")
-            _check_digest(key[1], "ledger_usage.entries.submission_digest")
+            check_digest(key[0], "ledger_usage.entries.epoch_digest")
+            check_digest(key[1], "ledger_usage.entries.submission_digest")
             if not isinstance(usage, SubmissionUsage):
                 raise FeedbackBudgetError("invalid_document", "ledger_usage.entries")
             if not approvals.isdisjoint(usage.approved_failures.values()):
@@ -217,15 +217,15 @@ class LedgerUsage:
     @classmethod
     def from_dict(cls, document: object) -> LedgerUsage:
         """Build from a parsed ledger usage document; repeated pairs are refused."""
-        fields = _check_keys(document, _LEDGER_USAGE_KEYS, "ledger_usage")
-        _check_schema(fields["schema_version"], LEDGER_USAGE_SCHEMA, "ledger_usage.schema_version")
+        fields = check_keys(document, LEDGER_USAGE_KEYS, "ledger_usage")
+        check_schema(fields["schema_version"], LEDGER_USAGE_SCHEMA, "ledger_usage.schema_version")
         entries: dict[tuple[str, str], SubmissionUsage] = {}
-        for index, entry in enumerate(_materialize(fields["entries"], "ledger_usage.entries")):
+        for index, entry in enumerate(materialize(fields["entries"], "ledger_usage.entries")):
             name = f"ledger_usage.entries[{index}]"
-            item = _check_keys(entry, _ENTRY_KEYS, name)
+            item = check_keys(entry, ENTRY_KEYS, name)
             key = (
-                _check_digest(item["epoch_digest"], f"{name}.epoch_digest"),
-                _check_digest(item["submission_digest"], f"{name}.submission_digest"),
+                check_digest(item["epoch_digest"], f"{name}.epoch_digest"),
+                check_digest(item["submission_digest"], f"{name}.submission_digest"),
             )
             if key in entries:
                 raise FeedbackBudgetError("duplicate_entry", name)
@@ -235,4 +235,4 @@ class LedgerUsage:
     @classmethod
     def from_json(cls, data: bytes | str) -> LedgerUsage:
         """Strictly parse a ledger usage document."""
-        return _parse_json(data, "ledger_usage", cls.from_dict)
+        return parse_json(data, "ledger_usage", cls.from_dict)

@@ -12,8 +12,9 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, TypeVar
 
+from sealeval import _validate
 from sealeval._validate import check_closed
-from sealeval.canonical import decode, is_digest
+from sealeval.canonical import decode
 from sealeval.errors import CanonicalError, SessionError
 
 __all__ = [
@@ -48,7 +49,7 @@ MAX_LIMIT: Final = 2**31 - 1
 #: Largest count accepted in any document (exactly representable in binary64).
 MAX_COUNT: Final = 2**53 - 1
 
-_POLICY_KEYS: Final = frozenset(
+POLICY_KEYS: Final = frozenset(
     {
         "coarse_score_boundaries",
         "detailed_feedback_limit",
@@ -57,7 +58,7 @@ _POLICY_KEYS: Final = frozenset(
         "schema_version",
     }
 )
-_USAGE_KEYS: Final = frozenset(
+USAGE_KEYS: Final = frozenset(
     {
         "approved_failures",
         "detailed_feedback_used",
@@ -67,8 +68,8 @@ _USAGE_KEYS: Final = frozenset(
         "scored_attempts",
     }
 )
-_LEDGER_USAGE_KEYS: Final = frozenset({"entries", "schema_version"})
-_ENTRY_KEYS: Final = frozenset({"epoch_digest", "submission_digest", "usage"})
+LEDGER_USAGE_KEYS: Final = frozenset({"entries", "schema_version"})
+ENTRY_KEYS: Final = frozenset({"epoch_digest", "submission_digest", "usage"})
 
 
 class FeedbackBudgetError(SessionError):
@@ -115,7 +116,7 @@ def _is_sequence(value: object) -> bool:
     return isinstance(value, Sequence) and not isinstance(value, str | bytes | bytearray)
 
 
-def _materialize(value: object, field_name: str) -> tuple[Any, ...]:
+def materialize(value: object, field_name: str) -> tuple[Any, ...]:
     """Copy a sequence into a tuple; hostile sequences become ``invalid_sequence``."""
     if not _is_sequence(value):
         raise FeedbackBudgetError("invalid_sequence", field_name)
@@ -140,7 +141,7 @@ def _as_float(value: int | float) -> float | None:
     return number if math.isfinite(number) else None
 
 
-def _check_score(value: object) -> float:
+def check_score(value: object) -> float:
     """Return the score as a float; refuse anything but a finite number in [0, 1]."""
     if not _is_number(value):
         raise FeedbackBudgetError("invalid", "score")
@@ -150,8 +151,9 @@ def _check_score(value: object) -> float:
     return number
 
 
-def _check_boundaries(value: object) -> tuple[float, ...]:
-    items = _materialize(value, "coarse_score_boundaries")
+def check_boundaries(value: object) -> tuple[float, ...]:
+    """Return the coarse score boundaries: non-empty, each in ``(0, 1)``, strictly increasing."""
+    items = materialize(value, "coarse_score_boundaries")
     if not items:
         raise FeedbackBudgetError("empty", "coarse_score_boundaries")
     floats: list[float] = []
@@ -165,43 +167,48 @@ def _check_boundaries(value: object) -> tuple[float, ...]:
     return tuple(floats)
 
 
-def _check_limit(value: object, field_name: str) -> int:
+def check_limit(value: object, field_name: str) -> int:
+    """Return an exact ``int`` limit in ``0..MAX_LIMIT``, or refuse ``invalid``."""
     if type(value) is not int or not 0 <= value <= MAX_LIMIT:
         raise FeedbackBudgetError("invalid", field_name)
     return value
 
 
-def _check_count(value: object, field_name: str) -> int:
+def check_count(value: object, field_name: str) -> int:
+    """Return an exact ``int`` count in ``0..MAX_COUNT``, or refuse ``invalid``."""
     if type(value) is not int or not 0 <= value <= MAX_COUNT:
         raise FeedbackBudgetError("invalid", field_name)
     return value
 
 
-def _check_schema(value: object, expected: str, field_name: str) -> None:
+def check_schema(value: object, expected: str, field_name: str) -> None:
+    """Refuse ``unsupported_version`` unless ``value`` is exactly ``expected``."""
     if type(value) is not str or value != expected:
         raise FeedbackBudgetError("unsupported_version", field_name)
 
 
-def _check_digest(value: object, field_name: str) -> str:
-    if not is_digest(value):
-        raise FeedbackBudgetError("invalid_digest", field_name)
-    return value  # type: ignore[return-value]
+def check_digest(value: object, field_name: str) -> str:
+    """Return a ``sha256:`` digest, or refuse ``invalid_digest`` at ``field_name``."""
+    return _validate.check_digest(value, field_name, error=FeedbackBudgetError)  # type: ignore[return-value]
 
 
-def _check_keys(document: object, keys: frozenset[str], name: str) -> Mapping[str, Any]:
+def check_keys(document: object, keys: frozenset[str], name: str) -> Mapping[str, Any]:
     """Refuse a non-mapping, unknown keys, then missing keys (alphabetical, named each)."""
-    check_closed(document, name, (), keys, error=FeedbackBudgetError, type_code="invalid_document")
-    assert isinstance(document, Mapping)
-    for key in sorted(keys):
-        if key not in document:
-            raise FeedbackBudgetError("missing_field", f"{name}.{key}")
-    return document
+    return check_closed(
+        document,
+        name,
+        sorted(keys),
+        error=FeedbackBudgetError,
+        type_code="invalid_document",
+        missing_prefix=f"{name}.",
+    )
 
 
 _T = TypeVar("_T")
 
 
-def _parse_json(data: bytes | str, name: str, build: Callable[[object], _T]) -> _T:
+def parse_json(data: bytes | str, name: str, build: Callable[[object], _T]) -> _T:
+    """Strictly decode ``data`` (``invalid_document`` at ``name``) and build from it."""
     try:
         document = decode(data)
     except CanonicalError:
@@ -219,4 +226,4 @@ def coarse_band(boundaries: object, score: object) -> int:
         FeedbackBudgetError: ``coarse_score_boundaries: <code>`` as for a
             policy, or ``score: invalid``.
     """
-    return bisect.bisect_right(_check_boundaries(boundaries), _check_score(score))
+    return bisect.bisect_right(check_boundaries(boundaries), check_score(score))

@@ -33,7 +33,7 @@ from typing import IO, Any, Final
 
 from sealeval.captured.errors import CapturedRunError
 from sealeval.captured.importers.base import DETECT_BYTES, ImportOptions, ImportRefusalError
-from sealeval.captured.importers.jsonl import bound_containers, refuse
+from sealeval.captured.importers.jsonl import bound_containers, plain_row, refuse
 from sealeval.captured.importers.jsonl import open_source as open_regular
 from sealeval.captured.run import Record
 
@@ -47,11 +47,13 @@ __all__ = [
     "Shape",
     "as_float",
     "build_record",
+    "check_complete",
     "contains_nan",
     "error_text",
     "first_object",
     "identifier",
     "iter_jsonl",
+    "iter_jsonl_rows",
     "iter_table",
     "loads",
     "number",
@@ -83,7 +85,7 @@ _WHITESPACE: Final = b" \t\n\x0b\x0c\r"
 # Files
 
 
-def read_bounded(handle: IO[bytes], limit: int, field: str = "source") -> bytes:
+def read_bounded(handle: IO[bytes], limit: int, field: str = "file") -> bytes:
     """Read the rest of ``handle``; more than ``limit`` bytes is ``too_large``."""
     try:
         data = handle.read(limit + 1)
@@ -242,13 +244,29 @@ def iter_jsonl(
     ``options.max_line_bytes`` is ``too_large``; a line that is not a JSON
     object is ``invalid_jsonl_line``.
     """
+    for where, value, nan, _ in iter_jsonl_rows(handle, options):
+        yield where, value, nan
+
+
+def iter_jsonl_rows(
+    handle: IO[bytes], options: ImportOptions
+) -> Iterator[tuple[str, dict[str, Any], bool, int | None]]:
+    """Yield what :func:`iter_jsonl` yields, plus the row's nesting bound when known.
+
+    A line without ``NaN`` that the strict decoder's scanner reads the fast
+    way (:func:`~sealeval.captured.importers.jsonl.plain_row`) gives its
+    bracket count: the row is then exactly as the strict decoder returns it,
+    and a record that reuses its members unmodified can skip walking them
+    again (``plain_record_bytes(decoded=...)``). Other lines are decoded by
+    :func:`loads` (same values, refusals named as before) and give ``None``.
+    """
     limit = options.max_line_bytes
     number_ = 0
     while True:
         try:
             line = handle.readline(limit + 1)
         except OSError:  # pragma: no cover - a read error after a successful open
-            raise refuse("unreadable", "source") from None
+            raise refuse("unreadable", "file") from None
         if not line:
             return
         number_ += 1
@@ -257,10 +275,15 @@ def iter_jsonl(
             raise refuse("too_large", where)
         if not line.strip(_WHITESPACE):
             continue
+        if b"NaN" not in line:
+            fast = plain_row(line)
+            if fast is not None:
+                yield where, fast[0], False, fast[1]
+                continue
         value, nan = loads(line, where, invalid="invalid_jsonl_line")
         if type(value) is not dict:
             raise refuse("invalid_jsonl_line", where)
-        yield where, value, nan
+        yield where, value, nan, None
 
 
 def iter_table(path: Path, options: ImportOptions) -> Iterator[tuple[str, dict[str, Any], bool]]:
@@ -277,9 +300,9 @@ def iter_table(path: Path, options: ImportOptions) -> Iterator[tuple[str, dict[s
             return
         handle.seek(0)
         raw = read_bounded(handle, options.max_line_bytes)
-    rows, nan = loads(raw, "source")
+    rows, nan = loads(raw, "file")
     if type(rows) is not list:
-        raise refuse("invalid_document", "source")
+        raise refuse("invalid_document", "file")
     for position, row in enumerate(rows):
         if type(row) is not dict:
             raise refuse("invalid_document", f"rows[{position}]")
@@ -687,3 +710,19 @@ def build_record(
         code = "invalid_id" if member == "id" else "invalid_field"
         field = f"{where}.{member}" if member else where
         raise refuse(code, field if len(field) <= 128 else where) from None
+
+
+def check_complete(stated: int | None, present: int, options: ImportOptions) -> dict[str, int]:
+    """Refuse (``incomplete_export``) fewer records than a file states, unless allowed.
+
+    ``stated`` is the file's own total (Inspect ``results``, lm-eval
+    ``n-samples``, promptfoo ``stats``), ``None`` when it states none.
+
+    Returns the facts an allowed partial import records in each record's
+    context (``stated_samples``, ``present_samples``), else nothing.
+    """
+    if stated is None or present >= stated or present == 0:
+        return {}  # nothing present is ``no_records``
+    if not options.allow_partial:
+        raise refuse("incomplete_export", "file")
+    return {"stated_samples": stated, "present_samples": present}

@@ -44,6 +44,8 @@ class Stated:
     source_name: str | None = None
     source_version: str | None = None
     run_id: str | None = None
+    #: The task the file's results belong to (Inspect ``eval.task``), where it says.
+    task: str | None = None
 
     def __repr__(self) -> str:
         """Never show stated values."""
@@ -84,7 +86,7 @@ def read_document(path: Path, options: ImportOptions) -> tuple[dict[str, Any], b
     """
     value, nan = read_value(path, options)
     if type(value) is not dict:
-        raise refuse("invalid_document", "source")
+        raise refuse("invalid_document", "file")
     return value, nan
 
 
@@ -92,13 +94,13 @@ def read_value(path: Path, options: ImportOptions) -> tuple[Any, bool]:
     """Read a whole JSON document of any kind (bounded by ``options.max_line_bytes``)."""
     with open_regular(path) as handle:
         raw = read_bounded(handle, options.max_line_bytes)
-    return loads(raw, "source")
+    return loads(raw, "file")
 
 
-def read_head(path: Path) -> bytes:
-    """Return the first :data:`DETECT_BYTES` bytes of a regular file."""
+def read_head(path: Path, limit: int = DETECT_BYTES) -> bytes:
+    """Return the first ``limit`` (:data:`DETECT_BYTES`) bytes of a regular file."""
     with open_regular(path) as handle:
         try:
-            return handle.read(DETECT_BYTES)
+            return handle.read(limit)
         except OSError:  # pragma: no cover - a read error after a successful open
-            raise refuse("unreadable", "source") from None
+            raise refuse("unreadable", "file") from None

@@ -76,9 +76,9 @@ class FolderPlan:
             try:
                 after = _identity(path.lstat())
             except OSError:
-                raise refuse("source_changed", "source") from None
+                raise refuse("source_changed", "file") from None
             if after != before:
-                raise refuse("source_changed", "source")
+                raise refuse("source_changed", "file")
 
 
 def _identity(result: os.stat_result) -> tuple[int, ...]:
@@ -92,7 +92,7 @@ def _regular_files(folder: Path) -> Iterator[tuple[str, Path]]:
         with os.scandir(folder) as top:
             entries = sorted(top, key=lambda entry: entry.name)
     except OSError:
-        raise refuse("unreadable", "source") from None
+        raise refuse("unreadable", "file") from None
     for entry in entries:
         if entry.is_symlink():
             continue
@@ -104,13 +104,13 @@ def _regular_files(folder: Path) -> Iterator[tuple[str, Path]]:
                 with os.scandir(entry.path) as inner:
                     children = sorted(inner, key=lambda child: child.name)
             except OSError:
-                raise refuse("unreadable", "source") from None
+                raise refuse("unreadable", "file") from None
             for child in children:
                 if child.is_file(follow_symlinks=False) and not child.is_symlink():
                     count += 1
                     yield f"{entry.name}/{child.name}", Path(child.path)
         if count > _MAX_FILES:
-            raise refuse("too_large", "source")
+            raise refuse("too_large", "file")
 
 
 def _hash(path: Path) -> tuple[str, tuple[int, ...]]:
@@ -141,7 +141,7 @@ class FolderImporter(NativeImporter):
         """Choose the files (``no_records`` when none) and hash each one."""
         files = self._choose(folder, options)
         if not files:
-            raise refuse("no_records", "source")
+            raise refuse("no_records", "file")
         hashed = [_hash(path) for _, path, _ in files]
         return FolderPlan(tuple(files), tuple(d for d, _ in hashed), tuple(i for _, i in hashed))
 
@@ -188,7 +188,7 @@ class LmEvalFolderImporter(FolderImporter):
             if key not in latest or stamp > latest[key][0]:
                 latest[key] = (stamp, relative, path)
         if len({model for model, _ in latest}) > 1:
-            raise refuse("ambiguous_format", "source")
+            raise refuse("ambiguous_format", "file")
         return [(relative, path, task) for (_, task), (_, relative, path) in sorted(latest.items())]
 
     def stated(self, path: Path, options: ImportOptions) -> Stated:
@@ -242,7 +242,7 @@ class InspectFolderImporter(FolderImporter):
                     raise refuse("missing_field", "eval.task")
                 if task is None:
                     if found in tasks:
-                        raise refuse("ambiguous_format", "source")
+                        raise refuse("ambiguous_format", "file")
                     task = found
                     tasks.add(task)
                 yield _slice(record, task)

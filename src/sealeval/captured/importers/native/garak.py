@@ -96,7 +96,7 @@ class GarakReportImporter(NativeImporter):
         first = first_object(head)
         keys = first.keys() if first is not None else scan(head).names()
         if keys >= _HIT_KEYS and "entry_type" not in keys:
-            raise refuse("not_results", "source")
+            raise refuse("not_results", "file")
         facts: dict[str, Any] = {}
         attempts = _Attempts()
         ids = Ids()
@@ -122,9 +122,9 @@ class GarakReportImporter(NativeImporter):
                 count += 1
                 yield record
         if not attempted:  # a digest or run entries only: aggregates, no attempts
-            raise refuse("not_results", "source")
+            raise refuse("not_results", "file")
         if count == 0:
-            raise refuse("no_records", "source")
+            raise refuse("no_records", "file")
 
 
 class _Attempts:

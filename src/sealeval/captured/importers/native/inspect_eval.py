@@ -65,6 +65,7 @@ from sealeval.captured.importers.native._common import (
     Scores,
     as_float,
     build_record,
+    check_complete,
     identifier,
     loads,
     number,
@@ -82,7 +83,6 @@ __all__ = [
     "MAX_ARCHIVE_ENTRIES",
     "MAX_DIRECTORY_BYTES",
     "InspectEvalImporter",
-    "check_complete",
     "check_directory",
     "log_header",
     "sample_record",
@@ -90,6 +90,10 @@ __all__ = [
 ]
 
 _ZSTD_METHOD: Final = 93
+#: Inspect log format versions read: 1 and 2, and 3 (Inspect AI >= 0.3.135,
+#: which adds a per-sample ``message_pool`` and the header's ``invalidated``;
+#: the members records are built from are unchanged).
+_LOG_VERSIONS: Final = (1, 2, 3)
 _ZIPFILE_METHODS: Final = frozenset(
     {zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA}
 )
@@ -131,7 +135,7 @@ class InspectEvalImporter(NativeImporter):
             try:
                 archive = zipfile.ZipFile(handle)
             except (zipfile.BadZipFile, OSError, ValueError, EOFError):
-                raise refuse("invalid_archive", "source") from None
+                raise refuse("invalid_archive", "file") from None
             with archive:
                 info = next((i for i in archive.infolist() if i.filename == "header.json"), None)
                 if info is None:
@@ -146,7 +150,7 @@ class InspectEvalImporter(NativeImporter):
             try:
                 archive = zipfile.ZipFile(handle)
             except (zipfile.BadZipFile, OSError, ValueError, EOFError):
-                raise refuse("invalid_archive", "source") from None
+                raise refuse("invalid_archive", "file") from None
             with archive:
                 yield from _records(archive, handle, options)
 
@@ -186,7 +190,7 @@ def check_directory(
         handle.seek(tail_start)
         tail = handle.read(size - tail_start)
     except OSError:
-        raise refuse("invalid_archive", "source") from None
+        raise refuse("invalid_archive", "file") from None
     end = tail.rfind(_END)
     if end < 0 or len(tail) - end < _END_SIZE:
         return
@@ -198,7 +202,7 @@ def check_directory(
         if zip64 is not None:
             entries, directory_size, directory_offset = zip64
     if entries > max_entries or directory_size > max_bytes:
-        raise refuse("too_large", "source")
+        raise refuse("too_large", "file")
     try:
         handle.seek(directory_offset)
         directory = handle.read(directory_size)
@@ -209,7 +213,7 @@ def check_directory(
     while position + _ENTRY_SIZE <= len(directory) and directory.startswith(_ENTRY, position):
         count += 1
         if count > max_entries:
-            raise refuse("too_large", "source")
+            raise refuse("too_large", "file")
         name, extra, comment = struct.unpack_from("<HHH", directory, position + 28)
         position += _ENTRY_SIZE + name + extra + comment
 
@@ -230,7 +234,7 @@ def _records(archive: zipfile.ZipFile, handle: IO[bytes], options: ImportOptions
     infos = archive.infolist()
     names = [info.filename for info in infos]
     if len(set(names)) != len(names):
-        raise refuse("invalid_archive", "source")
+        raise refuse("invalid_archive", "file")
     header_info = next((info for info in infos if info.filename == "header.json"), None)
     if header_info is None:
         raise refuse("incomplete_run", "header")
@@ -263,12 +267,14 @@ def log_header(header: Any, root: str) -> tuple[int, dict[str, Any], int | None]
     """
     prefix = f"{root}." if root else ""
     if type(header) is not dict:
-        raise refuse("invalid_document", root or "source")
+        raise refuse("invalid_document", root or "file")
     version = header.get("version")
-    if type(version) is not int or version not in (1, 2):
+    if type(version) is not int or version not in _LOG_VERSIONS:
         raise refuse("unsupported_version", f"{prefix}version")
     if header.get("status") != "success":
         raise refuse("incomplete_run", f"{prefix}status")
+    if header.get("invalidated", False) is not False:
+        raise refuse("incomplete_run", f"{prefix}invalidated")
     spec = header.get("eval")
     if type(spec) is not dict:
         raise refuse("missing_field", f"{prefix}eval")
@@ -290,31 +296,20 @@ def log_header(header: Any, root: str) -> tuple[int, dict[str, Any], int | None]
 
 
 def stated_by_header(header: Any) -> Stated:
-    """Return what an Inspect header states: ``eval.run_id``, ``eval.packages.inspect_ai``."""
+    """Return what an Inspect header states: ``eval.run_id``, ``eval.packages.inspect_ai``, task."""
     spec = header.get("eval") if type(header) is dict else None
     if type(spec) is not dict:
         return Stated()
     packages = spec.get("packages")
     version = packages.get("inspect_ai") if type(packages) is dict else None
     run_id = spec.get("run_id")
+    task = spec.get("task")
     return Stated(
         source_name="inspect_ai",
         source_version=version if type(version) is str and version else None,
         run_id=run_id if type(run_id) is str and run_id else None,
+        task=task if type(task) is str and task else None,
     )
-
-
-def check_complete(stated: int | None, present: int, options: ImportOptions) -> dict[str, int]:
-    """Refuse (``incomplete_export``) fewer records than a file states, unless allowed.
-
-    Returns the facts an allowed partial import records in each record's
-    context (``stated_samples``, ``present_samples``), else nothing.
-    """
-    if stated is None or present >= stated or present == 0:
-        return {}  # nothing present is ``no_records``
-    if not options.allow_partial:
-        raise refuse("incomplete_export", "source")
-    return {"stated_samples": stated, "present_samples": present}
 
 
 def _member(

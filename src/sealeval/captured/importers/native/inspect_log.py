@@ -26,10 +26,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from sealeval.captured.importers.base import ImportOptions, RecordSource
-from sealeval.captured.importers.native._common import Ids, refuse
+from sealeval.captured.importers.native._common import Ids, check_complete, refuse
 from sealeval.captured.importers.native._skeleton import NativeImporter, Stated, read_document
 from sealeval.captured.importers.native.inspect_eval import (
-    check_complete,
     log_header,
     sample_record,
     stated_by_header,

@@ -111,7 +111,7 @@ class LightevalDetailsImporter(NativeImporter):
                 context={"upstream_record": clean},
             )
         if position < 0:
-            raise refuse("no_records", "source")
+            raise refuse("no_records", "file")
 
 
 def _expected(doc: dict[str, Any], field: str) -> Any:
@@ -166,7 +166,7 @@ def _parquet_rows(path: Path) -> Iterator[tuple[str, dict[str, Any], bool]]:
     except ImportRefusalError:
         raise
     except Exception:  # noqa: BLE001 - pyarrow's errors may quote the file
-        raise refuse("invalid_document", "source") from None
+        raise refuse("invalid_document", "file") from None
 
 
 def _plain(value: Any) -> Any:

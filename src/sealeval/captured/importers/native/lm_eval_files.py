@@ -47,8 +47,14 @@ layout and through either adapter where both read a file:
   it into the run digest), ``lm_eval_version``, ``model``, ``model_args``,
   ``model_name``, ``date``, ``task_version``, ``n_shot``.
 
-Memory: JSONL is read twice, one line at a time (filters first, then
-records); the array layout is one document held in memory (at most
+Completeness: the results file's ``n-samples[<task>]`` (``effective``, else
+``original``) states how many documents the task evaluated; a samples file
+holding fewer distinct ``doc_id`` is refused (``incomplete_export``) unless
+``allow_partial``, which adds ``stated_samples`` and ``present_samples`` to
+``context.lm_eval``.
+
+Memory: JSONL is read twice, one line at a time (filters and distinct
+documents first, then records); the array layout is one document held in memory (at most
 ``max_line_bytes``).
 """
 
@@ -59,14 +65,16 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any, Final
 
-from sealeval.captured.importers.base import ImportOptions, RecordSource
+from sealeval.captured.importers.base import WIDE_DETECT_BYTES, ImportOptions, RecordSource
 from sealeval.captured.importers.native._common import (
     MAX_ERROR_LENGTH,
     Ids,
     Scores,
     Shape,
+    check_complete,
     identifier,
     iter_jsonl,
+    iter_jsonl_rows,
     number,
     open_regular,
     read_companion,
@@ -119,22 +127,64 @@ class LmEvalLogSamplesImporter(NativeImporter):
             source_version=version if type(version) is str and version else None,
         )
 
+    def falls_short(self, path: Path, options: ImportOptions) -> bool:
+        """Whether the results file beside states more documents than these samples hold.
+
+        ``auto`` then reads a >= 0.4.3 samples file with this reader rather than
+        the specified ``lm-eval-samples`` adapter (which reads one file only), so
+        the shortfall is refused (``incomplete_export``) or, with
+        ``allow_partial``, recorded.
+        """
+        if scan(read_head(path)).kind == "array":
+            return False  # auto already reads the 0.4.0-0.4.2 layout with this reader
+        _, stated = _read_results(path, layout="lines")
+        if stated is None:
+            return False
+        with open_regular(path) as handle:
+            _, documents = _first_pass(handle, options)
+        return 0 < documents < stated
+
     def records(self, path: Path, options: ImportOptions) -> RecordSource:
         """Yield one record per row, in file order."""
         shape = scan(read_head(path))
+        if shape.kind != "array" and "doc_id" not in shape.names():
+            # a results file's identifying members can follow a long ``configs`` block
+            shape = scan(read_head(path, WIDE_DETECT_BYTES))
         if _is_results(shape):
-            raise refuse("not_results", "source")
+            raise refuse("not_results", "file")
         if shape.kind == "array":
             yield from self._array(path, options)
         else:
-            yield from self._lines(path, options)
+            for record, _ in self._lines(path, options):
+                yield record
+
+    def decoded_records(
+        self, path: Path, options: ImportOptions
+    ) -> Iterator[tuple[Any, tuple[dict[str, Any], int] | None]]:
+        """Yield :meth:`records`' records, each with ``(row, nesting bound)`` when known.
+
+        The pair is given for a record mapped from a row exactly as the strict
+        decoder returns it and not modified (a line without ``NaN``), so the
+        run writer need not walk the row's members again
+        (``plain_record_bytes(decoded=...)``); ``None`` otherwise.
+        """
+        shape = scan(read_head(path))
+        if shape.kind == "array" or "doc_id" not in shape.names():
+            for record in self.records(path, options):
+                yield record, None
+            return
+        yield from self._lines(path, options)
 
     def _array(self, path: Path, options: ImportOptions) -> RecordSource:
         rows, nan = read_value(path, options)
         if type(rows) is not list:
-            raise refuse("invalid_document", "source")
-        facts = _facts(path, layout="array")
+            raise refuse("invalid_document", "file")
+        facts, stated = _read_results(path, layout="array")
         multi = _multi_filter((row.get("filter") if type(row) is dict else None) for row in rows)
+        documents = {_doc_key(row.get("doc_id")) for row in rows if type(row) is dict}
+        partial = check_complete(stated, len(documents), options)
+        if partial:
+            facts = {**facts, **partial}
         ids = Ids()
         for position, row in enumerate(rows):
             where = f"rows[{position}]"
@@ -146,22 +196,31 @@ class LmEvalLogSamplesImporter(NativeImporter):
             ids.add(record["id"], f"{where}.doc_id")
             yield record
         if not rows:
-            raise refuse("no_records", "source")
+            raise refuse("no_records", "file")
 
-    def _lines(self, path: Path, options: ImportOptions) -> RecordSource:
+    def _lines(
+        self, path: Path, options: ImportOptions
+    ) -> Iterator[tuple[dict[str, Any], tuple[dict[str, Any], int] | None]]:
+        facts, stated = _read_results(path, layout="lines")
         with open_regular(path) as handle:
-            multi = _multi_filter(_filters(handle, options))
-        facts = _facts(path, layout="lines")
+            if stated is None:  # nothing to count: stop at the second filter
+                multi = _multi_filter(_filters(handle, options))
+            else:
+                names, documents = _first_pass(handle, options)
+                multi = _multi_filter(names)
+                partial = check_complete(stated, documents, options)
+                if partial:
+                    facts = {**facts, **partial}
         ids = Ids()
         count = 0
         with open_regular(path) as handle:
-            for where, row, nan in iter_jsonl(handle, options):
+            for where, row, nan, height in iter_jsonl_rows(handle, options):
                 record = _record(row, where, multi=multi, options=options, nan=nan, facts=facts)
                 ids.add(record["id"], f"{where}.doc_id")
                 count += 1
-                yield record
+                yield record, None if height is None else (row, height)
         if count == 0:
-            raise refuse("no_records", "source")
+            raise refuse("no_records", "file")
 
 
 def chosen_fields(row: dict[str, Any], paths: tuple[str, ...]) -> dict[str, str]:
@@ -189,6 +248,23 @@ def _is_results(shape: Shape) -> bool:
 def _filters(handle: IO[bytes], options: ImportOptions) -> Iterator[object]:
     for _, row, _ in iter_jsonl(handle, options):
         yield row.get("filter")
+
+
+def _first_pass(handle: IO[bytes], options: ImportOptions) -> tuple[list[object], int]:
+    """Return the filter names that occur (each once) and the number of distinct documents."""
+    names: list[object] = []
+    documents: set[tuple[str, object]] = set()
+    for _, row, _ in iter_jsonl(handle, options):
+        name = row.get("filter")
+        if name not in names:
+            names.append(name)
+        documents.add(_doc_key(row.get("doc_id")))
+    return names, len(documents)
+
+
+def _doc_key(doc_id: Any) -> tuple[str, object]:
+    """Return a hashable key telling documents apart (``doc_id`` 1 and ``"1"`` differ)."""
+    return (type(doc_id).__name__, doc_id if type(doc_id) in (int, str) else repr(doc_id))
 
 
 def _multi_filter(filters: Iterable[object]) -> bool:
@@ -262,6 +338,11 @@ def samples_name(name: str) -> tuple[str, str] | None:
 
 def _facts(path: Path, *, layout: str) -> dict[str, Any]:
     """Collect the run facts of the results file beside the samples and the task name."""
+    return _read_results(path, layout=layout)[0]
+
+
+def _read_results(path: Path, *, layout: str) -> tuple[dict[str, Any], int | None]:
+    """Return the run facts (:func:`_facts`) and the task's ``n-samples``."""
     match = _NEW_NAME.fullmatch(path.name)
     task = match["task"] if match is not None else None
     if match is not None:
@@ -269,6 +350,7 @@ def _facts(path: Path, *, layout: str) -> dict[str, Any]:
     else:
         companion = sibling(path, "results.json") if layout == "array" else None
     facts: dict[str, Any] = {}
+    stated = None
     if companion is not None:
         read = read_companion(companion, "results")
         if type(read.value) is not dict:
@@ -276,9 +358,22 @@ def _facts(path: Path, *, layout: str) -> dict[str, Any]:
         facts["results_digest"] = read.digest
         task = task or _task_from_configs(path, read.value.get("configs"))
         facts.update(_results_facts(read.value, task))
+        stated = _n_samples(read.value.get("n-samples"), task)
     if task is not None:
         facts["task"] = task
-    return facts
+    return facts, stated
+
+
+def _n_samples(table: Any, task: str | None) -> int | None:
+    """``n-samples[task]``: ``effective`` (documents after ``--limit``), else ``original``."""
+    entry = table.get(task) if type(table) is dict and task is not None else None
+    if type(entry) is not dict:
+        return None
+    for key in ("effective", "original"):
+        value = entry.get(key)
+        if type(value) is int and value >= 0:
+            return value
+    return None
 
 
 def _task_from_configs(path: Path, configs: Any) -> str | None:

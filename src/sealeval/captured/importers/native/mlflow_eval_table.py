@@ -82,7 +82,7 @@ class MlflowEvalTableImporter(NativeImporter):
         """Yield one record per row of ``data``, in order."""
         table, nan = read_document(path, options)
         if set(table) != {"columns", "data"}:
-            raise refuse("invalid_document", "source")
+            raise refuse("invalid_document", "file")
         columns, data = table["columns"], table["data"]
         if (
             type(columns) is not list

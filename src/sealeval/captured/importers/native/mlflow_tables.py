@@ -106,7 +106,7 @@ class MlflowResultTableImporter(NativeImporter):
             count += 1
             yield record
         if count == 0:
-            raise refuse("no_records", "source")
+            raise refuse("no_records", "file")
 
 
 def _source_run(row: dict[str, Any]) -> str | None:

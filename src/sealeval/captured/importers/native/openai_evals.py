@@ -100,7 +100,7 @@ class OpenAIEvalsLogImporter(NativeImporter):
                 clean = without_nan(row) if nan else row
                 _line(row, clean, where, samples=samples, run=run, event_ids=event_ids)
         if not samples:
-            raise refuse("no_records", "source")
+            raise refuse("no_records", "file")
         facts: dict[str, Any] = {key: run[key] for key in ("run_id", "eval_name") if key in run}
         for position, (sample_id, sample) in enumerate(samples.items()):
             yield _record(sample_id, sample, f"samples[{position}]", facts, options)

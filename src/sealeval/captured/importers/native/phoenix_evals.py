@@ -88,7 +88,7 @@ class PhoenixEvalsRowsImporter(NativeImporter):
             else:
                 yield _frame(row, clean, where, str(position), options)
         if position < 0:
-            raise refuse("no_records", "source")
+            raise refuse("no_records", "file")
 
 
 def _frame(

@@ -37,6 +37,11 @@ Per row (one per test x prompt x provider, in file order):
   ``failureReason`` (older promptfoo) are errored when they carry an error.
 * ``context``: ``prompt`` and ``upstream_record`` (the row).
 
+Completeness: a JSON document whose ``results.stats`` (``successes +
+failures + errors``) states more rows than ``results.results`` holds is
+refused (``incomplete_export``) unless ``allow_partial``, which adds
+``context.promptfoo`` = ``{stated_samples, present_samples}``.
+
 ``NaN``: promptfoo is JavaScript and its JSON writer never emits the token,
 so a bare ``NaN`` is refused (``non_finite_number``) whatever
 ``nan_as_missing_score`` says. Memory: the JSON document is held in memory
@@ -45,7 +50,7 @@ so a bare ``NaN`` is refused (``non_finite_number``) whatever
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, Final
 
@@ -56,6 +61,7 @@ from sealeval.captured.importers.native._common import (
     Scores,
     as_float,
     build_record,
+    check_complete,
     contains_nan,
     identifier,
     iter_jsonl,
@@ -111,28 +117,45 @@ class PromptfooResultsImporter(NativeImporter):
     def records(self, path: Path, options: ImportOptions) -> RecordSource:
         """Yield one record per result row, in file order."""
         shape = scan(read_head(path))
-        rows = (
-            _document_rows(path, options)
-            if shape.kind == "object" and shape.names() >= _DOCUMENT_KEYS
-            else _line_rows(path, options)
-        )
+        partial: dict[str, int] = {}
+        rows: Iterable[tuple[str, dict[str, Any]]]
+        if shape.kind == "object" and shape.names() >= _DOCUMENT_KEYS:
+            listed, stated = _document_rows(path, options)
+            partial = check_complete(stated, len(listed), options)
+            rows = listed
+        else:
+            rows = _line_rows(path, options)
         ids = Ids()
         count = 0
         for where, row in rows:
-            record = _record(row, where, options)
+            record = _record(row, where, options, partial)
             ids.add(record.id, f"{where}.id")
             count += 1
             yield record
         if count == 0:
-            raise refuse("no_records", "source")
+            raise refuse("no_records", "file")
 
 
-def _document_rows(path: Path, options: ImportOptions) -> Iterator[tuple[str, dict[str, Any]]]:
+def _stated(results: dict[str, Any]) -> int | None:
+    """Return the rows ``results.stats`` accounts for (successes + failures + errors) (or None)."""
+    stats = results.get("stats")
+    if type(stats) is not dict:
+        return None
+    counts = [stats.get(key) for key in ("successes", "failures", "errors")]
+    if not all(type(count) is int and count >= 0 for count in counts):
+        return None
+    return sum(count for count in counts if type(count) is int)
+
+
+def _document_rows(
+    path: Path, options: ImportOptions
+) -> tuple[list[tuple[str, dict[str, Any]]], int | None]:
+    """Return the document's result rows (checked to be objects) and the total its stats state."""
     document, nan = read_value(path, options)
     if nan and contains_nan(document):
-        raise refuse("non_finite_number", "source")
+        raise refuse("non_finite_number", "file")
     if type(document) is not dict:
-        raise refuse("invalid_document", "source")
+        raise refuse("invalid_document", "file")
     results = document.get("results")
     if type(results) is not dict:
         raise refuse("missing_field", "results")
@@ -142,11 +165,13 @@ def _document_rows(path: Path, options: ImportOptions) -> Iterator[tuple[str, di
     rows = results.get("results")
     if type(rows) is not list:
         raise refuse("missing_field", "results.results")
+    listed: list[tuple[str, dict[str, Any]]] = []
     for position, row in enumerate(rows):
         where = f"results.results[{position}]"
         if type(row) is not dict:
             raise refuse("invalid_document", where)
-        yield where, row
+        listed.append((where, row))
+    return listed, _stated(results)
 
 
 def _line_rows(path: Path, options: ImportOptions) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -157,7 +182,9 @@ def _line_rows(path: Path, options: ImportOptions) -> Iterator[tuple[str, dict[s
             yield where, row
 
 
-def _record(row: dict[str, Any], where: str, options: ImportOptions) -> Record:
+def _record(
+    row: dict[str, Any], where: str, options: ImportOptions, partial: dict[str, int]
+) -> Record:
     test_case = row.get("testCase")
     if type(test_case) is not dict or "vars" not in test_case:
         raise refuse("missing_field", f"{where}.testCase")
@@ -200,7 +227,11 @@ def _record(row: dict[str, Any], where: str, options: ImportOptions) -> Record:
         scores=_scores(row, where, options),
         metadata=metadata,
         error=_error(row, response or {}, where),
-        context={"prompt": text, "upstream_record": row},
+        context={
+            "prompt": text,
+            "upstream_record": row,
+            **({"promptfoo": partial} if partial else {}),
+        },
     )
 
 

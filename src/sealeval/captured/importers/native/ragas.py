@@ -108,4 +108,4 @@ class RagasResultRowsImporter(NativeImporter):
                 context={"upstream_record": clean},
             )
         if position < 0:
-            raise refuse("no_records", "source")
+            raise refuse("no_records", "file")

@@ -61,9 +61,9 @@ def _entries(path: Path, options: ImportOptions) -> tuple[list[dict[str, Any]], 
     value, nan = read_value(path, options)
     entries = [value] if type(value) is dict else value
     if type(entries) is not list:
-        raise refuse("invalid_document", "source")
+        raise refuse("invalid_document", "file")
     if not entries:
-        raise refuse("no_records", "source")
+        raise refuse("no_records", "file")
     for position, entry in enumerate(entries):
         if type(entry) is not dict:
             raise refuse("invalid_document", f"entries[{position}]")

@@ -1,0 +1,303 @@
+"""Regenerate openmed vector files with other digests, in an alternate tree (openmed venv).
+
+Second step of ``make vectors-alt`` (the first, ``regenerate.py``, copies the shared tree and
+regenerates the invarlock files). For every openmed file named in ``REGENERATORS`` it
+
+1. replays every case of the shared file with the reference and refuses to go on unless the
+   reference reproduces the case's ``expected`` exactly (so the call below is the one the
+   reference's generator made);
+2. renames every well-formed digest of the case's input (component digests, candidate and
+   evidence digests, holdout item digests), re-seals a manifest whose seal was valid, and asks
+   openmed 3.1.0 for the new ``expected``;
+3. refuses a case whose outcome changed kind (a success became a refusal or the closed code
+   changed): renaming must not change what a case tests.
+
+It never imports sealeval and uses only openmed's public functions (the ones
+``scripts/interop/openmed_reference_side.py`` uses, plus the holdout commitment API).
+
+Usage: python regenerate_openmed.py --vectors ../shared/vectors --output DIR [--seed N]
+(``DIR`` is the tree ``regenerate.py`` wrote; the files are rewritten in place.)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from openmed.eval.governance.holdout_commitment import (
+    commit_holdout_manifests,
+    create_inclusion_proof,
+    verify_inclusion_proof,
+)
+from openmed.eval.suites.agent_release import MetricEvidence, evaluate_agent_release_gates
+from openmed.eval.workflows.sealed_manifest import (
+    SealedWorkflowManifest,
+    seal_workflow_manifest,
+    verify_at_evaluation_start,
+)
+from openmed.eval.workflows.session import SessionRecord
+from renaming import DIGEST, DigestRenamer
+
+Case = dict[str, Any]
+
+
+def decode(value: Any) -> Any:
+    """Apply the generators' input conventions (``$float``, ``$bytes_hex``)."""
+    if isinstance(value, dict):
+        if set(value) == {"$float"}:
+            return float(value["$float"])
+        if set(value) == {"$bytes_hex"}:
+            return bytes.fromhex(value["$bytes_hex"])
+        return {key: decode(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [decode(item) for item in value]
+    return value
+
+
+def document(result: Any) -> dict[str, Any]:
+    """Return the ``{canonical, parsed}`` form of a reference object.
+
+    An object without ``to_json`` is encoded in openmed's canonical form (sorted keys, no
+    whitespace, ASCII escapes); the replay of the shared file checks that this is its form.
+    """
+    parsed = result.to_dict()
+    if hasattr(result, "to_json"):
+        return {"canonical": result.to_json(), "parsed": parsed}
+    text = json.dumps(parsed, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return {"canonical": text, "parsed": parsed}
+
+
+def outcome(action: Callable[[], Any]) -> dict[str, Any]:
+    """Return the action's document, or ``{"error_code": text}`` for a refusal."""
+    try:
+        return action()
+    except Exception as error:  # noqa: BLE001 - any refusal is the expected output
+        return {"error_code": str(error)}
+
+
+def manifest_seal(data: Any) -> dict[str, Any]:
+    """Run one ``manifest_seal.json`` case."""
+    if data["op"] == "seal":
+        return outcome(lambda: document(seal_workflow_manifest(data["component_digests"])))
+    return outcome(
+        lambda: document(
+            SealedWorkflowManifest(
+                component_digests=data["component_digests"],
+                manifest_digest=data["manifest_digest"],
+                schema_version=data["schema_version"],
+            )
+        )
+    )
+
+
+def manifest_verify(data: Any) -> dict[str, Any]:
+    """Run one ``manifest_verify.json`` case."""
+
+    def act() -> dict[str, Any]:
+        manifest = data["manifest"]
+        if data.get("manifest_is_instance"):
+            manifest = SealedWorkflowManifest(**manifest)
+        return document(verify_at_evaluation_start(manifest, data["snapshot"]))
+
+    return outcome(act)
+
+
+def gates_report(data: Any) -> dict[str, Any]:
+    """Run one ``gates_reports.json`` case."""
+
+    def act() -> dict[str, Any]:
+        evidence = [
+            MetricEvidence.from_dict(item) if isinstance(item, dict) else item
+            for item in data["evidence"]
+        ]
+        return document(
+            evaluate_agent_release_gates(evidence, candidate_digest=data["candidate_digest"])
+        )
+
+    return outcome(act)
+
+
+def gates_error(data: Any) -> dict[str, Any]:
+    """Run one ``gates_errors.json`` case (evidence parsing or the gate evaluator)."""
+    if data["op"] == "metric_from_dict":
+        return outcome(lambda: {"ok": document(MetricEvidence.from_dict(data["value"]))})
+    raw = data["evidence"]
+
+    def act() -> dict[str, Any]:
+        evidence = raw
+        if isinstance(raw, list):
+            evidence = [MetricEvidence.from_dict(i) if isinstance(i, dict) else i for i in raw]
+        return document(
+            evaluate_agent_release_gates(evidence, candidate_digest=data["candidate_digest"])
+        )
+
+    return outcome(act)
+
+
+def holdout_proof(data: Any) -> dict[str, Any] | None:
+    """Run one ``holdout.json`` proof case (None for the ops the public API cannot replay).
+
+    The leaf, node and commit cases carry preimages and Merkle levels that openmed computes
+    only in private helpers, and the verify cases carry commitment documents whose digests
+    only those helpers can recompute: they are copied unchanged.
+    """
+    if data["op"] != "proof":
+        return None
+
+    def act() -> dict[str, Any]:
+        commitment = commit_holdout_manifests(data["holdout_version"], data["manifests"])
+        items = data.get("item_digests_override", data["manifests"].get(data["manifest_kind"]))
+        proof = create_inclusion_proof(commitment, data["manifest_kind"], data["item_index"], items)
+        return {
+            "proof": document(proof),
+            "verification": verify_inclusion_proof(commitment, proof).to_dict(),
+        }
+
+    return outcome(act)
+
+
+def tuples(value: Any) -> Any:
+    """Return ``value`` with every list a tuple (how the record's steps are given)."""
+    if isinstance(value, list):
+        return tuple(tuples(item) for item in value)
+    return value
+
+
+def session_record(data: Any) -> dict[str, Any]:
+    """Run one ``session_record.json`` case."""
+    if data["op"] == "from_json":
+        return outcome(lambda: document(SessionRecord.from_json(data["json"])))
+    return outcome(
+        lambda: document(
+            SessionRecord(
+                session_key=tuples(data["session_key"]),
+                binding_digest=tuples(data["binding_digest"]),
+                steps=tuples(data["steps"]),
+            )
+        )
+    )
+
+
+def rename_record_text(case: Case, renamer: DigestRenamer) -> Case:
+    """Return a ``from_json`` case's input with the digests in its text renamed and resealed.
+
+    A record whose text was valid gets the session digest the reference computes for the
+    renamed record (the text's layout is kept); an invalid one keeps its renamed digest.
+    """
+    given = dict(case["input"])
+    text = DIGEST.sub(lambda match: renamer.digest(match.group(0)), given["json"])
+    if "canonical" in case["expected"]:
+        fields = json.loads(text)
+        record = SessionRecord(
+            session_key=fields["session_key"],
+            binding_digest=fields["binding_digest"],
+            steps=tuples(fields["steps"]),
+        )
+        text = text.replace(fields["session_digest"], record.to_dict()["session_digest"])
+    given["json"] = text
+    return given
+
+
+def reseal(original: Any, renamed: Any) -> Any:
+    """Give every manifest whose seal was valid in ``original`` a valid seal in ``renamed``.
+
+    Renaming the component digests breaks the manifest digest; a case that held a valid
+    manifest must still hold one (the reference computes the new seal), and a case that held
+    a broken seal keeps its (renamed, still broken) digest.
+    """
+    if isinstance(original, dict) and isinstance(renamed, dict):
+        fixed = {key: reseal(original[key], item) for key, item in renamed.items()}
+        if {"component_digests", "manifest_digest"} <= set(original):
+            try:
+                valid = (
+                    seal_workflow_manifest(decode(original["component_digests"])).manifest_digest
+                    == original["manifest_digest"]
+                )
+                resealed = seal_workflow_manifest(decode(renamed["component_digests"]))
+            except Exception:  # noqa: BLE001 - an unsealable manifest keeps its digest
+                valid = False
+            if valid:
+                fixed["manifest_digest"] = resealed.manifest_digest
+        return fixed
+    if isinstance(original, list) and isinstance(renamed, list):
+        return [reseal(old, new) for old, new in zip(original, renamed, strict=True)]
+    return renamed
+
+
+#: file -> the reference call of one case.
+REGENERATORS: dict[str, Callable[[Any], dict[str, Any] | None]] = {
+    "manifest_seal.json": manifest_seal,
+    "manifest_verify.json": manifest_verify,
+    "gates_reports.json": gates_report,
+    "gates_errors.json": gates_error,
+    "holdout.json": holdout_proof,
+    "session_record.json": session_record,
+}
+
+
+def skeleton(value: Any) -> Any:
+    """Return ``value`` with every digest (also inside text) replaced by one placeholder.
+
+    Two outcomes with the same skeleton differ only in digests: the same decision, reasons,
+    counts, refusal code and document shape. Renaming digests must not change anything else.
+    """
+    if isinstance(value, dict):
+        return {key: skeleton(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [skeleton(item) for item in value]
+    if isinstance(value, str):
+        return DIGEST.sub("sha256:<digest>", value)
+    return value
+
+
+def regenerate_file(source: Path, output: Path, name: str, seed: int) -> int:
+    """Regenerate ``openmed/<name>`` into ``output``; return the number of renamed cases."""
+    run = REGENERATORS[name]
+    original = json.loads((source / "openmed" / name).read_text("utf-8"))
+    renamer = DigestRenamer(seed)
+    cases = []
+    renamed = 0
+    for case in original["cases"]:
+        replayed = run(decode(case["input"]))
+        if replayed is None:  # not replayable with the public API: copied unchanged
+            cases.append(case)
+            continue
+        if replayed != case["expected"]:
+            raise SystemExit(f"openmed/{name} {case['name']}: the reference does not reproduce")
+        if case["input"].get("op") == "from_json" and isinstance(case["input"].get("json"), str):
+            given = rename_record_text(case, renamer)
+        else:
+            given = reseal(case["input"], renamer.rename(case["input"]))
+        expected = run(decode(given))
+        if expected is None or skeleton(expected) != skeleton(case["expected"]):
+            raise SystemExit(f"openmed/{name} {case['name']}: renaming changed the outcome")
+        cases.append({"name": case["name"], "input": given, "expected": expected})
+        renamed += given != case["input"]  # a case without digests has nothing to rename
+    regenerated = {**original, "generator": {"tool": "scripts/vectors/regenerate_openmed.py"}}
+    regenerated["generator"]["seed"] = seed
+    regenerated["cases"] = cases
+    (output / "openmed" / name).write_text(json.dumps(regenerated, indent=1) + "\n", "utf-8")
+    return renamed
+
+
+def main() -> int:
+    """Rewrite the openmed files of an alternate tree with other digests."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--vectors", type=Path, required=True, help="the shared vector tree")
+    parser.add_argument("--output", type=Path, required=True, help="the tree regenerate.py wrote")
+    parser.add_argument("--seed", type=int, default=7, help="seed of the renaming")
+    arguments = parser.parse_args()
+    if not (arguments.output / "openmed").is_dir():
+        parser.error("--output must be the tree regenerate.py wrote")
+    for name in REGENERATORS:
+        count = regenerate_file(arguments.vectors, arguments.output, name, arguments.seed)
+        print(f"openmed/{name}: {count} cases regenerated (seed {arguments.seed})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

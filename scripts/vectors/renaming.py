@@ -1,0 +1,128 @@
+"""Seeded, consistent renaming used by the vector regenerators (no reference import).
+
+The regenerators (``regenerate.py`` in the invarlock venv, ``regenerate_openmed.py`` in the
+openmed venv) rewrite a vector case's *inputs* -- record ids, run ids, metric names, digests --
+and then ask the reference for the expected output. This module holds only the renaming, so a
+fast test of the suite (``tests/test_vector_regenerator.py``) can check its properties without
+either reference installed: the same seed gives the same names, distinct names stay distinct,
+a renamed digest is still a well-formed digest and a malformed one is left as it is.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import random
+import re
+from collections.abc import Callable
+from typing import Any
+
+#: A well-formed digest (the only form both references accept): renamed consistently.
+DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
+
+
+def canonical_text(document: Any) -> str:
+    """Return invarlock's canonical JSON text (sorted keys, compact, UTF-8, one newline)."""
+    return json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False) + "\n"
+
+
+class Rewriter:
+    """Consistent, seeded renaming of record ids, run ids and metric names."""
+
+    def __init__(self, seed: int) -> None:
+        """Start an empty renaming drawn from ``seed``."""
+        self.seed = seed
+        self.random = random.Random(seed)
+        self.ids: dict[str, str] = {}
+        self.runs: dict[str, str] = {}
+        self.metrics: dict[str, str] = {}
+
+    def record_id(self, old: str) -> str:
+        """Return the new id of record ``old`` (the same for every run and case)."""
+        if old not in self.ids:
+            taken = set(self.ids.values())
+            new = old
+            while new == old or new in taken:  # distinct ids stay distinct
+                new = f"item-{self.seed}-{self.random.randrange(16**6):06x}"
+            self.ids[old] = new
+        return self.ids[old]
+
+    def run_id(self, old: str) -> str:
+        """Return the new run id of run ``old``."""
+        return self.runs.setdefault(old, f"{old}-s{self.seed}")
+
+    def metric(self, old: str) -> str:
+        """Return the new name of metric ``old``."""
+        return self.metrics.setdefault(old, f"{old}_s{self.seed}")
+
+    def size(self, count: int) -> int:
+        """Return another record count for a run of ``count`` records (small runs keep theirs)."""
+        if count < 3:
+            return count
+        # Another size: between half and all-but-one of the records, seeded.
+        return self.random.randrange(count // 2 + 1, count)
+
+    def run(self, document: dict[str, Any], size: int | None = None) -> dict[str, Any]:
+        """Return run ``document`` renamed and cut to its first ``size`` records (all if None)."""
+        new = copy.deepcopy(document)
+        new["run_id"] = self.run_id(document["run_id"])
+        records = new["records"] if size is None else new["records"][:size]
+        new["records"] = [{**record, "id": self.record_id(record["id"])} for record in records]
+        return new
+
+    def policy(self, policy: dict[str, Any]) -> dict[str, Any]:
+        """Return ``policy`` with every metric renamed."""
+        new = copy.deepcopy(policy)
+        for metric in new.get("metrics", []):
+            metric["name"] = self.metric(metric["name"])
+        return new
+
+
+class DigestRenamer:
+    """Consistent, seeded renaming of every well-formed ``sha256:`` digest in a document."""
+
+    def __init__(self, seed: int) -> None:
+        """Start an empty renaming drawn from ``seed``."""
+        self.random = random.Random(f"digests-{seed}")
+        self.digests: dict[str, str] = {}
+
+    def digest(self, old: str) -> str:
+        """Return the new digest of ``old`` (a new, distinct, well-formed digest)."""
+        if old not in self.digests:
+            taken = set(self.digests.values())
+            new = old
+            while new == old or new in taken:
+                new = "sha256:" + self.random.randbytes(32).hex()
+            self.digests[old] = new
+        return self.digests[old]
+
+    def rename(self, value: Any, keep: Callable[[str], bool] | None = None) -> Any:
+        """Return ``value`` with every string that is exactly a well-formed digest renamed.
+
+        Malformed digests (upper-case, short, prefixed differently) are left unchanged, so a
+        refusal case stays the refusal it was; ``keep`` names digests that must not change.
+        """
+        if isinstance(value, dict):
+            return {key: self.rename(item, keep) for key, item in value.items()}
+        if isinstance(value, list):
+            return [self.rename(item, keep) for item in value]
+        if isinstance(value, str) and DIGEST.fullmatch(value):
+            if keep is not None and keep(value):
+                return value
+            return self.digest(value)
+        return value
+
+
+def strings_in(value: Any) -> set[str]:
+    """Return every string in ``value`` (keys and values), for checks that ids did not leak."""
+    found: set[str] = set()
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found.add(key)
+            found |= strings_in(item)
+    elif isinstance(value, list):
+        for item in value:
+            found |= strings_in(item)
+    elif isinstance(value, str):
+        found.add(value)
+    return found

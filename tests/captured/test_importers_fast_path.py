@@ -1,0 +1,91 @@
+"""The native lm-eval reader's fast path gives the bytes of the record-by-record path.
+
+``import_run_streaming`` hands a native reader's records to the run writer
+with their decoded rows (``decoded_records``), so the rows' members are not
+walked again; ``load_run`` builds every record as a ``Record``. Both must
+give the same canonical run, whatever the lines hold: rows read the fast
+way, rows with ``NaN`` (decoded the tolerant way), rows with escapes the
+fast scanner leaves to the other decoder, and deep rows.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sealeval.captured.importers import (
+    ImportOptions,
+    ImportRefusalError,
+    import_run_streaming,
+    load_run,
+)
+from sealeval.captured.importers.native._common import iter_jsonl, iter_jsonl_rows
+
+SAMPLES = Path(__file__).resolve().parents[2].parent / "shared" / "samples" / "evaluators"
+IDENTITY: dict[str, Any] = {
+    "source": {"name": "lm-evaluation-harness", "version": "0.4.13"},
+    "run_id": "fast-1",
+    "artifact_digest": "sha256:" + "12" * 32,
+}
+
+
+def _variants(row: dict[str, Any]) -> list[str]:
+    """Lines of one document under several filters, each shaped differently."""
+    nan_line = json.dumps({**row, "filter": "nan", "exact_match": float("nan")})
+    escaped = json.dumps({**row, "filter": "escape", "doc": {**row["doc"], "q": "\ud83d\ude00 é"}})
+    many = [[] for _ in range(150)]  # more brackets than the fast scanner takes, shallow
+    return [
+        json.dumps({**row, "filter": "plain"}),
+        nan_line,
+        escaped,
+        json.dumps({**row, "filter": "brackets", "doc": {**row["doc"], "nest": many}}),
+        "   " + json.dumps({**row, "filter": "indented"}),
+    ]
+
+
+@pytest.fixture
+def samples(tmp_path: Path) -> Path:
+    source = next(SAMPLES.glob("lm_eval/out/*/samples_toy_mc_*.jsonl"))
+    rows = [json.loads(line) for line in source.read_text("utf-8").splitlines() if line]
+    path = tmp_path / "samples.jsonl"
+    lines = [variant for row in rows for variant in _variants(row)]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def test_streamed_native_run_equals_load_run(samples: Path, tmp_path: Path) -> None:
+    run = load_run(samples, "lm-eval-log-samples", **IDENTITY)
+    destination = tmp_path / "run.json"
+    summary = import_run_streaming(samples, destination, adapter="lm-eval-log-samples", **IDENTITY)
+    assert destination.read_bytes() == run.to_canonical()
+    assert summary.run_digest == run.digest
+    lines = [line for line in samples.read_text("utf-8").splitlines() if line.strip()]
+    assert summary.record_count == len(lines)
+
+
+def test_rows_read_fast_equal_the_tolerant_decoder(samples: Path) -> None:
+    options = ImportOptions()
+    with samples.open("rb") as first, samples.open("rb") as second:
+        fast = list(iter_jsonl_rows(first, options))
+        plain = list(iter_jsonl(second, options))
+    assert [(where, row, nan) for where, row, nan, _ in fast] == plain
+    heights = [height for *_, height in fast]
+    assert any(height is not None for height in heights)  # the fast path was taken
+    assert any(height is None for height in heights)  # and the other one
+
+
+def test_a_duplicate_key_is_refused_on_both_paths(tmp_path: Path) -> None:
+    source = next(SAMPLES.glob("lm_eval/out/*/samples_toy_mc_*.jsonl"))
+    first = source.read_text("utf-8").splitlines()[0]
+    path = tmp_path / "dup.jsonl"
+    path.write_text(first[:-1] + ', "doc_id": 9}\n', encoding="utf-8")
+    with pytest.raises(ImportRefusalError) as streamed:
+        import_run_streaming(path, tmp_path / "a.json", adapter="lm-eval-log-samples", **IDENTITY)
+    with pytest.raises(ImportRefusalError) as loaded:
+        load_run(path, "lm-eval-log-samples", **IDENTITY)
+    assert (streamed.value.code, streamed.value.field) == ("duplicate_key", "line[1]")
+    assert (loaded.value.code, loaded.value.field) == ("duplicate_key", "line[1]")
+    assert not (tmp_path / "a.json").exists()
