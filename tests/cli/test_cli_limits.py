@@ -98,7 +98,10 @@ def test_compare_fixed_limit_says_no_option_lifts_it(tmp_path: Path) -> None:
         compare_command, baseline, subject, "--policy", policy, "--extension", extension
     )
     assert refused.exit_code == 2
-    assert _lines(refused) == ["sealeval: error: --extension: too_large", f"sealeval: {FIXED_LIMIT}"]
+    assert _lines(refused) == [
+        "sealeval: error: --extension: too_large",
+        f"sealeval: {FIXED_LIMIT}",
+    ]
 
 
 def _tight_packs(monkeypatch: pytest.MonkeyPatch, module: Any) -> None:
