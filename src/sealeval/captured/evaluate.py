@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from sealeval._progress import Progress, notify
 from sealeval.captured.comparison import (
     DEFAULT_MAX_BOOTSTRAP_DRAWS,
     ComparisonReport,
@@ -100,7 +101,7 @@ def native_run_loader(path: Path, side: SourceSpec, *, limits: Limits) -> Run:
     )
 
 
-def paired_check(budget: int, decision_order: str) -> PairedCheck:
+def paired_check(budget: int, decision_order: str, progress: Progress | None = None) -> PairedCheck:
     """Return the comparison engine's preflight: a dry comparison in memory (nothing written)."""
 
     def check(baseline: Run, subject: Run, policy: ComparisonPolicy) -> Mapping[str, Any]:
@@ -110,6 +111,7 @@ def paired_check(budget: int, decision_order: str) -> PairedCheck:
             policy=policy,
             max_bootstrap_draws=budget,
             decision_order=decision_order,
+            progress=progress,
         )
         return {
             "required_bootstrap_draws": report.required_bootstrap_draws,
@@ -216,6 +218,7 @@ def preflight_request(
     max_bootstrap_draws: int = DEFAULT_MAX_BOOTSTRAP_DRAWS,
     decision_order: str = "reference",
     uncapped: bool = False,
+    progress: Progress | None = None,
 ) -> Evaluation:
     """Run every check of :func:`evaluate_request` and write nothing.
 
@@ -223,12 +226,13 @@ def preflight_request(
     memory (its bootstrap-draw requirement and missing-id size are reported);
     no pack is built.
     """
+    notify(progress, "loading", 0, 1)
     checked = _checked(
         request,
         signing_key=signing_key,
         unsigned=unsigned,
         overrides=overrides or {},
-        paired=paired_check(max_bootstrap_draws, decision_order),
+        paired=paired_check(max_bootstrap_draws, decision_order, progress),
         uncapped=uncapped,
     )
     return Evaluation(preflight_document(checked, max_bootstrap_draws), None, None, checked)
@@ -243,6 +247,7 @@ def evaluate_request(
     max_bootstrap_draws: int = DEFAULT_MAX_BOOTSTRAP_DRAWS,
     decision_order: str = "reference",
     uncapped: bool = False,
+    progress: Progress | None = None,
 ) -> Evaluation:
     """Compare the runs a captured request names and publish its evidence pack.
 
@@ -258,6 +263,9 @@ def evaluate_request(
         decision_order: ``"reference"`` or sealeval's opt-in ``"width_first"``.
         uncapped: lift the reference's record and run-size caps (the pack then
             verifies in sealeval only, with the uncapped limits).
+        progress: optional :data:`sealeval._progress.Progress` callback
+            (``loading``, the comparison's phases and planned draws,
+            ``publishing``); counts only.
 
     Returns:
         The :class:`Evaluation` with the ``invarlock/evaluation-result-v2``
@@ -267,6 +275,7 @@ def evaluate_request(
         SealevalError: any request, input, budget, destination or signing
             refusal (nothing is published).
     """
+    notify(progress, "loading", 0, 1)
     checked = _checked(
         request,
         signing_key=signing_key,
@@ -282,7 +291,9 @@ def evaluate_request(
         policy=loaded.policy,
         max_bootstrap_draws=max_bootstrap_draws,
         decision_order=decision_order,
+        progress=progress,
     )
+    notify(progress, "publishing", 0, 1)
     published = build_evidence_pack(
         loaded,
         comparison_report=report.canonical_bytes,
