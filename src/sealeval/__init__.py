@@ -579,6 +579,7 @@ def report(
             evidence,
             limits=UNCAPPED_PACK_LIMITS if uncapped else REFERENCE_PACK_LIMITS,
             decision_order=decision_order,
+            runs="outline",
         )
     )
     rendered = RenderedReport(

@@ -33,13 +33,19 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+import sealeval.captured.pack_reader as reader_module
 import sealeval.cli.report as cli_report
 from sealeval._validate import freeze_json, thaw_json
 from sealeval.canonical import encode_invarlock
 from sealeval.captured.comparison import WIDTH_FIRST_RULE
 from sealeval.captured.errors import CapturedRunError
 from sealeval.captured.pack import prepare_pack, publish_pack
-from sealeval.captured.pack_reader import EvidencePack, read_evidence_pack
+from sealeval.captured.pack_reader import (
+    UNCAPPED_PACK_LIMITS,
+    EvidencePack,
+    EvidencePackError,
+    read_evidence_pack,
+)
 from sealeval.captured.policy import ComparisonPolicy, ComparisonPolicyError
 from sealeval.captured.report import (
     ReportError,
@@ -56,6 +62,7 @@ from sealeval.captured.report import (
 )
 from sealeval.captured.request import load_captured_request
 from sealeval.captured.run import Run
+from sealeval.captured.run_outline import RunOutline
 from sealeval.captured.scorers import score
 from sealeval.captured.service_identity import ServiceIdentity
 from sealeval.captured.signing import load_signing_key
@@ -83,6 +90,19 @@ _EXPECTED_KEYS = frozenset(
 @functools.cache
 def _pack(name: str) -> EvidencePack:
     return read_evidence_pack(PACKS / name / "evidence")
+
+
+@functools.cache
+def _outlined(name: str) -> EvidencePack:
+    """The pack with both run files streamed into outlines (what ``report`` reads at scale)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(reader_module, "STREAM_MIN_BYTES", 0)
+        pack = read_evidence_pack(
+            PACKS / name / "evidence", limits=UNCAPPED_PACK_LIMITS, runs="outline"
+        )
+    assert isinstance(pack.baseline, RunOutline)
+    assert isinstance(pack.subject, RunOutline)
+    return pack
 
 
 def _variant(
@@ -227,11 +247,17 @@ def _assert_html_facts(reference: str, ours: str, pack: EvidencePack) -> None:
     assert "confers no verification authority" in text
 
 
+@pytest.mark.parametrize("streamed", [False, True], ids=["held", "outline"])
 @pytest.mark.parametrize("case", cases("invarlock/report.json"))
 def test_report_vector(
-    case: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    case: dict[str, Any], streamed: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Every vector; ``outline``: every run file streamed into an outline (no record held)."""
     given_input, expected = case["input"], case["expected"]
+    uncapped: list[str] = []
+    if streamed:
+        monkeypatch.setattr(reader_module, "STREAM_MIN_BYTES", 0)
+        uncapped = ["--uncapped"]
     command = given_input.get("command")
     if (
         set(given_input) != _INPUT_KEYS
@@ -244,7 +270,7 @@ def test_report_vector(
         pytest.fail("vector case shape not understood")
     shutil.copytree(VECTORS / given_input["pack_dir"], tmp_path / command[1])
     monkeypatch.chdir(tmp_path)
-    result = _run([*command[1:], "--compat", "invarlock"])  # the reference's exact bytes
+    result = _run([*command[1:], *uncapped, "--compat", "invarlock"])  # the reference's bytes
     assert result.exit_code == expected["exit_code"], result.output
     assert result.stdout == encode_invarlock(expected["stdout_json"]).decode("utf-8")
     written = expected["stdout_json"]["written_outputs"]
@@ -682,16 +708,44 @@ _MUTATIONS: list[tuple[str, str, Callable[[dict[str, Any]], None], str, str]] = 
 def test_inconsistent_reports_are_refused(
     pack_name: str, mutate: Callable[[dict[str, Any]], None], code: str, field: str
 ) -> None:
-    pack = _mutated(pack_name, mutate)
-    for render in (
-        check_consistency,
-        render_markdown,
-        render_junit,
-        render_html,
+    report = _report(pack_name)
+    mutate(report)
+    for pack in (
+        _variant(_pack(pack_name), report=report),
+        _variant(_outlined(pack_name), report=report),
     ):
-        with pytest.raises(ReportError) as caught:
-            render(pack)  # type: ignore[operator]
-        assert (caught.value.code, caught.value.field) == (code, field)
+        for render in (
+            check_consistency,
+            render_markdown,
+            render_junit,
+            render_html,
+        ):
+            with pytest.raises(ReportError) as caught:
+                render(pack)  # type: ignore[operator]
+            assert (caught.value.code, caught.value.field) == (code, field)
+
+
+@pytest.mark.parametrize("name", PACK_NAMES)
+def test_outlined_packs_render_the_same_bytes(name: str) -> None:
+    """Reading the runs as outlines (no record held) changes no byte of any format."""
+    held, outlined = _pack(name), _outlined(name)
+    assert outlined.manifest_digest == held.manifest_digest
+    for side in ("baseline", "subject"):
+        run, outline = getattr(held, side), getattr(outlined, side)
+        assert (outline.digest, outline.canonical_size) == (run.digest, run.canonical_size)
+        assert len(outline) == len(run)
+        assert outline.header.canonical_parts() == run.header.canonical_parts()
+        assert outline.ids == frozenset(run.index)
+    for wording in ("sealeval", "invarlock"):
+        assert render_markdown(outlined, explain=True, wording=wording) == render_markdown(
+            held, explain=True, wording=wording
+        )
+        assert render_junit(outlined, wording=wording) == render_junit(held, wording=wording)
+    assert render_html(outlined) == render_html(held)
+    with pytest.raises(EvidencePackError) as caught:
+        outlined.held_runs()
+    assert (caught.value.code, caught.value.field) == ("invalid_field", "runs")
+    assert held.held_runs() == (held.baseline, held.subject)
 
 
 def test_width_first_reports_render_with_their_rule() -> None:

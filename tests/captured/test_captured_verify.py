@@ -13,10 +13,15 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
+import sealeval.captured.pack_reader as reader_module
 import sealeval.captured.verify as verify_module
 from sealeval.canonical import digest_bytes, digest_invarlock, encode_invarlock
 from sealeval.captured.comparison import DEFAULT_MAX_BOOTSTRAP_DRAWS
-from sealeval.captured.pack_reader import checksum_ledger, read_evidence_pack
+from sealeval.captured.pack_reader import (
+    UNCAPPED_PACK_LIMITS,
+    checksum_ledger,
+    read_evidence_pack,
+)
 from sealeval.captured.policy import ComparisonPolicyError
 from sealeval.captured.receipt import issue_receipt
 from sealeval.captured.request import comparison_id
@@ -116,9 +121,33 @@ def trust_inputs_of(command: list[str], cwd: Path) -> TrustInputs:
 # verify.json at the library level: every case
 
 
+def _verifier(streamed: bool, monkeypatch: pytest.MonkeyPatch) -> Callable[..., Any]:
+    """``verify_evidence_pack``, or the same reading every run file as a streamed outline."""
+    if not streamed:
+        return verify_module.verify_evidence_pack
+    monkeypatch.setattr(reader_module, "STREAM_MIN_BYTES", 0)
+    monkeypatch.setattr(verify_module, "compare_runs", None)  # the held path must not run
+
+    def verify(*args: Any, **kwargs: Any) -> Any:
+        return verify_module.verify_evidence_pack(*args, limits=UNCAPPED_PACK_LIMITS, **kwargs)
+
+    return verify
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["held", "streamed"])
 @pytest.mark.parametrize("case", private_cases("invarlock/verify.json"))
-def test_verify_vectors(case: dict[str, Any], tmp_path: Path) -> None:
+def test_verify_vectors(
+    case: dict[str, Any], streamed: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every vector, with the runs held and with every run file streamed (outline + replay).
+
+    Streamed: every run file is read as an outline and the replay runs
+    :func:`compare_run_files` on the examined files (uncapped limits, the
+    streaming threshold lowered to 0); the outcome and receipt bytes must
+    not change.
+    """
     inputs, expected = case["input"], case["expected"]
+    verify_evidence_pack = _verifier(streamed, monkeypatch)
     name = inputs["pack_dir"].split("/")[1]
     cwd = pack_workspace(name, tmp_path)
     command = inputs["command"]
@@ -390,6 +419,34 @@ def test_pack_changed_during_replay(
     assert (outcome.status, outcome.replay_status) == (6, REPLAY_COMPLETED)
     assert outcome.error is not None
     assert outcome.error.code == "file_changed"
+
+
+def test_streamed_replay_refuses_a_run_file_replaced_after_examination(
+    main: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The replay reopens the examined run files; a replaced one (same bytes) is refused."""
+    recipient = recipient_for(main / "evidence", main / "trust", tmp_path)
+    monkeypatch.setattr(reader_module, "STREAM_MIN_BYTES", 0)
+    real = verify_module._check_environment
+    baseline = main / "evidence" / "records" / "baseline.json"
+
+    def check_and_replace(policy: Any) -> None:
+        real(policy)
+        data = baseline.read_bytes()
+        baseline.unlink()
+        baseline.write_bytes(data)
+
+    monkeypatch.setattr(verify_module, "_check_environment", check_and_replace)
+    outcome = verify_evidence_pack(main / "evidence", recipient, limits=UNCAPPED_PACK_LIMITS)
+    assert (outcome.status, outcome.replay_status) == (6, REPLAY_FAILED)
+    assert outcome.error is not None
+    assert (outcome.error.code, outcome.error.field) == ("file_changed", "pack")
+    assert outcome.pack_manifest_digest == digest_bytes(
+        (main / "evidence" / "manifest.json").read_bytes()
+    )
+    monkeypatch.setattr(verify_module, "_check_environment", real)
+    again = verify_evidence_pack(main / "evidence", recipient, limits=UNCAPPED_PACK_LIMITS)
+    assert (again.status, again.replay_status) == (0, REPLAY_COMPLETED)
 
 
 def test_unidentified_pack_is_a_contract_failure_without_receipt(

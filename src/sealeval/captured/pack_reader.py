@@ -37,7 +37,7 @@ import types
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any, Final
 
 from sealeval._validate import freeze_json
 from sealeval.canonical import (
@@ -102,6 +102,7 @@ from sealeval.captured.run import (
     read_canonical_run,
     run_from_decoded,
 )
+from sealeval.captured.run_outline import RunOutline, outline_run
 from sealeval.captured.signing import (
     SignatureEnvelope,
     SigningKeyError,
@@ -129,6 +130,7 @@ __all__ = [
     "REPORT_FORMAT",
     "ROLES",
     "ROLE_PATHS",
+    "RUN_FORMS",
     "SIGNATURE_NAME",
     "SIGNED",
     "STREAM_MIN_BYTES",
@@ -144,12 +146,16 @@ __all__ = [
     "PackManifest",
     "PackSnapshot",
     "ReportValidator",
+    "RunOutline",
     "check_report_document",
     "checksum_ledger",
     "parse_manifest",
     "read_evidence_pack",
 ]
 
+
+#: How :func:`read_evidence_pack` keeps streamed run files (see its ``runs``).
+RUN_FORMS: Final = ("full", "outline", "outline_no_ids")
 
 # ---------------------------------------------------------------------------
 # Snapshot of the inventory
@@ -238,6 +244,14 @@ def _limit(kind: str, limits: PackLimits) -> int | None:
     return MAX_CONTROL_BYTES if kind == "control" else limits.role_limit(kind)
 
 
+@dataclass(frozen=True, slots=True)
+class _OutlineRequest:
+    """Read large run files as outlines: the policy (slices, case-set pin), keep the ids."""
+
+    policy: ComparisonPolicy | None
+    keep_ids: bool
+
+
 class _Scanner:
     """The inventory scan: names, types, then presence, then sizes (31-pack.md §1)."""
 
@@ -317,8 +331,13 @@ class _Scanner:
         return PackSnapshot(types.MappingProxyType(entries))
 
     def streamed_run(
-        self, name: str, snapshot: PackSnapshot, role: str, expected_digest: str
-    ) -> Run | None:
+        self,
+        name: str,
+        snapshot: PackSnapshot,
+        role: str,
+        expected_digest: str,
+        outline: _OutlineRequest | None = None,
+    ) -> Run | RunOutline | None:
         """Read a large canonical run file without holding its bytes (uncapped packs).
 
         Two passes over one open file: the digest (``digest_mismatch`` as the
@@ -327,6 +346,8 @@ class _Scanner:
         ones — must equal the file digest (``file_changed`` otherwise). Any
         refusal of the parse returns ``None``: the caller then takes the
         whole-file path, which names the refusal exactly as for a small file.
+        With ``outline`` the second pass builds a :class:`RunOutline` (the
+        run's facts without its records) instead of the run.
         """
         fd = self._open(name, snapshot)
         expected = snapshot.entries[name]
@@ -342,8 +363,17 @@ class _Scanner:
                 if "sha256:" + hasher.hexdigest() != expected_digest:
                     raise _fail("digest_mismatch", role)
                 handle.seek(0)
+                run: Run | RunOutline
                 try:
-                    run = read_canonical_run(handle, limits=self.limits.run_limits())
+                    if outline is None:
+                        run = read_canonical_run(handle, limits=self.limits.run_limits())
+                    else:
+                        run = outline_run(
+                            handle,
+                            policy=outline.policy,
+                            limits=self.limits.run_limits(),
+                            keep_ids=outline.keep_ids,
+                        )
                 except CapturedRunError:
                     return None
             if run.digest != expected_digest or _Identity.of(os.fstat(fd)) != expected:
@@ -482,8 +512,9 @@ class EvidencePack(ManifestFacts):
         signer: the verified signer's public key, or ``None`` when unsigned.
         request: the normalized request (``request.json``).
         policy: the policy (``inputs/policy.json``).
-        baseline: the baseline run (``records/baseline.json``).
-        subject: the subject run (``records/subject.json``).
+        baseline: the baseline run (``records/baseline.json``): a run, or its
+            outline when read with ``runs="outline"`` and streamed.
+        subject: the subject run (``records/subject.json``), likewise.
         report: the comparison report document (read-only).
         snapshot: the identities of every entry when examined.
         limits: the envelope the pack was read within.
@@ -495,8 +526,8 @@ class EvidencePack(ManifestFacts):
     signer: VerifyKey | None
     request: NormalizedRequest
     policy: ComparisonPolicy
-    baseline: Run
-    subject: Run
+    baseline: Run | RunOutline
+    subject: Run | RunOutline
     report: Mapping[str, Any]
     snapshot: PackSnapshot
     limits: PackLimits = REFERENCE_PACK_LIMITS
@@ -512,6 +543,43 @@ class EvidencePack(ManifestFacts):
     def decision(self) -> str:
         """The report's overall decision."""
         return str(self.report["decision"])
+
+    def held_runs(self) -> tuple[Run, Run]:
+        """Return both runs as held :class:`~sealeval.captured.run.Run` objects.
+
+        Raises:
+            EvidencePackError: ``invalid_field`` (field ``runs``) when a run
+                was read as an outline (``runs="outline"``).
+        """
+        baseline, subject = self.baseline, self.subject
+        if not isinstance(baseline, Run) or not isinstance(subject, Run):
+            raise _fail("invalid_field", "runs")
+        return baseline, subject
+
+    def open_run(self, role: str) -> IO[bytes]:
+        """Open the run file of ``role`` read-only, refusing any change since it was examined.
+
+        Raises:
+            EvidencePackError: ``file_changed`` (status 6) when the file or
+                its directory is not the one examined.
+        """
+        name = ROLE_PATHS[role]
+        directory = name.rpartition("/")[0]
+        with _identified(self.manifest_digest):
+            root_fd = _open_root(self.path)
+            try:
+                dir_fd = os.open(directory, _DIR_FLAGS, dir_fd=root_fd)
+            except OSError:
+                raise _fail("file_changed", "pack") from None
+            finally:
+                os.close(root_fd)
+            scanner = _Scanner(dir_fd, self.signed, self.limits)
+            scanner.dir_fds[directory] = dir_fd
+            try:
+                fd = scanner._open(name, self.snapshot)
+            finally:
+                scanner.close()
+            return os.fdopen(fd, "rb")
 
     def check_unchanged(self) -> None:
         """Re-scan the directory; refuse (``file_changed``, status 6) any change since reading."""
@@ -636,6 +704,7 @@ def _examine(
     limits: PackLimits,
     decision_order: str,
     authenticate: Authenticator | None,
+    runs: str,
 ) -> EvidencePack:
     manifest_bytes, manifest_document, manifest_identity = _identify(root_fd)
     with _identified(digest_bytes(manifest_bytes)):
@@ -649,6 +718,7 @@ def _examine(
             limits=limits,
             decision_order=decision_order,
             authenticate=authenticate,
+            runs=runs,
         )
 
 
@@ -682,6 +752,7 @@ def _read_all(
     limits: PackLimits,
     decision_order: str,
     authenticate: Authenticator | None,
+    runs: str,
 ) -> _Read:
     """Run steps 3-5.4: inventory, every file read once, signature, digests, typed payloads."""
     scanner = _Scanner(root_fd, manifest.signed, limits)
@@ -706,7 +777,14 @@ def _read_all(
                 and limits.max_records is None
                 and snapshot.entries[name].size >= STREAM_MIN_BYTES
             ):
-                run = scanner.streamed_run(name, snapshot, role, manifest.files[role].digest)
+                outline = (
+                    None
+                    if runs == "full"
+                    else _OutlineRequest(values.get("policy"), keep_ids=runs == "outline")
+                )
+                run = scanner.streamed_run(
+                    name, snapshot, role, manifest.files[role].digest, outline
+                )
                 if run is not None:
                     hexes[role] = run.digest
                     values[role] = run
@@ -787,6 +865,7 @@ def _examine_identified(
     limits: PackLimits,
     decision_order: str,
     authenticate: Authenticator | None,
+    runs: str,
 ) -> EvidencePack:
     # Step 2: canonical bytes, five roles, closed schema.
     if encode_invarlock(manifest_document) != manifest_bytes:
@@ -801,6 +880,7 @@ def _examine_identified(
         limits=limits,
         decision_order=decision_order,
         authenticate=authenticate,
+        runs=runs,
     )
     request = _check_bindings(manifest, read)
     return EvidencePack(
@@ -825,6 +905,7 @@ def read_evidence_pack(
     limits: PackLimits = REFERENCE_PACK_LIMITS,
     decision_order: str = "reference",
     authenticate: Authenticator | None = None,
+    runs: str = "full",
 ) -> EvidencePack:
     """Examine a directory evidence pack and return its typed, validated content.
 
@@ -853,6 +934,12 @@ def read_evidence_pack(
         authenticate: the recipient's authentication check (see
             :data:`Authenticator`), run after the signature envelope and
             before any payload is read; whatever it raises propagates.
+        runs: how streamed run files (see ``limits``) are kept: ``"full"``
+            (a :class:`~sealeval.captured.run.Run`), ``"outline"`` (a
+            :class:`~sealeval.captured.run_outline.RunOutline`: header,
+            digest, counts, ids, case-set digest; no record content) or
+            ``"outline_no_ids"`` (the same without the ids). Every check and
+            refusal is the same; smaller run files are always read whole.
 
     Raises:
         EvidencePackError: see the class for ``status`` and ``manifest_digest``.
@@ -861,6 +948,8 @@ def read_evidence_pack(
         raise _fail("invalid_field", "limits")
     if decision_order not in DECISION_ORDERS:
         raise _fail("invalid_field", "decision_order")
+    if runs not in RUN_FORMS:
+        raise _fail("invalid_field", "runs")
     pack_path = Path(path)
     root_fd = _open_root(pack_path)
     try:
@@ -871,6 +960,7 @@ def read_evidence_pack(
             limits=limits,
             decision_order=decision_order,
             authenticate=authenticate,
+            runs=runs,
         )
     finally:
         os.close(root_fd)

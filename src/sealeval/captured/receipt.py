@@ -677,7 +677,9 @@ def _recheck_pack(
 ) -> None:
     """Re-examine every file of the pack; it must still be the pack the receipt names."""
     try:
-        pack = read_evidence_pack(evidence, limits=limits, decision_order=order)
+        pack = read_evidence_pack(
+            evidence, limits=limits, decision_order=order, runs="outline_no_ids"
+        )
     except EvidencePackError:
         raise _fail("pack_mismatch", "pack") from None
     if pack.manifest_digest != manifest_digest:

@@ -45,7 +45,12 @@ from typing import Any, ClassVar, Final
 
 from sealeval._progress import PLANNED_DRAWS, Progress, notify, phases_only
 from sealeval.canonical import encode_invarlock
-from sealeval.captured.comparison import ComparisonReport, MetricSummary, compare_runs
+from sealeval.captured.comparison import (
+    ComparisonReport,
+    MetricSummary,
+    compare_run_files,
+    compare_runs,
+)
 from sealeval.captured.intervals import required_bootstrap_draws
 from sealeval.captured.pack_reader import (
     DECISION_ORDERS,
@@ -59,6 +64,8 @@ from sealeval.captured.pack_reader import (
     read_evidence_pack,
 )
 from sealeval.captured.policy import ComparisonPolicy, ComparisonPolicyError, check_runtime
+from sealeval.captured.run import Run
+from sealeval.captured.run_outline import RunOutline
 from sealeval.captured.signing import VerifyKey
 from sealeval.captured.trust import RecipientInputs
 from sealeval.errors import CanonicalError, CapturedError, SealevalError
@@ -244,9 +251,15 @@ def required_draws(pack: EvidencePack, policy: ComparisonPolicy) -> int:
     """Return the work a replay of ``pack`` under ``policy`` is charged (22-comparison.md §7).
 
     Scopes are counted on the baseline rows (``overall`` = every row; a
-    slice = rows whose metadata matches it).
+    slice = rows whose metadata matches it). A baseline read as an outline
+    carries its slice counts (counted under the pack's policy, which a
+    verification has checked is the recipient's).
     """
-    records = pack.baseline.records
+    baseline = pack.baseline
+    if isinstance(baseline, RunOutline):
+        counts = [baseline.record_count, *baseline.slice_counts]
+        return required_bootstrap_draws(counts, policy.bootstrap_metric_count)
+    records = baseline.records
     counts = [len(records)]
     counts.extend(
         sum(1 for record in records if item.matches(record.metadata)) for item in policy.slices
@@ -318,6 +331,43 @@ def _stored_report_bytes(pack: EvidencePack) -> bytes:
         return b""
 
 
+def _compare(
+    pack: EvidencePack,
+    policy: ComparisonPolicy,
+    workers: int | None,
+    decision_order: str,
+    progress: Progress | None,
+) -> ComparisonReport:
+    """Recompute the comparison: in memory, or streamed from the pack's run files.
+
+    Runs read as outlines are replayed by :func:`compare_run_files` over the
+    examined files (opened again with their identities checked), so memory is
+    bounded by the number of records, not their content; the report bytes
+    are the same either way.
+    """
+    baseline, subject = pack.baseline, pack.subject
+    if isinstance(baseline, Run) and isinstance(subject, Run):
+        return compare_runs(
+            baseline=baseline,
+            subject=subject,
+            policy=policy,
+            max_bootstrap_draws=None,
+            decision_order=decision_order,
+            workers=workers,
+            progress=progress,
+        )
+    with pack.open_run("baseline") as left, pack.open_run("subject") as right:
+        return compare_run_files(
+            baseline=left,
+            subject=right,
+            policy=policy,
+            max_bootstrap_draws=None,
+            decision_order=decision_order,
+            workers=workers,
+            progress=progress,
+        )
+
+
 def _replay(
     pack: EvidencePack,
     recipient: RecipientInputs,
@@ -328,15 +378,9 @@ def _replay(
     """Run steps 4.7-4.9: replay, byte-for-byte agreement, re-scan."""
     digest = pack.manifest_digest
     try:
-        report = compare_runs(
-            baseline=pack.baseline,
-            subject=pack.subject,
-            policy=recipient.policy,
-            max_bootstrap_draws=None,
-            decision_order=decision_order,
-            workers=workers,
-            progress=phases_only(progress),
-        )
+        report = _compare(pack, recipient.policy, workers, decision_order, phases_only(progress))
+    except EvidencePackError as error:  # a run file changed since it was examined
+        return VerificationOutcome(STATUS_INTEGRITY, REPLAY_FAILED, digest, error=error)
     except SealevalError:
         return VerificationOutcome(
             STATUS_INTEGRITY, REPLAY_FAILED, digest, error=_fail("replay_failed", "comparison")
@@ -416,6 +460,7 @@ def verify_evidence_pack(
             limits=limits,
             decision_order=decision_order,
             authenticate=_authenticator(recipient),
+            runs="outline_no_ids",
         )
     except EvidencePackError as error:
         return VerificationOutcome(

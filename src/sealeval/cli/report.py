@@ -195,6 +195,10 @@ def report_command(
                 evidence,
                 limits=UNCAPPED_PACK_LIMITS if uncapped else REFERENCE_PACK_LIMITS,
                 decision_order=decision_order,
+                # The report renders the stored comparison: large runs are read as
+                # outlines (checked and hashed, no record kept) unless --extension
+                # re-scores them.
+                runs="outline" if extension_path is None else "full",
             )
             extended = None
             if extension_path is not None:

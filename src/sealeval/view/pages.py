@@ -222,7 +222,7 @@ def _pack_page(item: Item, pack: EvidencePack) -> str:
 def _outcomes(pack: EvidencePack) -> tuple[PairedOutcome, ...]:
     from sealeval.view.outcomes import paired_outcomes  # noqa: PLC0415 - keeps imports light
 
-    return paired_outcomes(pack.baseline, pack.subject, pack.policy)
+    return paired_outcomes(*pack.held_runs(), pack.policy)
 
 
 def _matches(outcome: PairedOutcome, query: str) -> bool:

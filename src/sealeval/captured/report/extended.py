@@ -56,9 +56,10 @@ def extended_for_pack(
         ExtensionError: the extension does not name the pack's policy.
     """
     order = "width_first" if "decision_rule" in pack.report else "reference"
+    baseline, subject = pack.held_runs()
     report = compare_runs(
-        baseline=pack.baseline,
-        subject=pack.subject,
+        baseline=baseline,
+        subject=subject,
         policy=pack.policy,
         max_bootstrap_draws=max_bootstrap_draws,
         decision_order=order,
@@ -67,8 +68,8 @@ def extended_for_pack(
     if report.digest != stored:
         raise ReportError("extended_mismatch", "extended.comparison_digest")
     return extend_comparison(
-        baseline=pack.baseline,
-        subject=pack.subject,
+        baseline=baseline,
+        subject=subject,
         policy=pack.policy,
         extension=extension,
         report=report,
@@ -86,7 +87,7 @@ def _checked(pack: EvidencePack, document: Mapping[str, Any]) -> list[Mapping[st
     grid = [(item["name"], item["slice"]) for item in pack.report["metrics"]]
     if [(row["metric"], row["slice"]) for row in entries] != grid:
         raise ReportError("extended_mismatch", "extended.entries")
-    known = {record.id for record in pack.baseline.records}
+    known = {record.id for record in pack.held_runs()[0].records}
     for position, row in enumerate(entries):
         flips = row.get("flips") or {}
         for key in ("right_to_wrong_ids", "wrong_to_right_ids"):

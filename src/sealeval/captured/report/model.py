@@ -7,13 +7,14 @@ any renderer shows anything; :class:`ReportError` is the closed refusal.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
 from sealeval.captured.comparison import WIDTH_FIRST_RULE
 from sealeval.captured.pack_reader import DECISIONS, EvidencePack
 from sealeval.captured.policy import PolicyMetric
+from sealeval.captured.run import Run
 from sealeval.captured.scorers import BINARY_KINDS, NLL_KIND
 from sealeval.errors import CapturedError
 
@@ -292,7 +293,7 @@ def _entry(
     document: object,
     metrics: Mapping[str, PolicyMetric],
     scopes: Sequence[str],
-    run_ids: Mapping[str, int],
+    run_ids: Container[str],
     *,
     width_first: bool,
 ) -> ReportEntry:
@@ -445,12 +446,12 @@ def check_consistency(pack: EvidencePack) -> tuple[ReportEntry, ...]:
     if rule is not None and rule != WIDTH_FIRST_RULE:
         raise _fail("unsupported_decision_rule", "report.decision_rule")
     documents = pack.report["metrics"]
+    baseline = pack.baseline
+    known: Container[str] = baseline.index if isinstance(baseline, Run) else baseline
     entries: list[ReportEntry] = []
     seen: set[tuple[str, str]] = set()
     for position, document in enumerate(documents):
-        entry = _entry(
-            position, document, metrics, scopes, pack.baseline.index, width_first=rule is not None
-        )
+        entry = _entry(position, document, metrics, scopes, known, width_first=rule is not None)
         key = (entry.name, entry.slice)
         if key in seen:
             raise _fail("duplicate_entry", f"report.metrics[{position}]")

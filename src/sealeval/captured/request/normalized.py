@@ -37,6 +37,7 @@ from sealeval.captured.run import (
     Run,
     run_from_document,
 )
+from sealeval.captured.run_outline import RunOutline
 
 # ---------------------------------------------------------------------------
 # Normalized request, digest, comparison_id
@@ -175,7 +176,7 @@ def _same(left: object, right: object) -> bool:
     )
 
 
-def _run_identities(run: Run) -> dict[str, Any]:
+def _run_identities(run: Run | RunOutline) -> dict[str, Any]:
     identity = run.service_identity
     return {
         "source": run.source.to_dict(),
@@ -186,7 +187,7 @@ def _run_identities(run: Run) -> dict[str, Any]:
     }
 
 
-def _check_declared(spec: Mapping[str, Any], where: str, run: Run) -> None:
+def _check_declared(spec: Mapping[str, Any], where: str, run: Run | RunOutline) -> None:
     """Require a non-``invarlock`` side's declared identities to equal the run's."""
     if (
         any(member not in spec for member in ("source", "run_id", "artifact_digest"))
@@ -200,18 +201,28 @@ def _check_declared(spec: Mapping[str, Any], where: str, run: Run) -> None:
             raise _fail("identity_mismatch", f"{where}.{member}")
     if "input_projection" in spec:
         configuration = spec["input_projection"]
+        if isinstance(run, RunOutline):
+            if not run.projections_equal(configuration):
+                raise _fail("projection_mismatch", f"{where}.input_projection")
+            return
         for record in run.records:
             binding = record.projection
             if binding is None or not _same(binding.configuration.to_dict(), configuration):
                 raise _fail("projection_mismatch", f"{where}.input_projection")
 
 
-def _normalize_side(spec: Mapping[str, Any], side: str, run: Run, policy: ComparisonPolicy) -> Any:
+def _normalize_side(
+    spec: Mapping[str, Any], side: str, run: Run | RunOutline, policy: ComparisonPolicy
+) -> Any:
     where = f"comparison.{side}"
     actual = run.digest
-    if policy.expected_case_set_digest is not None:
+    pin = policy.expected_case_set_digest
+    if isinstance(run, RunOutline):
+        if pin is not None and run.case_set_digest != pin:
+            raise _fail("case_set_mismatch", where)
+    elif pin is not None:
         try:
-            validate_run_case_set(run, policy.expected_case_set_digest)
+            validate_run_case_set(run, pin)
         except CapturedRunError:
             raise _fail("case_set_mismatch", where) from None
     pinned = spec.get("expected_run_digest")
@@ -230,8 +241,8 @@ def _normalize_side(spec: Mapping[str, Any], side: str, run: Run, policy: Compar
 
 def normalize_captured_request(
     authored: AuthoredRequest | Mapping[str, Any],
-    baseline: Run | Mapping[str, Any],
-    subject: Run | Mapping[str, Any],
+    baseline: Run | RunOutline | Mapping[str, Any],
+    subject: Run | RunOutline | Mapping[str, Any],
     policy: ComparisonPolicy | Mapping[str, Any],
 ) -> NormalizedRequest:
     """Bind an authored request to its loaded runs and policy (30-request.md §4).
@@ -280,8 +291,10 @@ def normalize_captured_request(
     ):
         raise _fail("metric_mismatch", "comparison.metric")
     runs = {
-        "baseline": baseline if isinstance(baseline, Run) else run_from_document(baseline),
-        "subject": subject if isinstance(subject, Run) else run_from_document(subject),
+        "baseline": baseline
+        if isinstance(baseline, Run | RunOutline)
+        else run_from_document(baseline),
+        "subject": subject if isinstance(subject, Run | RunOutline) else run_from_document(subject),
     }
     normalized_comparison: dict[str, Any] = {
         side: _normalize_side(comparison[side], side, runs[side], policy_value) for side in SIDES
