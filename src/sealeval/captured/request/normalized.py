@@ -21,6 +21,7 @@ from sealeval.captured.policy import (
     parse_comparison_policy,
 )
 from sealeval.captured.request.authored import AuthoredRequest
+from sealeval.captured.request.facts import RunFacts
 from sealeval.captured.request.schema import (
     _IDENTITIES,
     _OVERRIDES,
@@ -206,14 +207,28 @@ def _check_declared(spec: Mapping[str, Any], where: str, run: Run) -> None:
                 raise _fail("projection_mismatch", f"{where}.input_projection")
 
 
-def _normalize_side(spec: Mapping[str, Any], side: str, run: Run, policy: ComparisonPolicy) -> Any:
+def _check_case_set(run: Run | RunFacts, policy: ComparisonPolicy, where: str) -> None:
+    pinned = policy.expected_case_set_digest
+    if pinned is None:
+        return
+    try:
+        if isinstance(run, RunFacts):
+            matches = run.case_set_digest(policy) == pinned
+        else:
+            validate_run_case_set(run, pinned)
+            matches = True
+    except CapturedRunError:
+        matches = False
+    if not matches:
+        raise _fail("case_set_mismatch", where)
+
+
+def _normalize_side(
+    spec: Mapping[str, Any], side: str, run: Run | RunFacts, policy: ComparisonPolicy
+) -> Any:
     where = f"comparison.{side}"
     actual = run.digest
-    if policy.expected_case_set_digest is not None:
-        try:
-            validate_run_case_set(run, policy.expected_case_set_digest)
-        except CapturedRunError:
-            raise _fail("case_set_mismatch", where) from None
+    _check_case_set(run, policy, where)
     pinned = spec.get("expected_run_digest")
     if pinned is not None and pinned != actual:
         raise _fail("run_digest_mismatch", f"{where}.expected_run_digest")
@@ -221,6 +236,8 @@ def _normalize_side(spec: Mapping[str, Any], side: str, run: Run, policy: Compar
         for member in _OVERRIDES:
             if member in spec:
                 raise _fail("identity_override", f"{where}.{member}")
+    elif isinstance(run, RunFacts):  # pragma: no cover - only adapter invarlock streams
+        raise _fail("invalid_type", where)
     else:
         _check_declared(spec, where, run)
     normalized = {key: value for key, value in spec.items() if key != "path"}
@@ -230,8 +247,8 @@ def _normalize_side(spec: Mapping[str, Any], side: str, run: Run, policy: Compar
 
 def normalize_captured_request(
     authored: AuthoredRequest | Mapping[str, Any],
-    baseline: Run | Mapping[str, Any],
-    subject: Run | Mapping[str, Any],
+    baseline: Run | RunFacts | Mapping[str, Any],
+    subject: Run | RunFacts | Mapping[str, Any],
     policy: ComparisonPolicy | Mapping[str, Any],
 ) -> NormalizedRequest:
     """Bind an authored request to its loaded runs and policy (30-request.md §4).
@@ -279,9 +296,9 @@ def normalize_captured_request(
         len(policy_value.metrics) != 1 or policy_value.metrics[0].kind != metric
     ):
         raise _fail("metric_mismatch", "comparison.metric")
-    runs = {
-        "baseline": baseline if isinstance(baseline, Run) else run_from_document(baseline),
-        "subject": subject if isinstance(subject, Run) else run_from_document(subject),
+    runs: dict[str, Run | RunFacts] = {
+        side: value if isinstance(value, Run | RunFacts) else run_from_document(value)
+        for side, value in (("baseline", baseline), ("subject", subject))
     }
     normalized_comparison: dict[str, Any] = {
         side: _normalize_side(comparison[side], side, runs[side], policy_value) for side in SIDES
