@@ -211,14 +211,15 @@ def load_policy(
     return load_comparison_policy(policy)
 
 
-def _run(run: Run | PathLike, field: str) -> Run:
-    from sealeval.captured.run import Run, read_run  # noqa: PLC0415
+def _run(run: Run | PathLike, field: str, *, uncapped: bool = False) -> Run:
+    from sealeval.captured.run import Run  # noqa: PLC0415
+    from sealeval.captured.run.reader import read_run_file  # noqa: PLC0415
     from sealeval.errors import SealevalError  # noqa: PLC0415
 
     if isinstance(run, Run):
         return run
     try:
-        return read_run(run)
+        return read_run_file(run, uncapped=uncapped)
     except SealevalError as error:
         raise type(error)(error.code, field) from None
 
@@ -228,8 +229,10 @@ def compare(
     subject: Run | PathLike,
     policy: ComparisonPolicy | PathLike | Mapping[str, Any],
     *,
-    max_bootstrap_draws: int | None = 100_000_000,
+    max_bootstrap_draws: int | None = 10_000_000_000,
     decision_order: str = "reference",
+    uncapped: bool = False,
+    progress: Callable[[str, int, int], None] | None = None,
 ) -> ComparisonReport:
     """Compare a subject run with a baseline run under a policy (``sealeval compare``).
 
@@ -237,8 +240,13 @@ def compare(
         baseline: a :class:`~sealeval.captured.run.Run` or a run file.
         subject: a run or a run file.
         policy: a policy, a policy file (JSON or YAML) or a parsed document.
-        max_bootstrap_draws: the work budget (``None``: unlimited).
+        max_bootstrap_draws: the work budget (``None``: unlimited); the
+            default is ``DEFAULT_WORK_BUDGET`` of
+            :mod:`sealeval.captured.planning` (a 1,000,000-record comparison).
         decision_order: ``"reference"`` or the opt-in ``"width_first"``.
+        uncapped: read run files beyond invarlock's 128 MiB envelope.
+        progress: optional ``progress(phase, completed, total)`` callback
+            (:mod:`sealeval._progress`: planned draws, then counts per phase).
 
     Returns:
         The :class:`~sealeval.captured.comparison.ComparisonReport`:
@@ -252,11 +260,12 @@ def compare(
     from sealeval.captured.comparison import compare_runs  # noqa: PLC0415
 
     return compare_runs(
-        baseline=_run(baseline, "baseline"),
-        subject=_run(subject, "subject"),
+        baseline=_run(baseline, "baseline", uncapped=uncapped),
+        subject=_run(subject, "subject", uncapped=uncapped),
         policy=load_policy(policy),
         max_bootstrap_draws=max_bootstrap_draws,
         decision_order=decision_order,
+        progress=progress,
     )
 
 

@@ -29,6 +29,7 @@ from sealeval.errors import SealevalError
 from support.vectors import vectors_dir
 
 V = vectors_dir() / "invarlock"
+_OPTIONS: dict[str, Any] = {"max_bootstrap_draws": 10**9, "decision_order": "reference"}
 SIGNER = V / "keys" / "evidence-signer" / "private.pem"
 
 
@@ -194,9 +195,9 @@ def test_mixed_sides_compare_streamed_with_the_same_report(
     monkeypatch.setattr(files_module, "STREAM_MIN_BYTES", 0)
     facts = load_captured_request(request, limits=UNLIMITED)
     assert isinstance(facts.subject, RunFacts)
-    expected = compare_sides(held.baseline, held.subject, held.policy, 10**9, "reference")
-    mixed = compare_sides(held.baseline, facts.subject, held.policy, 10**9, "reference")
-    both = compare_sides(facts.baseline, facts.subject, held.policy, 10**9, "reference")
+    expected = compare_sides(held.baseline, held.subject, held.policy, **_OPTIONS)
+    mixed = compare_sides(held.baseline, facts.subject, held.policy, **_OPTIONS)
+    both = compare_sides(facts.baseline, facts.subject, held.policy, **_OPTIONS)
     assert mixed.canonical_bytes == expected.canonical_bytes == both.canonical_bytes
 
 
@@ -208,7 +209,7 @@ def test_a_run_changed_after_its_pass_is_refused_and_nothing_published(
     monkeypatch.setattr(files_module, "STREAM_MIN_BYTES", 0)
     loaded = load_captured_request(request, limits=UNLIMITED)
     assert isinstance(loaded.subject, RunFacts)
-    report = compare_sides(loaded.baseline, loaded.subject, loaded.policy, 10**9, "reference")
+    report = compare_sides(loaded.baseline, loaded.subject, loaded.policy, **_OPTIONS)
     path = request.parent / loaded.authored.subject.path
     data = bytearray(path.read_bytes())
     data[-2] = ord(" ") if data[-2] != ord(" ") else ord("\t")  # same inode, same size
@@ -222,7 +223,7 @@ def test_a_run_changed_after_its_pass_is_refused_and_nothing_published(
     assert not (request.parent / loaded.authored.output).exists()
     # A comparison that reads the changed bytes binds their digest: the pack refuses the report.
     with pytest.raises(SealevalError):
-        compare_sides(loaded.baseline, loaded.subject, loaded.policy, 10**9, "reference")
+        compare_sides(loaded.baseline, loaded.subject, loaded.policy, **_OPTIONS)
     shrunk = bytes(data[: len(data) // 2])
     with path.open("r+b") as handle:
         handle.write(shrunk)

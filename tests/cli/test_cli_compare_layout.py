@@ -18,6 +18,7 @@ from click.testing import CliRunner
 
 from sealeval.captured.pack_reader import read_evidence_pack
 from sealeval.captured.report import render_html
+from sealeval.captured.scorers import BINARY_KINDS
 from sealeval.cli.compare import EXIT_POLICY_NOT_PASSED, compare_command
 from support.vectors import vectors_dir
 
@@ -92,7 +93,14 @@ def test_human_output_fits_and_is_whole(evidence: Path, width: int) -> None:
     report = _report(evidence)
     result = _compare(evidence, width)
     assert result.exit_code == (0 if report["decision"] == "pass" else EXIT_POLICY_NOT_PASSED)
-    assert result.stderr == ""
+    # standard error holds the planned draws at most (none for binary metrics only)
+    resampled = any(
+        entry["kind"] not in BINARY_KINDS and entry["count"] > 0 for entry in report["metrics"]
+    )
+    planned = [line for line in result.stderr.splitlines() if line]
+    assert len(planned) <= 1
+    assert all(line.startswith("planned bootstrap draws: ") for line in planned)
+    assert bool(planned) == resampled
     out = result.stdout
     lines = out.splitlines()
     assert all(len(line) <= width for line in lines)

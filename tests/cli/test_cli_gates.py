@@ -554,4 +554,7 @@ def test_evaluate_refuses_an_oversized_file(ws: Path, monkeypatch: pytest.Monkey
     monkeypatch.setattr("sealeval.cli.gates.MAX_EVIDENCE_BYTES", 10)
     name = _write(ws, "env.json", _envelope_text())
     code, out, err = invoke("evaluate", name, "--candidate-digest", DIGEST)
-    assert (code, out, err) == (2, "", "sealeval: error: evidence: too_large\n")
+    assert (code, out) == (2, "")
+    # the refusal, then the line saying no option lifts this limit
+    assert err.splitlines()[0] == "sealeval: error: evidence: too_large"
+    assert err.splitlines()[1].startswith("sealeval: this size limit is fixed")

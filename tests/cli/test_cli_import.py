@@ -176,7 +176,9 @@ def test_compat_invarlock_applies_the_reference_limits(
     options = [*_IDENTITY, "--artifact-digest", ARTIFACT]
     result = _invoke(path, *options, "--compat-invarlock", "-o", tmp_path / "a.json")
     assert result.exit_code == 2
-    assert result.stderr == "sealeval: error: records: too_many_records\n"
+    error, remedy = result.stderr.splitlines()
+    assert error == "sealeval: error: records: too_many_records"
+    assert remedy.startswith("sealeval: --compat-invarlock applies invarlock's envelope")
     assert not (tmp_path / "a.json").exists()
     assert _invoke(path, *options, "-o", tmp_path / "b.json").exit_code == 0
 

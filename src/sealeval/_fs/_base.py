@@ -16,29 +16,31 @@ DEFAULT_MAX_ENTRIES: Final = 1_000_000
 #: Symlink hops followed while resolving one link inside a tree (as Linux's MAXSYMLINKS).
 MAX_SYMLINK_HOPS: Final = 40
 
-_O_CLOEXEC: Final = getattr(os, "O_CLOEXEC", 0)
-_O_NOFOLLOW: Final = getattr(os, "O_NOFOLLOW", 0)
-_O_NONBLOCK: Final = getattr(os, "O_NONBLOCK", 0)
-_O_DIRECTORY: Final = getattr(os, "O_DIRECTORY", 0)
-_O_BINARY: Final = getattr(os, "O_BINARY", 0)
+#: Open flags where the platform has them (0 elsewhere: the checks after opening still hold).
+O_CLOEXEC: Final = getattr(os, "O_CLOEXEC", 0)
+O_NOFOLLOW: Final = getattr(os, "O_NOFOLLOW", 0)
+O_NONBLOCK: Final = getattr(os, "O_NONBLOCK", 0)
+O_DIRECTORY: Final = getattr(os, "O_DIRECTORY", 0)
+O_BINARY: Final = getattr(os, "O_BINARY", 0)
 #: Flags of every read open: never follow a final symlink, never block on a FIFO.
-READ_FLAGS: Final = os.O_RDONLY | _O_NOFOLLOW | _O_NONBLOCK | _O_CLOEXEC | _O_BINARY
+READ_FLAGS: Final = os.O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_BINARY
 #: Flags of every directory open inside a walk.
-DIR_FLAGS: Final = os.O_RDONLY | _O_DIRECTORY | _O_NOFOLLOW | _O_CLOEXEC
-_WRITE_FLAGS: Final = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC | _O_BINARY
+DIR_FLAGS: Final = os.O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC
+WRITE_FLAGS: Final = os.O_WRONLY | os.O_CREAT | os.O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_BINARY
 #: Flags of a lock-file open (read-write, never through a symlink, never blocking).
-LOCK_FLAGS: Final = os.O_RDWR | _O_NOFOLLOW | _O_NONBLOCK | _O_CLOEXEC | _O_BINARY
+LOCK_FLAGS: Final = os.O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_BINARY
 #: Flags of an append-only probe or log file (created if missing, never through a symlink).
-APPEND_FLAGS: Final = os.O_WRONLY | os.O_CREAT | os.O_APPEND | _O_NOFOLLOW | _O_CLOEXEC | _O_BINARY
+APPEND_FLAGS: Final = os.O_WRONLY | os.O_CREAT | os.O_APPEND | O_NOFOLLOW | O_CLOEXEC | O_BINARY
 #: Whether descriptor-relative calls (``openat`` and friends) are available.
 HAS_DIR_FD: Final = os.open in os.supports_dir_fd and os.stat in os.supports_dir_fd
 #: ``errno`` values of opening something that is not a regular file without following it.
-_NOT_REGULAR_ERRNOS: Final = frozenset(
+NOT_REGULAR_ERRNOS: Final = frozenset(
     {errno.ELOOP, errno.EISDIR, errno.ENXIO, errno.EMLINK, getattr(errno, "EFTYPE", -1)}
 )
 
 
-def _fail(code: str, field: str = "path") -> FileSystemError:
+def refusal(code: str, field: str = "path") -> FileSystemError:
+    """Return the file-system refusal ``code`` at ``field`` (the parts raise it)."""
     return FileSystemError(code, field)
 
 

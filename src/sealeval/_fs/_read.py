@@ -12,16 +12,16 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from sealeval._fs._base import (
-    _NOT_REGULAR_ERRNOS,
-    _O_CLOEXEC,
-    _O_DIRECTORY,
-    _O_NOFOLLOW,
-    _O_NONBLOCK,
     CHUNK_SIZE,
     DIR_FLAGS,
     LOCK_FLAGS,
+    NOT_REGULAR_ERRNOS,
+    O_CLOEXEC,
+    O_DIRECTORY,
+    O_NOFOLLOW,
+    O_NONBLOCK,
     READ_FLAGS,
-    _fail,
+    refusal,
 )
 from sealeval.errors import FileSystemError
 
@@ -43,10 +43,10 @@ def signature(info: os.stat_result) -> FileSignature:
 
 def _open_error(error: OSError) -> FileSystemError:
     if isinstance(error, FileNotFoundError):
-        return _fail("not_found")
-    if error.errno in _NOT_REGULAR_ERRNOS:
-        return _fail("not_regular_file")
-    return _fail("unreadable")  # ENOTDIR (a file used as a folder), EACCES, EIO, ...
+        return refusal("not_found")
+    if error.errno in NOT_REGULAR_ERRNOS:
+        return refusal("not_regular_file")
+    return refusal("unreadable")  # ENOTDIR (a file used as a folder), EACCES, EIO, ...
 
 
 def _open_checked(
@@ -61,26 +61,26 @@ def _open_checked(
     try:
         if (
             not follow_symlinks
-            and not _O_NOFOLLOW
+            and not O_NOFOLLOW
             and stat.S_ISLNK(os.stat(path, dir_fd=dir_fd, follow_symlinks=False).st_mode)
         ):  # pragma: no cover - Windows
-            raise _fail("not_regular_file")
+            raise refusal("not_regular_file")
         fd = os.open(path, flags, mode, dir_fd=dir_fd)
     except FileExistsError:
-        raise _fail("output_exists") from None
+        raise refusal("output_exists") from None
     except OSError as error:
         raise _open_error(error) from None
     except ValueError:  # an embedded NUL: nothing can exist there
-        raise _fail("not_found") from None
+        raise refusal("not_found") from None
     try:
         regular = stat.S_ISREG(os.fstat(fd).st_mode)
-        if regular and _O_NONBLOCK:
+        if regular and O_NONBLOCK:
             os.set_blocking(fd, True)
     except OSError:  # pragma: no cover - fstat on a fresh descriptor does not fail
         regular = False
     if not regular:
         os.close(fd)
-        raise _fail("not_regular_file")
+        raise refusal("not_regular_file")
     return fd
 
 
@@ -99,7 +99,7 @@ def open_regular(
     Raises:
         FileSystemError: ``not_found``, ``not_regular_file`` or ``unreadable``.
     """
-    flags = READ_FLAGS & ~_O_NOFOLLOW if follow_symlinks else READ_FLAGS
+    flags = READ_FLAGS & ~O_NOFOLLOW if follow_symlinks else READ_FLAGS
     return _open_checked(path, flags, dir_fd, follow_symlinks=follow_symlinks)
 
 
@@ -141,7 +141,7 @@ def read_fd_bounded(fd: int, limit: int) -> bytes:
     """
     try:
         if os.fstat(fd).st_size > limit:
-            raise _fail("too_large")
+            raise refusal("too_large")
         chunks: list[bytes] = []
         total = 0
         while True:
@@ -151,18 +151,18 @@ def read_fd_bounded(fd: int, limit: int) -> bytes:
             chunks.append(chunk)
             total += len(chunk)
             if total > limit:
-                raise _fail("too_large")
+                raise refusal("too_large")
     except OSError:
-        raise _fail("unreadable") from None
+        raise refusal("unreadable") from None
 
 
 def _check_unchanged(fd: int, before: FileSignature, count: int) -> None:
     try:
         after = signature(os.fstat(fd))
     except OSError:  # pragma: no cover - fstat on an open descriptor does not fail
-        raise _fail("unreadable") from None
+        raise refusal("unreadable") from None
     if after != before or count != before.size:
-        raise _fail("file_changed")
+        raise refusal("file_changed")
 
 
 def read_regular(
@@ -219,14 +219,14 @@ def open_directory_below(base: str | os.PathLike[str], parts: Iterable[str]) -> 
             ``unreadable``.
     """
     try:
-        fd = os.open(base, os.O_RDONLY | _O_DIRECTORY | _O_CLOEXEC)
+        fd = os.open(base, os.O_RDONLY | O_DIRECTORY | O_CLOEXEC)
     except (OSError, ValueError):
-        raise _fail("not_found") from None
+        raise refusal("not_found") from None
     try:
         return descend(fd, parts)
     except FileSystemError as error:
         if error.code == "not_directory":
-            raise _fail("not_regular_file") from None
+            raise refusal("not_regular_file") from None
         raise
 
 
@@ -275,7 +275,7 @@ def digest_regular(
         info = os.fstat(fd)
         before = signature(info)
         if expected is not None and (expected.st_dev, expected.st_ino) != before[:2]:
-            raise _fail("file_changed")
+            raise refusal("file_changed")
         hasher = hashlib.sha256()
         view = memoryview(buffer if buffer is not None else bytearray(CHUNK_SIZE))
         total = 0
@@ -284,7 +284,7 @@ def digest_regular(
                 hasher.update(view[:count])
                 total += count
         except OSError:
-            raise _fail("unreadable") from None
+            raise refusal("unreadable") from None
         _check_unchanged(fd, before, total)
     finally:
         os.close(fd)
@@ -303,22 +303,22 @@ def open_directory(
     Raises:
         FileSystemError: ``not_found``, ``not_directory`` or ``unreadable``.
     """
-    flags = DIR_FLAGS & ~_O_NOFOLLOW if follow_symlinks else DIR_FLAGS
+    flags = DIR_FLAGS & ~O_NOFOLLOW if follow_symlinks else DIR_FLAGS
     try:
         fd = os.open(path, flags, dir_fd=dir_fd)
     except FileNotFoundError:
-        raise _fail("not_found") from None
+        raise refusal("not_found") from None
     except OSError as error:
         if error.errno in (errno.ENOTDIR, errno.ELOOP, errno.EMLINK):
-            raise _fail("not_directory") from None
-        raise _fail("unreadable") from None
+            raise refusal("not_directory") from None
+        raise refusal("unreadable") from None
     except ValueError:
-        raise _fail("not_found") from None
-    if not _O_DIRECTORY:  # pragma: no cover - Windows has no directory descriptors
+        raise refusal("not_found") from None
+    if not O_DIRECTORY:  # pragma: no cover - Windows has no directory descriptors
         with contextlib.suppress(OSError):
             if not stat.S_ISDIR(os.fstat(fd).st_mode):
                 os.close(fd)
-                raise _fail("not_directory")
+                raise refusal("not_directory")
     return fd
 
 
@@ -329,7 +329,7 @@ def fsync_directory(directory: int | str | os.PathLike[str]) -> None:
             os.fsync(directory)
         return
     with contextlib.suppress(OSError):
-        fd = os.open(directory, os.O_RDONLY | _O_DIRECTORY | _O_CLOEXEC)
+        fd = os.open(directory, os.O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         try:
             os.fsync(fd)
         finally:

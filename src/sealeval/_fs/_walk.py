@@ -15,7 +15,7 @@ from sealeval._fs._base import (
     DIR_FLAGS,
     HAS_DIR_FD,
     MAX_SYMLINK_HOPS,
-    _fail,
+    refusal,
 )
 from sealeval._fs._read import open_directory
 from sealeval.errors import FileSystemError
@@ -65,7 +65,7 @@ def _utf8(name: bytes) -> str:
     try:
         return name.decode("utf-8")
     except UnicodeDecodeError:
-        raise _fail("undecodable_name") from None
+        raise refusal("undecodable_name") from None
 
 
 def _split(text: bytes) -> list[bytes]:
@@ -87,7 +87,7 @@ def _resolve_link(root_fd: int, root: bytes, parent: list[bytes], text: bytes) -
         nonlocal stack
         if link.startswith(b"/"):
             if link.rstrip(b"/") != root and not link.startswith(root + b"/"):
-                raise _fail("symlink_escapes_tree")
+                raise refusal("symlink_escapes_tree")
             stack = []
             pending.extendleft(reversed(_split(link[len(root) :])))
         else:
@@ -98,28 +98,28 @@ def _resolve_link(root_fd: int, root: bytes, parent: list[bytes], text: bytes) -
         part = pending.popleft()
         if part == b"..":
             if not stack:
-                raise _fail("symlink_escapes_tree")
+                raise refusal("symlink_escapes_tree")
             stack.pop()
             continue
         candidate = b"/".join([*stack, part])
         try:
             info = os.stat(candidate, dir_fd=root_fd, follow_symlinks=False)
         except (FileNotFoundError, NotADirectoryError):
-            raise _fail("dangling_symlink") from None
+            raise refusal("dangling_symlink") from None
         except OSError:
-            raise _fail("unreadable") from None
+            raise refusal("unreadable") from None
         if stat.S_ISLNK(info.st_mode):
             hops += 1
             if hops > MAX_SYMLINK_HOPS:
-                raise _fail("symlink_loop")
+                raise refusal("symlink_loop")
             try:
                 link = os.readlink(candidate, dir_fd=root_fd)
             except OSError:
-                raise _fail("file_changed") from None
+                raise refusal("file_changed") from None
             expand(link)
             continue
         if pending and not stat.S_ISDIR(info.st_mode):
-            raise _fail("dangling_symlink")
+            raise refusal("dangling_symlink")
         stack.append(part)
     return stack
 
@@ -145,12 +145,12 @@ def _list(fd: int, budget: int, *, keep_first: bool = False) -> list[bytes]:
                 names.append(os.fsencode(entry.name))
                 if len(names) > budget:
                     if not keep_first:
-                        raise _fail("too_many_entries")
+                        raise refusal("too_many_entries")
                     if len(names) > 2 * (budget + 1):
                         names.sort()
                         del names[budget + 1 :]
     except OSError:
-        raise _fail("unreadable") from None
+        raise refusal("unreadable") from None
     names.sort()
     del names[budget + 1 :]
     names.reverse()  # popped from the end: ascending byte order
@@ -162,7 +162,7 @@ def _enter(frame: _Frame, entry: TreeEntry, budget: int, *, keep_first: bool = F
     try:
         child = os.open(entry.name, DIR_FLAGS, dir_fd=frame.fd)
     except OSError:
-        raise _fail("file_changed") from None
+        raise refusal("file_changed") from None
     try:
         opened = os.fstat(child)
         same = (opened.st_dev, opened.st_ino) == (entry.info.st_dev, entry.info.st_ino)
@@ -172,7 +172,7 @@ def _enter(frame: _Frame, entry: TreeEntry, budget: int, *, keep_first: bool = F
         raise
     if names is None:
         os.close(child)
-        raise _fail("file_changed")
+        raise refusal("file_changed")
     return _Frame(child, entry.path + "/", [*frame.parts, entry.name], names)
 
 
@@ -182,17 +182,17 @@ def _entry(root_fd: int, root: bytes, frame: _Frame, name: bytes) -> TreeEntry:
     try:
         info = os.stat(name, dir_fd=frame.fd, follow_symlinks=False)
     except OSError:
-        raise _fail("file_changed") from None
+        raise refusal("file_changed") from None
     if stat.S_ISDIR(info.st_mode):
         return TreeEntry("d", relative, frame.fd, name, info)
     if stat.S_ISREG(info.st_mode):
         return TreeEntry("f", relative, frame.fd, name, info)
     if not stat.S_ISLNK(info.st_mode):
-        raise _fail("special_file")
+        raise refusal("special_file")
     try:
         text = os.readlink(name, dir_fd=frame.fd)
     except OSError:
-        raise _fail("file_changed") from None
+        raise refusal("file_changed") from None
     link_text = _utf8(text)
     target = _resolve_link(root_fd, root, frame.parts, text)
     resolved = _utf8(b"/".join(target)) if target else "."
@@ -238,7 +238,7 @@ def _classify(
     if lenient is None:
         entry = _entry(root_fd, root, frame, name)
         if entry.kind == "d" and too_deep:
-            raise _fail("too_deep")
+            raise refusal("too_deep")
         return entry
     found = _lenient_entry(frame, name)
     if found is None:
@@ -265,12 +265,12 @@ def _child(
 def _open_root(root: str | os.PathLike[str], *, follow_root: bool) -> tuple[int, bytes]:
     """Open the walk's root; return its descriptor and its real path (for link resolution)."""
     if not HAS_DIR_FD:  # pragma: no cover - Windows
-        raise _fail("unsupported_platform")
+        raise refusal("unsupported_platform")
     try:
         named = os.fsencode(os.fspath(root))
         real = os.path.realpath(named)
     except (OSError, ValueError):
-        raise _fail("not_found") from None
+        raise refusal("not_found") from None
     root_fd = open_directory(real if follow_root else named)
     return root_fd, real.rstrip(b"/") or b"/"
 
@@ -326,7 +326,7 @@ def walk_tree(
                 continue
             seen += 1
             if seen > max_entries:
-                raise _fail("too_many_entries")
+                raise refusal("too_many_entries")
             too_deep = len(stack) > max_depth
             entry = _classify(root_fd, real, frame, too_deep, lenient)
             if entry is None:

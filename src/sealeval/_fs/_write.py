@@ -13,20 +13,20 @@ from pathlib import Path
 from typing import IO, Any, Final
 
 from sealeval._fs._base import (
-    _O_CLOEXEC,
-    _O_DIRECTORY,
-    _WRITE_FLAGS,
     CHUNK_SIZE,
     DIR_FLAGS,
     HAS_DIR_FD,
-    _fail,
+    O_CLOEXEC,
+    O_DIRECTORY,
+    WRITE_FLAGS,
+    refusal,
 )
 from sealeval._fs._read import fsync_directory
 
 
 def _require_dir_fd() -> None:
     if not HAS_DIR_FD:  # pragma: no cover - Windows
-        raise _fail("unsupported_platform", "output")
+        raise refusal("unsupported_platform", "output")
 
 
 def open_destination_parent(
@@ -61,9 +61,9 @@ def open_destination_parent(
         return fd, name
     except OSError:
         os.close(fd)
-        raise _fail("output_unwritable", "output") from None
+        raise refusal("output_unwritable", "output") from None
     os.close(fd)
-    raise _fail("output_exists", "output")
+    raise refusal("output_exists", "output")
 
 
 def _below_anchor(destination: Path, anchor: str | os.PathLike[str]) -> tuple[str, tuple[str, ...]]:
@@ -72,10 +72,10 @@ def _below_anchor(destination: Path, anchor: str | os.PathLike[str]) -> tuple[st
         try:
             destination = destination.relative_to(base)
         except ValueError:
-            raise _fail("unsafe_destination", "output") from None
+            raise refusal("unsafe_destination", "output") from None
     parts = destination.parts
     if not parts or ".." in parts:
-        raise _fail("unsafe_destination", "output")
+        raise refusal("unsafe_destination", "output")
     return os.fspath(base), parts[:-1]
 
 
@@ -90,10 +90,10 @@ def _open_parent_chain(
     _require_dir_fd()
     text = os.fspath(path)
     if not isinstance(text, str) or not text or "\0" in text:
-        raise _fail("unsafe_destination", "output")
+        raise refusal("unsafe_destination", "output")
     destination = Path(text)
     if text.endswith(("/", os.sep)) or destination.name in ("", ".", ".."):
-        raise _fail("unsafe_destination", "output")
+        raise refusal("unsafe_destination", "output")
     if anchor is not None:
         start, parts = _below_anchor(destination, anchor)
     elif destination.is_absolute():
@@ -101,9 +101,9 @@ def _open_parent_chain(
     else:
         start, parts = ".", destination.parts[:-1]
     try:
-        fd = os.open(start, os.O_RDONLY | _O_DIRECTORY | _O_CLOEXEC)
+        fd = os.open(start, os.O_RDONLY | O_DIRECTORY | O_CLOEXEC)
     except OSError:
-        raise _fail("output_unwritable", "output") from None
+        raise refusal("output_unwritable", "output") from None
     try:
         for part in parts:
             if part not in ("", "."):
@@ -120,22 +120,22 @@ def _step(fd: int, name: str, *, create: bool, mode: int) -> int:
         child = os.open(name, DIR_FLAGS, dir_fd=fd)
     except FileNotFoundError:
         if not create:
-            raise _fail("output_parent_missing", "output") from None
+            raise refusal("output_parent_missing", "output") from None
         try:
             os.mkdir(name, mode, dir_fd=fd)
         except FileExistsError:
             pass  # created concurrently: opened without following below
         except OSError:
-            raise _fail("output_unwritable", "output") from None
+            raise refusal("output_unwritable", "output") from None
         fsync_directory(fd)
         try:
             child = os.open(name, DIR_FLAGS, dir_fd=fd)
         except OSError:
-            raise _fail("unsafe_destination", "output") from None
+            raise refusal("unsafe_destination", "output") from None
     except OSError as error:
         if error.errno in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
-            raise _fail("unsafe_destination", "output") from None
-        raise _fail("output_unwritable", "output") from None
+            raise refusal("unsafe_destination", "output") from None
+        raise refusal("output_unwritable", "output") from None
     os.close(fd)
     return child
 
@@ -152,13 +152,13 @@ def create_exclusive(
             ``output_unwritable`` (field ``output``).
     """
     try:
-        fd = os.open(name, _WRITE_FLAGS, 0o600, dir_fd=dir_fd)
+        fd = os.open(name, WRITE_FLAGS, 0o600, dir_fd=dir_fd)
     except FileExistsError:
-        raise _fail("output_exists", "output") from None
+        raise refusal("output_exists", "output") from None
     except FileNotFoundError:
-        raise _fail("output_parent_missing", "output") from None
+        raise refusal("output_parent_missing", "output") from None
     except OSError:
-        raise _fail("output_unwritable", "output") from None
+        raise refusal("output_unwritable", "output") from None
     total = 0
     try:
         with os.fdopen(os.dup(fd), "wb", buffering=CHUNK_SIZE) as handle:
@@ -170,7 +170,7 @@ def create_exclusive(
         os.close(fd)
         with contextlib.suppress(OSError):
             os.unlink(name, dir_fd=dir_fd)
-        raise _fail("output_unwritable", "output") from None
+        raise refusal("output_unwritable", "output") from None
     except BaseException:
         os.close(fd)
         with contextlib.suppress(OSError):
@@ -205,16 +205,16 @@ class ExclusiveWriter:
         self._parent_fd, self._name = open_destination_parent(path, create_parents=create_parents)
         self._temporary = f".{self._name[:64]}.{secrets.token_hex(8)}.tmp"
         try:
-            fd = os.open(self._temporary, _WRITE_FLAGS, 0o600, dir_fd=self._parent_fd)
+            fd = os.open(self._temporary, WRITE_FLAGS, 0o600, dir_fd=self._parent_fd)
         except OSError:
             os.close(self._parent_fd)
-            raise _fail("output_unwritable", "output") from None
+            raise refusal("output_unwritable", "output") from None
         try:
             os.fchmod(fd, mode)
         except OSError:  # pragma: no cover - fchmod of our own new file does not fail
             os.close(fd)
             self.discard()
-            raise _fail("output_unwritable", "output") from None
+            raise refusal("output_unwritable", "output") from None
         self._handle = os.fdopen(fd, "wb", buffering=CHUNK_SIZE)
 
     def __enter__(self) -> ExclusiveWriter:
@@ -228,18 +228,18 @@ class ExclusiveWriter:
     def write(self, data: bytes | bytearray | memoryview) -> None:
         """Append bytes to the temporary file."""
         if self._handle is None:
-            raise _fail("output_unwritable", "output")
+            raise refusal("output_unwritable", "output")
         try:
             self._handle.write(data)
         except OSError:
             self.discard()
-            raise _fail("output_unwritable", "output") from None
+            raise refusal("output_unwritable", "output") from None
 
     def publish(self) -> None:
         """Flush, fsync and link the file into place; fsync the folder."""
         handle, self._handle = self._handle, None
         if handle is None:
-            raise _fail("output_unwritable", "output")
+            raise refusal("output_unwritable", "output")
         try:
             try:
                 handle.flush()
@@ -251,10 +251,10 @@ class ExclusiveWriter:
             )
         except FileExistsError:
             self.discard()
-            raise _fail("output_exists", "output") from None
+            raise refusal("output_exists", "output") from None
         except OSError:
             self.discard()
-            raise _fail("output_unwritable", "output") from None
+            raise refusal("output_unwritable", "output") from None
         with contextlib.suppress(OSError):
             os.unlink(self._temporary, dir_fd=self._parent_fd)
         fsync_directory(self._parent_fd)
@@ -317,7 +317,7 @@ def replace_atomic(
         except OSError:
             with contextlib.suppress(OSError):
                 os.unlink(temporary, dir_fd=parent_fd)
-            raise _fail("output_unwritable", "output") from None
+            raise refusal("output_unwritable", "output") from None
         fsync_directory(parent_fd)
     finally:
         os.close(parent_fd)
@@ -359,16 +359,16 @@ def _rename_claimed(dir_fd: int, old: str, new: str) -> None:
     try:
         os.mkdir(new, 0o700, dir_fd=dir_fd)
     except FileExistsError:
-        raise _fail("output_exists", "output") from None
+        raise refusal("output_exists", "output") from None
     except OSError:
-        raise _fail("output_unwritable", "output") from None
+        raise refusal("output_unwritable", "output") from None
     try:
         os.rename(old, new, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
     except OSError as error:
         with contextlib.suppress(OSError):
             os.rmdir(new, dir_fd=dir_fd)  # only succeeds while the claim is still empty
         exists = error.errno in (errno.EEXIST, errno.ENOTEMPTY)
-        raise _fail("output_exists" if exists else "output_unwritable", "output") from None
+        raise refusal("output_exists" if exists else "output_unwritable", "output") from None
 
 
 def rename_noreplace(dir_fd: int, old: str, new: str) -> None:
@@ -390,7 +390,7 @@ def rename_noreplace(dir_fd: int, old: str, new: str) -> None:
             return
         code = ctypes.get_errno()
         if code in (errno.EEXIST, errno.ENOTEMPTY):
-            raise _fail("output_exists", "output")
+            raise refusal("output_exists", "output")
         if code not in _UNSUPPORTED:
-            raise _fail("output_unwritable", "output")
+            raise refusal("output_unwritable", "output")
     _rename_claimed(dir_fd, old, new)

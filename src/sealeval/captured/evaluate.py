@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from sealeval._progress import Progress, notify
 from sealeval.captured.comparison import (
     DEFAULT_MAX_BOOTSTRAP_DRAWS,
     ComparisonReport,
@@ -114,8 +115,10 @@ def compare_sides(
     baseline: Run | RunFacts,
     subject: Run | RunFacts,
     policy: ComparisonPolicy,
+    *,
     max_bootstrap_draws: int,
     decision_order: str,
+    progress: Progress | None = None,
 ) -> ComparisonReport:
     """Compare a request's two sides: in memory when both are held, else streamed.
 
@@ -132,6 +135,7 @@ def compare_sides(
             policy=policy,
             max_bootstrap_draws=max_bootstrap_draws,
             decision_order=decision_order,
+            progress=progress,
         )
     with run_source(baseline) as left, run_source(subject) as right:
         return compare_run_files(
@@ -140,16 +144,24 @@ def compare_sides(
             policy=policy,
             max_bootstrap_draws=max_bootstrap_draws,
             decision_order=decision_order,
+            progress=progress,
         )
 
 
-def paired_check(budget: int, decision_order: str) -> PairedCheck:
+def paired_check(budget: int, decision_order: str, progress: Progress | None = None) -> PairedCheck:
     """Return the comparison engine's preflight: a dry comparison in memory (nothing written)."""
 
     def check(
         baseline: Run | RunFacts, subject: Run | RunFacts, policy: ComparisonPolicy
     ) -> Mapping[str, Any]:
-        report = compare_sides(baseline, subject, policy, budget, decision_order)
+        report = compare_sides(
+            baseline,
+            subject,
+            policy,
+            max_bootstrap_draws=budget,
+            decision_order=decision_order,
+            progress=progress,
+        )
         return {
             "required_bootstrap_draws": report.required_bootstrap_draws,
             "missing_id_bytes": report.missing_id_bytes,
@@ -255,6 +267,7 @@ def preflight_request(
     max_bootstrap_draws: int = DEFAULT_MAX_BOOTSTRAP_DRAWS,
     decision_order: str = "reference",
     uncapped: bool = False,
+    progress: Progress | None = None,
 ) -> Evaluation:
     """Run every check of :func:`evaluate_request` and write nothing.
 
@@ -262,12 +275,13 @@ def preflight_request(
     memory (its bootstrap-draw requirement and missing-id size are reported);
     no pack is built.
     """
+    notify(progress, "loading", 0, 1)
     checked = _checked(
         request,
         signing_key=signing_key,
         unsigned=unsigned,
         overrides=overrides or {},
-        paired=paired_check(max_bootstrap_draws, decision_order),
+        paired=paired_check(max_bootstrap_draws, decision_order, progress),
         uncapped=uncapped,
     )
     return Evaluation(preflight_document(checked, max_bootstrap_draws), None, None, checked)
@@ -282,6 +296,7 @@ def evaluate_request(
     max_bootstrap_draws: int = DEFAULT_MAX_BOOTSTRAP_DRAWS,
     decision_order: str = "reference",
     uncapped: bool = False,
+    progress: Progress | None = None,
 ) -> Evaluation:
     """Compare the runs a captured request names and publish its evidence pack.
 
@@ -297,6 +312,9 @@ def evaluate_request(
         decision_order: ``"reference"`` or sealeval's opt-in ``"width_first"``.
         uncapped: lift the reference's record and run-size caps (the pack then
             verifies in sealeval only, with the uncapped limits).
+        progress: optional :data:`sealeval._progress.Progress` callback
+            (``loading``, the comparison's phases and planned draws,
+            ``publishing``); counts only.
 
     Returns:
         The :class:`Evaluation` with the ``invarlock/evaluation-result-v2``
@@ -306,6 +324,7 @@ def evaluate_request(
         SealevalError: any request, input, budget, destination or signing
             refusal (nothing is published).
     """
+    notify(progress, "loading", 0, 1)
     checked = _checked(
         request,
         signing_key=signing_key,
@@ -316,8 +335,14 @@ def evaluate_request(
     )
     loaded = checked.request
     report = compare_sides(
-        loaded.baseline, loaded.subject, loaded.policy, max_bootstrap_draws, decision_order
+        loaded.baseline,
+        loaded.subject,
+        loaded.policy,
+        max_bootstrap_draws=max_bootstrap_draws,
+        decision_order=decision_order,
+        progress=progress,
     )
+    notify(progress, "publishing", 0, 1)
     published = build_evidence_pack(
         loaded,
         comparison_report=report.canonical_bytes,

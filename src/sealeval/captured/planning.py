@@ -26,6 +26,9 @@ difference). The tests validate the answers by simulation.
 :func:`plan_from_run` derives the rates from a baseline run (scope by scope)
 and :func:`more_pairs_hint` turns an ``insufficient_evidence`` entry into
 "about N more paired cases in slice X" from the comparison's own data.
+The work budget: :func:`plan_draws` states the bootstrap draws a comparison
+will charge (from scope sizes alone), and :data:`DEFAULT_WORK_BUDGET` is
+sealeval's default cap, sized for a 1,000,000-record comparison.
 Normalized-NLL ratio metrics are planned on the relative scale: with
 ``r = sd(subject - baseline) / mean(baseline)`` (default ``sqrt(2)`` times the
 baseline's coefficient of variation) the ratio's interval behaves like a
@@ -36,7 +39,7 @@ mean difference of spread ``r`` (delta method at a ratio of 1), its
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
 from typing import Any, Final
@@ -45,12 +48,18 @@ import numpy as np
 
 from sealeval.captured.comparison import ScopeValues, scope_values
 from sealeval.captured.inference import METHOD10, newcombe_method10_interval
-from sealeval.captured.intervals import PairedCounts, Z, newcombe_interval
+from sealeval.captured.intervals import (
+    PairedCounts,
+    Z,
+    newcombe_interval,
+    required_bootstrap_draws,
+)
 from sealeval.captured.policy import ComparisonPolicy, PolicyMetric, parse_comparison_policy
 from sealeval.captured.run import Run
 from sealeval.errors import CapturedError
 
 __all__ = [
+    "DEFAULT_WORK_BUDGET",
     "MAX_PLANNED_PAIRS",
     "PLAN_FORMAT",
     "EntryPlan",
@@ -58,6 +67,7 @@ __all__ = [
     "more_pairs_hint",
     "plan_binary",
     "plan_continuous",
+    "plan_draws",
     "plan_from_run",
     "plan_pairs",
 ]
@@ -68,6 +78,16 @@ PLAN_FORMAT: Final = "sealeval/sample-size-plan-v1"
 MAX_PLANNED_PAIRS: Final = 100_000_000
 _NORMAL: Final = NormalDist()
 
+#: sealeval's default local work budget in bootstrap draws (``compare``,
+#: ``verify``, ``evaluate --uncapped``). It admits a 1,000,000-record comparison
+#: of the usual metrics -- ``exact_match`` (binary: no draws), ``token_f1`` and a
+#: recorded ``accuracy`` (two resampled metrics) over ``overall`` plus slices
+#: that partition the run: 2 x 2,000,000 pairs x 2,048 replicates =
+#: 8,192,000,000 draws (:func:`plan_draws`). Hosts that want a cap pass their
+#: own (``--max-bootstrap-draws N`` / ``max_bootstrap_draws=N``): the comparison
+#: is then refused with ``work_budget_exceeded`` before any scoring.
+DEFAULT_WORK_BUDGET: Final = 10_000_000_000
+
 
 class PlanningError(CapturedError):
     """Refusal of a planning input (fields are argument or policy positions, never values)."""
@@ -75,6 +95,31 @@ class PlanningError(CapturedError):
     module = "sealeval.captured.planning"
     field_in_message = True
     codes = frozenset({"invalid_rate", "invalid_power", "invalid_method"})
+
+
+def plan_draws(
+    policy: ComparisonPolicy | Mapping[str, Any], scope_pair_counts: Sequence[int]
+) -> int:
+    """Return the bootstrap draws a comparison will charge, without reading any run.
+
+    ``scope_pair_counts`` gives the pairs of each scope in report order
+    (``overall`` first, then the policy's slices); the result is what
+    :func:`~sealeval.captured.comparison.compare_runs` charges against its
+    budget (``Σ pairs x resampled metrics x``
+    :data:`~sealeval.captured.intervals.REPLICATES`). Compare it with
+    :data:`DEFAULT_WORK_BUDGET` or a host's own cap.
+
+    Raises:
+        PlanningError: ``invalid_rate`` (field ``scope_pair_counts``) when the
+            counts do not match the policy's scopes or are not counts.
+    """
+    approved = _policy(policy)
+    counts = list(scope_pair_counts)
+    if len(counts) != len(approved.scope_names) or any(
+        type(count) is not int or count < 0 for count in counts
+    ):
+        raise PlanningError("invalid_rate", "scope_pair_counts")
+    return required_bootstrap_draws(counts, approved.bootstrap_metric_count)
 
 
 def _probability(value: object, where: str, *, open_interval: bool = True) -> float:

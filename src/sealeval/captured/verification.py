@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from sealeval._progress import Progress
 from sealeval.captured.comparison import DEFAULT_MAX_BOOTSTRAP_DRAWS
 from sealeval.captured.pack_reader import REFERENCE_PACK_LIMITS, UNCAPPED_PACK_LIMITS
 from sealeval.captured.receipt import ReceiptError, issue_receipt, publish_receipt
@@ -93,6 +94,7 @@ def verify_with_receipt(
     max_bootstrap_draws: int | None = DEFAULT_MAX_BOOTSTRAP_DRAWS,
     uncapped: bool = False,
     decision_order: str = "reference",
+    progress: Progress | None = None,
 ) -> ReceiptedVerification:
     """Verify a captured evidence pack against recipient-owned inputs; publish the receipt.
 
@@ -104,6 +106,8 @@ def verify_with_receipt(
         max_bootstrap_draws: the local work budget (``None``: unbounded).
         uncapped: read a pack built beyond the reference's caps.
         decision_order: ``"reference"`` or sealeval's opt-in ``"width_first"``.
+        progress: optional :data:`sealeval._progress.Progress` callback (as
+            :func:`~sealeval.captured.verify.verify_evidence_pack`).
 
     Returns:
         The :class:`ReceiptedVerification` (never raises a refusal).
@@ -126,6 +130,7 @@ def verify_with_receipt(
             recipient,
             limits=UNCAPPED_PACK_LIMITS if uncapped else REFERENCE_PACK_LIMITS,
             decision_order=decision_order,
+            progress=progress,
         )
     except VerificationError as error:
         reason = error.code if error.code in REASONS else "invalid_verification_inputs"

@@ -43,6 +43,7 @@ import os
 from dataclasses import dataclass
 from typing import Any, ClassVar, Final
 
+from sealeval._progress import PLANNED_DRAWS, Progress, notify, phases_only
 from sealeval.canonical import encode_invarlock
 from sealeval.captured.comparison import ComparisonReport, MetricSummary, compare_runs
 from sealeval.captured.intervals import required_bootstrap_draws
@@ -318,7 +319,11 @@ def _stored_report_bytes(pack: EvidencePack) -> bytes:
 
 
 def _replay(
-    pack: EvidencePack, recipient: RecipientInputs, workers: int | None, decision_order: str
+    pack: EvidencePack,
+    recipient: RecipientInputs,
+    workers: int | None,
+    decision_order: str,
+    progress: Progress | None = None,
 ) -> VerificationOutcome:
     """Run steps 4.7-4.9: replay, byte-for-byte agreement, re-scan."""
     digest = pack.manifest_digest
@@ -330,6 +335,7 @@ def _replay(
             max_bootstrap_draws=None,
             decision_order=decision_order,
             workers=workers,
+            progress=phases_only(progress),
         )
     except SealevalError:
         return VerificationOutcome(
@@ -367,6 +373,7 @@ def verify_evidence_pack(
     validate_report: ReportValidator | None = None,
     limits: PackLimits = REFERENCE_PACK_LIMITS,
     decision_order: str = "reference",
+    progress: Progress | None = None,
 ) -> VerificationOutcome:
     """Verify a captured evidence pack against the recipient's inputs (32-verify.md §3-§5).
 
@@ -383,6 +390,9 @@ def verify_evidence_pack(
             sealeval's opt-in ``"width_first"``. The pack's report must have
             been made with it (``invalid_payload`` otherwise) and the replay
             uses it.
+        progress: optional :data:`sealeval._progress.Progress` callback
+            (``examining``, the planned draws against the recipient's budget,
+            then the replay's phases); counts only.
 
     Returns:
         The outcome (statuses 0, 4, 6, 7). Nothing is written.
@@ -398,6 +408,7 @@ def verify_evidence_pack(
         raise _fail("invalid_type", "limits")
     if decision_order not in DECISION_ORDERS:
         raise _fail("invalid_type", "decision_order")
+    notify(progress, "examining", 0, 1)
     try:
         pack = read_evidence_pack(
             evidence,
@@ -422,6 +433,8 @@ def verify_evidence_pack(
         )
     _check_environment(recipient.policy)
     budget = recipient.max_bootstrap_draws
-    if budget is not None and required_draws(pack, recipient.policy) > budget:
+    required = required_draws(pack, recipient.policy)
+    notify(progress, PLANNED_DRAWS, required, -1 if budget is None else budget)
+    if budget is not None and required > budget:
         raise _fail("local_work_budget_exceeded", "max_bootstrap_draws")
-    return _replay(pack, recipient, workers, decision_order)
+    return _replay(pack, recipient, workers, decision_order, progress)

@@ -11,6 +11,7 @@ from typing import IO, Any, Final, ParamSpec, TypeVar
 
 import click
 
+from sealeval.cli._remedies import FIXED_LIMIT
 from sealeval.errors import SealevalError, UsageError
 
 __all__ = [
@@ -89,7 +90,11 @@ def fail(error: SealevalError, options: Mapping[str, str] | None = None) -> clic
 def refusals_naming(
     options: Mapping[str, str] | None,
 ) -> Callable[[Callable[P, R]], Callable[P, R]]:
-    """Return :func:`refusals_exit` naming fields by the options in ``options``."""
+    """Return :func:`refusals_exit` naming fields by the options in ``options``.
+
+    A ``too_large`` refusal gets the line saying its limit is fixed (commands
+    whose limits an option lifts print their own remedy before reaching here).
+    """
 
     def decorate(command: Callable[P, R]) -> Callable[P, R]:
         @functools.wraps(command)
@@ -97,7 +102,10 @@ def refusals_naming(
             try:
                 return command(*args, **kwargs)
             except SealevalError as error:
-                raise fail(error, options) from None
+                exit_ = fail(error, options)
+                if error.code == "too_large":  # no option of these commands lifts a size limit
+                    click.echo(f"sealeval: {FIXED_LIMIT}", err=True)
+                raise exit_ from None
             except OSError as error:
                 if error.errno == errno.EPIPE:
                     raise

@@ -50,10 +50,10 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from sealeval._progress import TerminalProgress, terminal_progress
 from sealeval.canonical import encode_invarlock
 from sealeval.captured.comparison import (
     DECISION_ORDERS,
-    DEFAULT_MAX_BOOTSTRAP_DRAWS,
     ComparisonReport,
     MetricEntry,
     ScopeValues,
@@ -65,6 +65,7 @@ from sealeval.captured.extended import (
     extend_comparison,
     load_policy_extension,
 )
+from sealeval.captured.planning import DEFAULT_WORK_BUDGET
 from sealeval.captured.policy import (
     MAX_CANONICAL_BYTES,
     ComparisonPolicy,
@@ -80,8 +81,10 @@ from sealeval.captured.report.wording import (
     scaled,
     significant,
 )
-from sealeval.captured.run import Run, read_file_bytes, read_run
+from sealeval.captured.run import Run, read_file_bytes
+from sealeval.captured.run.reader import read_run_file
 from sealeval.cli._common import CONTEXT_SETTINGS, EXIT_ERROR, EXIT_OK, shared_remedy
+from sealeval.cli._remedies import limit_remedy
 from sealeval.errors import SealevalError
 
 __all__ = ["EXIT_POLICY_NOT_PASSED", "compare_command", "refusal_lines"]
@@ -143,9 +146,9 @@ def _rooted(root: str, error: SealevalError, own_root: str | None = None) -> _Re
     return _RefusalError(f"{root}.{field}", error.code)
 
 
-def _read_run(path: Path, side: str) -> Run:
+def _read_run(path: Path, side: str, *, uncapped: bool = False) -> Run:
     try:
-        return read_run(path)
+        return read_run_file(path, uncapped=uncapped)
     except SealevalError as error:
         raise _rooted(side, error, "run") from None
 
@@ -170,10 +173,55 @@ def _budget(max_draws: str | None, unlimited: bool) -> int | None:
             raise _RefusalError("max_bootstrap_draws", "conflicting_options")
         return None
     if max_draws is None:
-        return DEFAULT_MAX_BOOTSTRAP_DRAWS
+        return DEFAULT_WORK_BUDGET
     if _DRAWS.fullmatch(max_draws) is None:
         raise _RefusalError("max_bootstrap_draws", "invalid_budget")
     return int(max_draws)
+
+
+def _compare(
+    baseline: Path,
+    subject: Path,
+    policy_path: Path,
+    extension_path: Path | None,
+    *,
+    budget: int | None,
+    decision_order: str,
+    uncapped: bool,
+    progress: TerminalProgress,
+) -> tuple[ComparisonReport, dict[str, Any] | None, tuple[Run, Run], ComparisonPolicy]:
+    """Read the inputs and compare (every library refusal becomes a rooted refusal)."""
+    _check_order(decision_order)
+    progress("reading", 0, 2)
+    baseline_run = _read_run(baseline, "baseline", uncapped=uncapped)
+    progress("reading", 1, 2)
+    subject_run = _read_run(subject, "subject", uncapped=uncapped)
+    progress("reading", 2, 2)
+    policy = _read_policy(policy_path)
+    extension = None if extension_path is None else _read_extension(extension_path)
+    extended: dict[str, Any] | None = None
+    try:
+        report = compare_runs(
+            baseline=baseline_run,
+            subject=subject_run,
+            policy=policy,
+            max_bootstrap_draws=budget,
+            decision_order=decision_order,
+            progress=progress,
+        )
+        if extension is not None:
+            extended = extend_comparison(
+                baseline=baseline_run,
+                subject=subject_run,
+                policy=policy,
+                extension=extension,
+                report=report,
+            )
+    except ComparisonPolicyError as error:
+        raise _rooted("policy", error) from None
+    except SealevalError as error:
+        raise _RefusalError(error.field or "comparison", error.code) from None
+    return report, extended, (baseline_run, subject_run), policy
 
 
 def _check_order(decision_order: str) -> None:
@@ -475,12 +523,19 @@ def _unevaluated_values(
     "--max-bootstrap-draws",
     "max_draws",
     metavar="N",
-    help=f"Local work budget in bootstrap draws [default: {DEFAULT_MAX_BOOTSTRAP_DRAWS}].",
+    help=f"Local work budget in bootstrap draws (a cap for this host) [default: "
+    f"{DEFAULT_WORK_BUDGET}, enough for 1,000,000 records].",
 )
 @click.option(
     "--unlimited-draws",
     is_flag=True,
     help="No work budget (instead of --max-bootstrap-draws).",
+)
+@click.option(
+    "--uncapped",
+    is_flag=True,
+    help="Read run files beyond invarlock's 128 MiB / 50,000-record envelope (large "
+    "canonical runs are streamed).",
 )
 @click.option(
     "--extension",
@@ -500,40 +555,34 @@ def compare_command(
     decision_order: str,
     max_draws: str | None,
     unlimited_draws: bool,
+    uncapped: bool,
 ) -> None:
-    """Compare SUBJECT with BASELINE under an approved policy (exit 0 pass, 7 not passed)."""
+    """Compare SUBJECT with BASELINE under an approved policy (exit 0 pass, 7 not passed).
+
+    Before any scoring the planned bootstrap draws and the work budget are
+    printed on standard error (not with --json); on a terminal a progress
+    bar follows the reading, pairing, scoring and intervals.
+    """
     try:
-        budget = _budget(max_draws, unlimited_draws)
-        _check_order(decision_order)
-        baseline_run = _read_run(baseline, "baseline")
-        subject_run = _read_run(subject, "subject")
-        policy = _read_policy(policy_path)
-        extension = None if extension_path is None else _read_extension(extension_path)
-        extended: dict[str, Any] | None = None
-        try:
-            report = compare_runs(
-                baseline=baseline_run,
-                subject=subject_run,
-                policy=policy,
-                max_bootstrap_draws=budget,
+        with terminal_progress(announce=not as_json) as progress:
+            report, extended, runs, policy = _compare(
+                baseline,
+                subject,
+                policy_path,
+                extension_path,
+                budget=_budget(max_draws, unlimited_draws),
                 decision_order=decision_order,
+                uncapped=uncapped,
+                progress=progress,
             )
-            if extension is not None:
-                extended = extend_comparison(
-                    baseline=baseline_run,
-                    subject=subject_run,
-                    policy=policy,
-                    extension=extension,
-                    report=report,
-                )
-        except ComparisonPolicyError as error:
-            raise _rooted("policy", error) from None
-        except SealevalError as error:
-            raise _RefusalError(error.field or "comparison", error.code) from None
     except _RefusalError as refusal:
         for line in refusal_lines(refusal.field, refusal.code):
             click.echo(line, err=True)
+        hint = limit_remedy("compare", refusal.code, refusal.field, uncapped=uncapped)
+        if hint is not None:
+            click.echo(f"sealeval: {hint}", err=True)
         raise click.exceptions.Exit(EXIT_ERROR) from None
+    baseline_run, subject_run = runs
     if extended is not None:
         if as_json:
             click.echo(encode_invarlock(extended), nl=False)

@@ -36,6 +36,7 @@ from typing import Any, Final
 import click
 from click.core import ParameterSource
 
+from sealeval._progress import terminal_progress
 from sealeval.captured.case_set import parse_case_set, write_case_set
 from sealeval.captured.comparison import DEFAULT_MAX_BOOTSTRAP_DRAWS, ComparisonReport
 from sealeval.captured.evaluate import (
@@ -47,6 +48,7 @@ from sealeval.captured.evaluate import (
     native_run_loader,
     preflight_request,
 )
+from sealeval.captured.planning import DEFAULT_WORK_BUDGET
 from sealeval.captured.run import INVARLOCK_LIMITS, read_file_bytes
 from sealeval.captured.signing import generate_key_directory
 from sealeval.cli._common import (
@@ -57,6 +59,7 @@ from sealeval.cli._common import (
     refusal_line,
     shared_remedy,
 )
+from sealeval.cli._remedies import CAP_CODES, limit_remedy
 from sealeval.cli.verify import dump_json, metric_lines, printable
 from sealeval.errors import CanonicalError, CapturedError, SealevalError
 
@@ -107,9 +110,15 @@ class EvaluateError(CapturedError):
     )
 
 
-def _budget(value: str | None) -> int:
+def _budget(value: str | None, *, uncapped: bool = False) -> int:
+    """Parse ``--max-bootstrap-draws``; default: the reference's, or sealeval's when uncapped.
+
+    Within invarlock's envelope the default stays the reference's 102,400,000
+    (the preflight document states it, byte for byte as the reference); with
+    ``--uncapped`` it is :data:`~sealeval.captured.planning.DEFAULT_WORK_BUDGET`.
+    """
     if value is None:
-        return DEFAULT_MAX_BOOTSTRAP_DRAWS
+        return DEFAULT_WORK_BUDGET if uncapped else DEFAULT_MAX_BOOTSTRAP_DRAWS
     if _DRAWS.fullmatch(value) is None:
         raise EvaluateError("invalid_budget", "max_bootstrap_draws")
     return int(value)
@@ -219,10 +228,6 @@ def _evaluation_text(document: Mapping[str, Any], report: ComparisonReport) -> s
 
 #: What the user can type to get past a refusal (code -> remedy), printed after the error.
 _REMEDIES: Final = {
-    "too_many_records": "runs beyond invarlock's envelope (50,000 records, 128 MiB) need "
-    "--uncapped (on evaluate, verify and report)",
-    "too_many_cases": "runs beyond invarlock's envelope need --uncapped "
-    "(on evaluate, verify and report)",
     "signing_key_required": "give --signing-key KEY (sealeval evaluate --keygen DIR makes one) "
     "or --unsigned",
     "signing_mode_conflict": "give either --signing-key KEY or --unsigned, not both",
@@ -230,10 +235,10 @@ _REMEDIES: Final = {
 }
 
 
-def remedy(error: SealevalError) -> str | None:
+def remedy(error: SealevalError, *, uncapped: bool = False) -> str | None:
     """Return the remedy line for a refusal, naming options (never a value), or ``None``."""
-    if error.code == "too_large" and (error.field or "").startswith("comparison."):
-        return _REMEDIES["too_many_records"]
+    if error.code in CAP_CODES or error.code == "work_budget_exceeded":
+        return limit_remedy("evaluate", error.code, error.field, uncapped=uncapped)
     return _REMEDIES.get(error.code) or shared_remedy(error.code)
 
 
@@ -320,21 +325,24 @@ def _run(
     overrides: Mapping[str, str | None],
     uncapped: bool,
     decision_order: str,
+    announce: bool,
 ) -> Evaluation:
-    budget = _budget(max_draws)
+    budget = _budget(max_draws, uncapped=uncapped)
     key = signing_key
     if unsigned and ctx.get_parameter_source("signing_key") == ParameterSource.ENVIRONMENT:
         key = None  # an environment-provided key is ignored under --unsigned
     pipeline = preflight_request if run_preflight else evaluate_request
-    return pipeline(
-        request,
-        signing_key=key,
-        unsigned=unsigned,
-        overrides=overrides,
-        max_bootstrap_draws=budget,
-        decision_order=decision_order,
-        uncapped=uncapped,
-    )
+    with terminal_progress(announce=announce) as progress:
+        return pipeline(
+            request,
+            signing_key=key,
+            unsigned=unsigned,
+            overrides=overrides,
+            max_bootstrap_draws=budget,
+            decision_order=decision_order,
+            uncapped=uncapped,
+            progress=progress,
+        )
 
 
 def _failure(run_preflight: bool, signing_key: str | None, unsigned: bool, error: str) -> str:
@@ -383,7 +391,8 @@ def _check_usage(
     "--max-bootstrap-draws",
     "max_draws",
     metavar="N",
-    help=f"Local work budget in bootstrap draws [default: {DEFAULT_MAX_BOOTSTRAP_DRAWS}].",
+    help=f"Local work budget in bootstrap draws [default: {DEFAULT_MAX_BOOTSTRAP_DRAWS}; "
+    f"with --uncapped {DEFAULT_WORK_BUDGET}].",
 )
 @click.option(
     "--uncapped",
@@ -458,13 +467,14 @@ def evaluate_command(
             overrides=overrides,
             uncapped=uncapped,
             decision_order=decision_order,
+            announce=not as_json,
         )
     except SealevalError as error:
         if as_json:
             click.echo(_failure(run_preflight, signing_key, unsigned, str(error)), nl=False)
         else:
             click.echo(refusal_line(error, option_names(overrides)), err=True)
-            hint = remedy(error)
+            hint = remedy(error, uncapped=uncapped)
             if hint is not None:
                 click.echo(f"sealeval: {hint}", err=True)
         raise click.exceptions.Exit(EXIT_ERROR) from None

@@ -24,9 +24,8 @@ from pathlib import Path
 from typing import Any, Final
 
 import click
-from rich.console import Console
-from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
+from sealeval._progress import terminal_progress
 from sealeval.canonical import encode_invarlock
 from sealeval.captured.importers import (
     AUTO,
@@ -43,7 +42,14 @@ from sealeval.captured.importers.per_task import import_inspect_tasks
 from sealeval.captured.importers.registry import FALLBACKS
 from sealeval.captured.run import INVARLOCK_LIMITS, UNLIMITED
 from sealeval.captured.service_identity import validate_service_identity
-from sealeval.cli._common import CONTEXT_SETTINGS, EXIT_ERROR, is_terminal, refusals_naming
+from sealeval.cli._common import (
+    CONTEXT_SETTINGS,
+    EXIT_ERROR,
+    fail,
+    is_terminal,
+    refusals_naming,
+)
+from sealeval.cli._remedies import limit_remedy
 from sealeval.errors import CapturedError, SealevalError
 
 __all__ = ["PROGRESS_MIN_BYTES", "adapter_suggestion", "import_command"]
@@ -52,8 +58,6 @@ __all__ = ["PROGRESS_MIN_BYTES", "adapter_suggestion", "import_command"]
 PROGRESS_MIN_BYTES: Final = 8 * 1_048_576
 #: Largest ``--service-identity`` / ``--score-provenance`` file.
 _OPTION_FILE_BYTES: Final = 4 * 1_048_576
-#: Redraw the bar at most once per this many bytes processed.
-_PROGRESS_STEP: Final = 1_048_576
 
 
 def adapter_suggestion(typed: str) -> str | None:
@@ -105,31 +109,30 @@ def _size(path: Path) -> int:
         return 0
 
 
+#: What the user typed for import's own inputs (field -> option).
+_TYPED: Final = {
+    "run_id": "--run-id",
+    "artifact_digest": "--artifact-digest",
+    "service_identity": "--service-identity",
+    "score_provenance": "--score-provenance",
+    "input_projection": "--input-projection",
+    "output": "--output",
+}
+
+
 @contextmanager
 def _progress_bar(path: Path) -> Iterator[Any]:
-    """Yield a ``progress(completed, total)`` callback, or ``None`` when quiet."""
+    """Yield a ``progress(completed, total)`` callback, or ``None`` when quiet.
+
+    The bar is :mod:`sealeval._progress`'s (phase ``importing``, bytes).
+    """
     if not is_terminal() or _size(path) < PROGRESS_MIN_BYTES:
         yield None
         return
-    console = Console(stderr=True)
-    columns = (
-        TextColumn("importing"),
-        BarColumn(),
-        DownloadColumn(),
-        TimeRemainingColumn(),
-    )
-    # No refresh thread: the bar is redrawn from ``update`` itself, so the import
-    # stays single-threaded and may still use its forked worker on large files.
-    with Progress(*columns, console=console, transient=True, auto_refresh=False) as progress:
-        task = progress.add_task("import", total=None)
-        shown = -_PROGRESS_STEP
+    with terminal_progress(enabled=True) as reporter:
 
         def update(completed: int, total: int) -> None:
-            nonlocal shown
-            if completed - shown >= _PROGRESS_STEP or completed >= total:
-                shown = completed
-                progress.update(task, completed=completed, total=total)
-                progress.refresh()
+            reporter("importing", completed, total)
 
         yield update
 
@@ -221,16 +224,7 @@ def _progress_bar(path: Path) -> Iterator[Any]:
     is_flag=True,
     help="Print the import summary as one JSON object on standard output.",
 )
-@refusals_naming(
-    {
-        "run_id": "--run-id",
-        "artifact_digest": "--artifact-digest",
-        "service_identity": "--service-identity",
-        "score_provenance": "--score-provenance",
-        "input_projection": "--input-projection",
-        "output": "--output",
-    }
-)
+@refusals_naming(_TYPED)
 def import_command(
     *,
     path: Path,
@@ -286,9 +280,14 @@ def import_command(
             summary = import_run_streaming(
                 path, output, adapter=adapter, progress=progress, **arguments
             )
-    except CapturedError:
+    except CapturedError as error:
         _hint(path, adapter, arguments)
-        raise
+        remedy = limit_remedy("import", error.code, error.field, compat_invarlock=compat_invarlock)
+        if remedy is None:
+            raise
+        exit_ = fail(error, _TYPED)
+        click.echo(f"sealeval: {remedy}", err=True)
+        raise exit_ from None
     if as_json:
         click.echo(encode_invarlock(summary.document()).decode("utf-8"))
     else:

@@ -25,6 +25,7 @@ from typing import Final
 import click
 
 from sealeval._io import publish_exclusive
+from sealeval._progress import terminal_progress
 from sealeval.captured.extended import load_policy_extension
 from sealeval.captured.pack_reader import (
     REFERENCE_PACK_LIMITS,
@@ -42,6 +43,7 @@ from sealeval.captured.report import (
 )
 from sealeval.captured.run import read_file_bytes
 from sealeval.cli._common import CONTEXT_SETTINGS, EXIT_ERROR, decision_order_option, fail
+from sealeval.cli._remedies import limit_remedy
 from sealeval.errors import OutputError, SealevalError
 
 __all__ = ["check_destinations", "report_command"]
@@ -186,33 +188,43 @@ def report_command(
     written: dict[str, str] = {}
     failed: str | None = None
     try:
-        destinations = check_destinations(evidence, requested)
-        pack = read_evidence_pack(
-            evidence,
-            limits=UNCAPPED_PACK_LIMITS if uncapped else REFERENCE_PACK_LIMITS,
-            decision_order=decision_order,
-        )
-        extended = None
-        if extension_path is not None:
-            extension = load_policy_extension(
-                read_file_bytes(Path(extension_path), _MAX_EXTENSION_BYTES, "extension")
+        with terminal_progress() as progress:
+            destinations = check_destinations(evidence, requested)
+            progress("examining", 0, 1)
+            pack = read_evidence_pack(
+                evidence,
+                limits=UNCAPPED_PACK_LIMITS if uncapped else REFERENCE_PACK_LIMITS,
+                decision_order=decision_order,
             )
-            extended = extended_for_pack(pack, extension)
-        markdown = render_markdown(pack, explain=explain, extended=extended, wording=wording)
-        rendered = {
-            "html": lambda: render_html(pack, extended=extended).encode("utf-8"),
-            "junit": lambda: render_junit(pack, extended=extended, wording=wording),
-            "markdown": lambda: markdown.encode("utf-8"),
-        }
-        outputs = {fmt: rendered[fmt]() for fmt in FORMATS if fmt in destinations}
-        for fmt, data in outputs.items():
-            failed = fmt
-            _publish(destinations[fmt], data, f"outputs.{fmt}")
-            written[fmt] = requested[fmt]
-            failed = None
+            extended = None
+            if extension_path is not None:
+                extension = load_policy_extension(
+                    read_file_bytes(Path(extension_path), _MAX_EXTENSION_BYTES, "extension")
+                )
+                extended = extended_for_pack(pack, extension)
+            markdown = render_markdown(pack, explain=explain, extended=extended, wording=wording)
+            rendered = {
+                "html": lambda: render_html(pack, extended=extended).encode("utf-8"),
+                "junit": lambda: render_junit(pack, extended=extended, wording=wording),
+                "markdown": lambda: markdown.encode("utf-8"),
+            }
+            chosen = [name for name in FORMATS if name in destinations]
+            outputs: dict[str, bytes] = {}
+            for name in chosen:
+                progress("rendering", len(outputs), len(chosen))
+                outputs[name] = rendered[name]()
+            for fmt, data in outputs.items():
+                failed = fmt
+                _publish(destinations[fmt], data, f"outputs.{fmt}")
+                written[fmt] = requested[fmt]
+                failed = None
     except SealevalError as error:
         if not as_json:
-            raise fail(error, _TYPED) from None
+            exit_ = fail(error, _TYPED)
+            hint = limit_remedy("report", error.code, error.field, uncapped=uncapped)
+            if hint is not None:
+                click.echo(f"sealeval: {hint}", err=True)
+            raise exit_ from None
         document = report_result(
             ok=False,
             pack_manifest_digest=None,

@@ -18,6 +18,7 @@ from typing import Any, Final
 
 import click
 
+from sealeval._progress import Progress, terminal_progress
 from sealeval.canonical import encode_openmed, is_digest
 from sealeval.cli._common import CONTEXT_SETTINGS, EXIT_NEGATIVE, EXIT_OK, refusals_exit
 from sealeval.session.budget import FeedbackBudgetDecision, LedgerUsage
@@ -85,8 +86,12 @@ def run_attempt(
     *,
     clock: Callable[[], int],
     store_override: str | None = None,
+    progress: Progress | None = None,
 ) -> AttemptOutcome:
     """Run (or replay) one official attempt from a configuration file.
+
+    ``progress`` (optional) hears the session's ``cases`` and ``forensics``
+    phases (counts only; :mod:`sealeval._progress`).
 
     Returns the outcome of a released attempt or of a budget denial
     (``rerun_budget_exhausted``, recorded as ``budget_denied``).
@@ -97,7 +102,7 @@ def run_attempt(
     """
     with open_session(config, clock=clock, store_override=store_override) as opened:
         try:
-            feedback = opened.session.run()
+            feedback = opened.session.run(progress=progress)
         except EvaluationSessionError as error:
             denial = opened.ledger.last_decision
             if error.code != _DENIED or denial is None or denial.accepted:
@@ -290,7 +295,8 @@ def run_command(config: Path, store: str | None, as_json: bool) -> None:
     input error, or any other session refusal.
     """
     clock = session_clock(os.environ)
-    outcome = run_attempt(config, clock=clock, store_override=store)
+    with terminal_progress() as progress:
+        outcome = run_attempt(config, clock=clock, store_override=store, progress=progress)
     if as_json:
         click.echo(encode_openmed(outcome.to_dict()))
     else:

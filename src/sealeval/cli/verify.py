@@ -37,8 +37,10 @@ from typing import Any, Final
 import click
 from click.core import ParameterSource
 
+from sealeval._progress import terminal_progress
 from sealeval.canonical import encode_invarlock
-from sealeval.captured.comparison import DEFAULT_MAX_BOOTSTRAP_DRAWS, MetricSummary
+from sealeval.captured.comparison import MetricSummary
+from sealeval.captured.planning import DEFAULT_WORK_BUDGET
 from sealeval.captured.trust import (
     TrustInputError,
     TrustInputs,
@@ -53,6 +55,7 @@ from sealeval.cli._common import (
     decision_order_option,
     refusal_line,
 )
+from sealeval.cli._remedies import limit_remedy
 from sealeval.errors import SealevalError
 
 __all__ = [
@@ -197,7 +200,7 @@ def metric_lines(summaries: tuple[MetricSummary, ...]) -> list[str]:
 
 def _budget(value: str | None) -> int:
     if value is None:
-        return DEFAULT_MAX_BOOTSTRAP_DRAWS
+        return DEFAULT_WORK_BUDGET
     if _DRAWS.fullmatch(value) is None:
         raise _IncompleteError(
             TrustInputError("invalid_budget", "max_bootstrap_draws"), "invalid_verification_inputs"
@@ -233,6 +236,7 @@ def _run(
     receipt: str | None,
     max_draws: str | None,
     options: Mapping[str, Any],
+    announce: bool = False,
 ) -> tuple[VerificationOutcome, bool]:
     """Read the trust inputs, then run the library pipeline; return (outcome, receipt written)."""
     try:
@@ -240,14 +244,16 @@ def _run(
         trust = _trust_inputs(ctx, trust_profile, options)
     except SealevalError as error:
         raise _IncompleteError(error, "invalid_verification_inputs") from None
-    done = verify_with_receipt(
-        evidence,
-        trust,
-        receipt=receipt,
-        max_bootstrap_draws=budget,
-        uncapped=options["uncapped"],
-        decision_order=options["decision_order"],
-    )
+    with terminal_progress(announce=announce) as progress:
+        done = verify_with_receipt(
+            evidence,
+            trust,
+            receipt=receipt,
+            max_bootstrap_draws=budget,
+            uncapped=options["uncapped"],
+            decision_order=options["decision_order"],
+            progress=progress,
+        )
     if done.outcome is None:
         assert done.error is not None
         assert done.reason is not None
@@ -380,7 +386,8 @@ def _text(outcome: VerificationOutcome, receipt_name: str | None) -> str:
     "--max-bootstrap-draws",
     "max_draws",
     metavar="N",
-    help=f"Local work budget in bootstrap draws [default: {DEFAULT_MAX_BOOTSTRAP_DRAWS}].",
+    help=f"Local work budget in bootstrap draws (a cap for this host) [default: "
+    f"{DEFAULT_WORK_BUDGET}, enough for 1,000,000 records].",
 )
 @click.option(
     "--uncapped",
@@ -418,6 +425,7 @@ def verify_command(
             receipt=receipt,
             max_draws=max_draws,
             options=options,
+            announce=not as_json,
         )
     except _IncompleteError as refusal:
         if as_json:
@@ -431,10 +439,20 @@ def verify_command(
             )
             for line in hints:
                 click.echo(line, err=True)
+            _remedy(refusal.error, options)
         raise click.exceptions.Exit(EXIT_ERROR) from None
     receipt_name = Path(str(receipt)).name if written else None
     if as_json:
         click.echo(dump_json(_result(outcome, receipt_name)), nl=False)
     else:
         click.echo(_text(outcome, receipt_name), nl=False)
+        if outcome.error is not None:
+            _remedy(outcome.error, options)
     raise click.exceptions.Exit(outcome.status)
+
+
+def _remedy(error: SealevalError, options: Mapping[str, Any]) -> None:
+    """Print the option that lifts a size cap or the work budget (standard error)."""
+    hint = limit_remedy("verify", error.code, error.field, uncapped=bool(options["uncapped"]))
+    if hint is not None:
+        click.echo(f"sealeval: {hint}", err=True)

@@ -29,6 +29,7 @@ from typing import Any, Final, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
+from sealeval._progress import Progress, notify
 from sealeval._unicode import PinnedTables, pinned_tables
 from sealeval._validate import check_exact
 from sealeval.canonical import encode_openmed, is_digest
@@ -503,13 +504,16 @@ def _overlap_signals(
     public_count: int,
     threshold: int,
     margin: int,
+    progress: Progress | None = None,
 ) -> list[OverlapSignal]:
     engine = Engine(submissions, references, public_count, threshold)
     # Identical normalized submissions share their matches (and the public-vs-shadow
     # outcome); only the exact-vs-normalized distinction depends on the raw text.
     found: dict[int, tuple[list[int], list[int], tuple[int, int, int] | None]] = {}
     signals: list[OverlapSignal] = []
+    total = len(engine.submission_rows)
     for index, row in enumerate(engine.submission_rows):
+        notify(progress, "forensics", index, total)
         cached = found.get(row)
         if cached is None:
             positions, scores = engine.matches(row)
@@ -662,6 +666,7 @@ def scan_overlap_forensics(
     holdout_commitment: HoldoutCommitment | Mapping[str, Any],
     fuzzy_threshold_basis_points: int = DEFAULT_FUZZY_THRESHOLD_BASIS_POINTS,
     shadow_margin_basis_points: int = DEFAULT_SHADOW_MARGIN_BASIS_POINTS,
+    progress: Progress | None = None,
 ) -> OverlapForensicsReport:
     """Scan submission text for the five forensic checks; return a content-free report.
 
@@ -674,6 +679,8 @@ def scan_overlap_forensics(
         holdout_commitment: a holdout commitment object or its document (verified).
         fuzzy_threshold_basis_points: inclusive trigram-Jaccard threshold, 0..10000.
         shadow_margin_basis_points: minimum shadow-over-public difference, 0..10000.
+        progress: optional :data:`sealeval._progress.Progress` callback
+            (phase ``forensics``: submissions scanned of all); counts only.
 
     Returns:
         The report, identical to the specified all-pairs scan.
@@ -699,6 +706,7 @@ def scan_overlap_forensics(
         public_count=len(public),
         threshold=threshold,
         margin=margin,
+        progress=progress,
     )
     signals.extend(_canary_signals(subs, marks))
     signals.sort(key=lambda signal: signal.sort_key)

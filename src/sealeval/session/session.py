@@ -38,6 +38,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, NoReturn, Protocol, TypeVar, runtime_checkable
 
+from sealeval._progress import Progress, notify
 from sealeval.canonical import digest_openmed, is_digest
 from sealeval.manifest.sealed import SealedWorkflowManifest, verify_at_evaluation_start
 from sealeval.session.adjudication import (
@@ -500,6 +501,7 @@ class EvaluationSession:
         "_ledger",
         "_lock",
         "_outputs",
+        "_progress",
         "_record",
         "_review",
         "_runner",
@@ -545,6 +547,7 @@ class EvaluationSession:
         self._cursor = 0
         self._outputs = None
         self._scores = None
+        self._progress: Progress | None = None
 
         def construct() -> None:
             if not is_digest(session_key):
@@ -744,6 +747,7 @@ class EvaluationSession:
         outputs: list[str] = []
         scores: list[float] = []
         for case in self._binding.cases:
+            notify(self._progress, "cases", len(outputs), len(self._binding.cases))
             output = _checked_output(_call("execution_failed", self._runner, case.source_evidence))
             scores.append(_checked_score(_call("execution_failed", self._scorer, case, output)))
             outputs.append(output)
@@ -773,6 +777,7 @@ class EvaluationSession:
             canaries=binding.canaries,
             submission_manifest=binding.manifest,
             holdout_commitment=binding.holdout,
+            progress=self._progress,
         )
         self._write_step("forensics", digest_openmed(report.to_dict()), len(report.signals))
 
@@ -911,14 +916,21 @@ class EvaluationSession:
             per_case_scores=scores if decision.feedback_level == "detailed" else None,
         )
 
-    def run(self) -> SessionFeedback:
+    def run(self, *, progress: Progress | None = None) -> SessionFeedback:
         """Run (or replay) every step in order and return the feedback.
+
+        ``progress`` (optional, :data:`sealeval._progress.Progress`) hears the
+        ``cases`` and ``forensics`` phases: counts only.
 
         Raises:
             EvaluationSessionError: the first failing step's error.
         """
-        self.verify()
-        self.run_cases()
-        self.run_forensics()
-        self.build_adjudication()
-        return self.release_feedback()
+        self._progress = progress
+        try:
+            self.verify()
+            self.run_cases()
+            self.run_forensics()
+            self.build_adjudication()
+            return self.release_feedback()
+        finally:
+            self._progress = None

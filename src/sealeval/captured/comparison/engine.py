@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from sealeval._progress import PLANNED_DRAWS, Progress, notify
 from sealeval.canonical import digest_bytes, encode_invarlock
 from sealeval.captured.case_set import validate_run_case_set
 from sealeval.captured.comparison.model import (
@@ -236,6 +237,7 @@ def compare_runs(
     max_bootstrap_draws: int | None = DEFAULT_MAX_BOOTSTRAP_DRAWS,
     decision_order: str = "reference",
     workers: int | None = None,
+    progress: Progress | None = None,
 ) -> ComparisonReport:
     """Compare a subject run with a baseline run under an approved policy (22-comparison.md).
 
@@ -255,6 +257,10 @@ def compare_runs(
             scopes (at least :data:`PARALLEL_MIN_PAIRS` pairs); ``None`` uses
             the available CPUs (at most 8), ``1`` computes in this process.
             The report is bit-identical for every value.
+        progress: optional :data:`sealeval._progress.Progress` callback:
+            the planned draws (announced before the budget is checked), then
+            the phases ``pairing``, ``scoring`` (metrics) and ``intervals``
+            (entries), counts only.
 
     Returns:
         The report; ``canonical_bytes`` is what an evidence pack stores.
@@ -283,11 +289,12 @@ def compare_runs(
                 raise ComparisonError("case_set_mismatch", side) from None
     seeded = approved.bootstrap_metric_count > 0
     pairs = _pair(baseline_run, subject_run, approved, seeded)
-    required = check_budget(pairs, approved, budget)
-    metric_values = [
-        _metric_values(metric, scorer, baseline_run, subject_run, pairs)
-        for metric, scorer in zip(approved.metrics, scorers, strict=True)
-    ]
+    notify(progress, "pairing", len(pairs.ids), len(pairs.ids))
+    required = check_budget(pairs, approved, budget, progress)
+    metric_values: list[_Values] = []
+    for metric, scorer in zip(approved.metrics, scorers, strict=True):
+        notify(progress, "scoring", len(metric_values), len(approved.metrics))
+        metric_values.append(_metric_values(metric, scorer, baseline_run, subject_run, pairs))
     hosted = baseline_run.service_identity is not None or subject_run.service_identity is not None
     return finish_report(
         pairs,
@@ -298,13 +305,23 @@ def compare_runs(
         hosted=hosted,
         decision_order=decision_order,
         workers=processes,
+        progress=progress,
     )
 
 
-def check_budget(pairs: _Pairs, approved: ComparisonPolicy, budget: int | None) -> int:
-    """Charge the work budget (§1 step 7, before any scoring); return the draws required."""
+def check_budget(
+    pairs: _Pairs,
+    approved: ComparisonPolicy,
+    budget: int | None,
+    progress: Progress | None = None,
+) -> int:
+    """Charge the work budget (§1 step 7, before any scoring); return the draws required.
+
+    The planned draws are announced to ``progress`` first (budget -1: unlimited).
+    """
     counts = [len(pairs.ids) if scope is None else int(scope.size) for scope in pairs.scopes]
     required = required_bootstrap_draws(counts, approved.bootstrap_metric_count)
+    notify(progress, PLANNED_DRAWS, required, -1 if budget is None else budget)
     if budget is not None and required > budget:
         raise ComparisonError("work_budget_exceeded", "max_bootstrap_draws")
     return required
@@ -320,11 +337,14 @@ def finish_report(
     hosted: bool,
     decision_order: str,
     workers: int,
+    progress: Progress | None = None,
 ) -> ComparisonReport:
     """Capacity, one entry per scope x metric, the decision and the report (§1 steps 8-10).
 
-    ``required`` is what :func:`check_budget` charged.
+    ``required`` is what :func:`check_budget` charged; ``progress`` hears the
+    ``intervals`` phase (entries).
     """
+    entry_count = len(pairs.scopes) * len(approved.metrics)
     masks = [values.missing_mask() for values in metric_values]
     missing_bytes = _missing_id_bytes(pairs, masks)
     if missing_bytes > MAX_MISSING_ID_BYTES:
@@ -338,6 +358,7 @@ def finish_report(
                 # The overall scope holds every pair, so a held-back error is
                 # reached there, at this metric's turn.
                 raise values.error
+            notify(progress, "intervals", len(entries), entry_count)
             entries.append(
                 _entry(
                     metric,
@@ -352,6 +373,7 @@ def finish_report(
                     where=f"{prefix}metrics[{metric.index}]",
                 )
             )
+    notify(progress, "intervals", len(entries), entry_count)
     limitations = list(LIMITATIONS)
     if hosted:
         limitations.append(HOSTED_LIMITATION)

@@ -17,6 +17,7 @@ from contextlib import ExitStack
 from typing import IO, Any
 
 from sealeval import _validate
+from sealeval._progress import Progress
 from sealeval.captured.comparison.engine import (
     ScopeValues,
     check_budget,
@@ -114,6 +115,7 @@ def compare_run_files(
     decision_order: str = "reference",
     workers: int | None = None,
     limits: Limits = UNLIMITED,
+    progress: Progress | None = None,
 ) -> ComparisonReport:
     """Compare two run files like :func:`~sealeval.captured.comparison.compare_runs`, streamed.
 
@@ -135,6 +137,8 @@ def compare_run_files(
         decision_order: as :func:`compare_runs`.
         workers: as :func:`compare_runs`.
         limits: the run limits (records, bytes); none by default.
+        progress: optional :data:`sealeval._progress.Progress` callback (the
+            planned draws, then ``intervals``), counts only.
 
     Raises:
         CapturedRunError: a run file is missing, unreadable or invalid (the
@@ -170,7 +174,7 @@ def compare_run_files(
                 if table.case_set_digest() != pinned:
                     raise ComparisonError("case_set_mismatch", side)
         paired = pair_tables(left, right, approved, seeded)
-        required = check_budget(paired.pairs, approved, budget)
+        required = check_budget(paired.pairs, approved, budget, progress)
         metric_values = [
             table_values(number, metric, scorer, (left, right), paired)
             for number, (metric, scorer) in enumerate(zip(approved.metrics, scorers, strict=True))
@@ -189,6 +193,7 @@ def compare_run_files(
             hosted=hosted,
             decision_order=decision_order,
             workers=processes,
+            progress=progress,
         )
 
 

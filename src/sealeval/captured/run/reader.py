@@ -32,7 +32,9 @@ from sealeval.captured.run.document import (
     _canonical_record,
     _header_from,
     _open_regular,
+    parse_run,
     paused_full_collections,
+    read_run,
 )
 from sealeval.captured.run.model import (
     _TAIL_REQUIRED,
@@ -278,6 +280,35 @@ def read_canonical_run(
         records = tuple(reader)
     summary = reader.summary
     return Run._hashed(reader.header, records, summary.run_digest, summary.canonical_size)
+
+
+def read_run_file(path: str | os.PathLike[str], *, uncapped: bool = False) -> Run:
+    """Read a run file for a comparison: within 128 MiB, or of any size when ``uncapped``.
+
+    Without ``uncapped`` this is :func:`read_run` (the reference's 128 MiB
+    file cap, ``too_large`` beyond it). With it, a canonical file of
+    :data:`STREAM_MIN_BYTES` or more is streamed (:func:`read_canonical_run`);
+    any other file is read whole, bounded by its own size.
+
+    Raises:
+        CapturedRunError: as :func:`read_run` (field ``run``).
+        CanonicalError: the bytes are not strict JSON.
+    """
+    if not uncapped:
+        return read_run(path)
+    fd = _open_regular(path, "run")
+    with os.fdopen(fd, "rb") as handle:
+        size = os.fstat(fd).st_size
+        if size >= STREAM_MIN_BYTES:
+            try:
+                return read_canonical_run(handle)
+            except CapturedRunError:
+                handle.seek(0)  # not canonical: read it whole and name the refusal there
+        try:
+            data = handle.read(size + 1)
+        except OSError:  # pragma: no cover - a read error after a successful open
+            raise CapturedRunError("unreadable", "run") from None
+    return parse_run(data, limits=Limits(max_file_bytes=max(len(data), 1)))
 
 
 def _check_streamed_likelihood(
