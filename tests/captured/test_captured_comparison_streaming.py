@@ -17,7 +17,12 @@ import pytest
 
 from sealeval.captured import CapturedRunError, Run, make_run, read_run, write_run
 from sealeval.captured.case_set import case_set_of_run
-from sealeval.captured.comparison import ComparisonError, compare_runs
+from sealeval.captured.comparison import (
+    ComparisonError,
+    compare_runs,
+    scope_values,
+    scope_values_files,
+)
 from sealeval.captured.comparison.streaming import compare_run_files
 from sealeval.captured.comparison.table import RunTable, _Spill
 from sealeval.captured.policy import check_runtime, parse_comparison_policy
@@ -294,3 +299,65 @@ def test_spilled_rows_come_back_in_any_order() -> None:
     spill.add(b"tail")
     assert list(spill.rows([5, 1])) == [b"tail", rows[1]]
     spill.close()
+
+
+def _values_outcome(call: Any) -> tuple[Any, ...]:
+    try:
+        values = call()
+    except SealevalError as error:
+        return (type(error).__name__, error.code, str(error.field))
+    return tuple(
+        (
+            item.metric.name,
+            item.scope,
+            item.seed,
+            item.ids,
+            item.baseline.tolist(),
+            item.subject.tolist(),
+            item.missing.tolist(),
+        )
+        for item in values
+    )
+
+
+@pytest.mark.parametrize("seed", range(16))
+def test_random_pairs_give_the_same_scope_values_streamed(seed: int, tmp_path: Path) -> None:
+    """``scope_values_files`` (what ``compare`` prints means from) equals ``scope_values``."""
+    rng = random.Random(1000 + seed)
+    flaw = ("none", "input", "none", "metadata", "none", "reference", "none", "id")[seed % 8]
+    baseline, subject = _random_pair(rng, rng.randint(3, 40), flaw)
+    policy: dict[str, Any] = {
+        "format": "invarlock/comparison-policy-v1",
+        "metrics": POLICIES[seed % len(POLICIES)],
+        "slices": [{"name": "geo", "where": {"topic": "geo"}}] if seed % 2 else [],
+    }
+    if seed % 8 in (2, 3):
+        policy["expected_case_set_digest"] = case_set_of_run(baseline).digest
+    paths = (tmp_path / "b.json", tmp_path / "s.json")
+    write_run(baseline, paths[0])
+    write_run(subject, paths[1])
+    expected = _values_outcome(
+        lambda: scope_values(baseline=baseline, subject=subject, policy=policy)
+    )
+    streamed = _values_outcome(
+        lambda: scope_values_files(baseline=paths[0], subject=paths[1], policy=policy)
+    )
+    assert streamed == expected
+    if flaw == "none":  # unflawed pairs give values, not a refusal
+        assert all(isinstance(item, tuple) for item in streamed)
+
+
+def test_streamed_scope_values_refuse_runs_before_the_policy(tmp_path: Path) -> None:
+    baseline, _subject = _random_pair(random.Random(7), 5, "none")
+    good = tmp_path / "b.json"
+    write_run(baseline, good)
+    broken = tmp_path / "broken.json"
+    broken.write_bytes(b"{}")
+    policy = {"format": "nope"}
+    streamed = _values_outcome(
+        lambda: scope_values_files(baseline=good, subject=broken, policy=policy)
+    )
+    compared = _outcome(lambda: compare_run_files(baseline=good, subject=broken, policy=policy))
+    assert streamed == compared
+    assert streamed[0] == "CapturedRunError"
+    assert streamed[2].startswith("subject")

@@ -1157,10 +1157,22 @@ def test_streamed_side_reads_canonical_runs_and_rewinds_otherwise(
     monkeypatch.setattr(request_module, "STREAM_MIN_BYTES", 0)
     for path, expected in ((canonical, run.digest), (pretty, None)):
         fd = os.open(path, os.O_RDONLY)
-        try:
-            streamed = request_module._streamed_side(fd, UNLIMITED)
-            assert (None if streamed is None else streamed.digest) == expected
-            assert os.lseek(fd, 0, os.SEEK_CUR) == (os.fstat(fd).st_size if expected else 0)
+        streamed = request_module._streamed_side(fd, UNLIMITED)
+        assert os.lseek(fd, 0, os.SEEK_CUR) == 0  # read by position: the offset never moves
+        if streamed is None:
+            assert expected is None
             assert request_module._streamed_side(fd, INVARLOCK_LIMITS) is None
-        finally:
             os.close(fd)
+            continue
+        # The facts own the descriptor and re-read the same bytes by position.
+        assert streamed.digest == expected
+        assert (streamed.record_count, streamed.canonical_size) == (5, path.stat().st_size)
+        assert streamed.header.run_id == run.header.run_id
+        assert b"".join(streamed.iter_canonical()) == path.read_bytes()
+        with streamed.open() as handle:
+            assert handle.read() == path.read_bytes()
+        assert "r0" not in repr(streamed)
+        streamed.close()
+        streamed.close()  # idempotent
+        with pytest.raises(OSError):
+            os.fstat(fd)

@@ -3,7 +3,8 @@
 :func:`evaluate_request` is ``sealeval evaluate`` as a library function: it
 loads and normalizes a captured request (:func:`~sealeval.captured.request.preflight`,
 reading native runs through :func:`native_run_loader`), compares the two runs
-(:func:`~sealeval.captured.comparison.compare_runs`), publishes the evidence
+(:func:`compare_sides`: in memory, or streamed from the files when a run is
+too large to hold), publishes the evidence
 pack atomically and no-clobber
 (:func:`~sealeval.captured.pack.build_evidence_pack`) and returns the
 ``invarlock/evaluation-result-v2`` document. :func:`preflight_request` runs
@@ -35,13 +36,21 @@ from sealeval._progress import Progress, notify
 from sealeval.captured.comparison import (
     DEFAULT_MAX_BOOTSTRAP_DRAWS,
     ComparisonReport,
+    compare_run_files,
     compare_runs,
 )
 from sealeval.captured.importers import load_run
 from sealeval.captured.pack import PublishedPack, build_evidence_pack
 from sealeval.captured.pack_reader import REFERENCE_PACK_LIMITS, UNCAPPED_PACK_LIMITS
 from sealeval.captured.policy import ComparisonPolicy
-from sealeval.captured.request import PairedCheck, PreflightResult, SourceSpec, preflight
+from sealeval.captured.request import (
+    PairedCheck,
+    PreflightResult,
+    RunFacts,
+    SourceSpec,
+    preflight,
+    run_source,
+)
 from sealeval.captured.run import INVARLOCK_LIMITS, UNLIMITED, Limits, Run
 from sealeval.captured.signing import SigningKey
 
@@ -49,6 +58,7 @@ __all__ = [
     "PREFLIGHT_FORMAT",
     "RESULT_FORMAT",
     "Evaluation",
+    "compare_sides",
     "evaluate_request",
     "failure_document",
     "native_run_loader",
@@ -101,14 +111,53 @@ def native_run_loader(path: Path, side: SourceSpec, *, limits: Limits) -> Run:
     )
 
 
-def paired_check(budget: int, decision_order: str, progress: Progress | None = None) -> PairedCheck:
-    """Return the comparison engine's preflight: a dry comparison in memory (nothing written)."""
+def compare_sides(
+    baseline: Run | RunFacts,
+    subject: Run | RunFacts,
+    policy: ComparisonPolicy,
+    *,
+    max_bootstrap_draws: int,
+    decision_order: str,
+    progress: Progress | None = None,
+) -> ComparisonReport:
+    """Compare a request's two sides: in memory when both are held, else streamed.
 
-    def check(baseline: Run, subject: Run, policy: ComparisonPolicy) -> Mapping[str, Any]:
-        report = compare_runs(
+    When either side is a :class:`~sealeval.captured.request.RunFacts` (a
+    large canonical run never held), both are compared by
+    :func:`~sealeval.captured.comparison.compare_run_files` over their bytes
+    (same report bytes and refusals as :func:`compare_runs`), so the memory
+    is bounded by the records, not their content.
+    """
+    if isinstance(baseline, Run) and isinstance(subject, Run):
+        return compare_runs(
             baseline=baseline,
             subject=subject,
             policy=policy,
+            max_bootstrap_draws=max_bootstrap_draws,
+            decision_order=decision_order,
+            progress=progress,
+        )
+    with run_source(baseline) as left, run_source(subject) as right:
+        return compare_run_files(
+            baseline=left,
+            subject=right,
+            policy=policy,
+            max_bootstrap_draws=max_bootstrap_draws,
+            decision_order=decision_order,
+            progress=progress,
+        )
+
+
+def paired_check(budget: int, decision_order: str, progress: Progress | None = None) -> PairedCheck:
+    """Return the comparison engine's preflight: a dry comparison in memory (nothing written)."""
+
+    def check(
+        baseline: Run | RunFacts, subject: Run | RunFacts, policy: ComparisonPolicy
+    ) -> Mapping[str, Any]:
+        report = compare_sides(
+            baseline,
+            subject,
+            policy,
             max_bootstrap_draws=budget,
             decision_order=decision_order,
             progress=progress,
@@ -285,10 +334,10 @@ def evaluate_request(
         uncapped=uncapped,
     )
     loaded = checked.request
-    report = compare_runs(
-        baseline=loaded.baseline,
-        subject=loaded.subject,
-        policy=loaded.policy,
+    report = compare_sides(
+        loaded.baseline,
+        loaded.subject,
+        loaded.policy,
         max_bootstrap_draws=max_bootstrap_draws,
         decision_order=decision_order,
         progress=progress,

@@ -86,6 +86,7 @@ from sealeval.captured.policy import ComparisonPolicy
 from sealeval.captured.request import (
     CapturedRequest,
     NormalizedRequest,
+    RunFacts,
     authored_from_normalized,
     normalize_captured_request,
 )
@@ -151,8 +152,9 @@ def _fail(code: str, where: str | None = None) -> EvidencePackBuildError:
 class StagedPack(ManifestFacts):
     """A checked, complete pack held in memory, ready for :func:`publish_pack`.
 
-    The runs are kept as :class:`~sealeval.captured.run.Run` objects and
-    streamed to disk at publication (their canonical bytes are never held);
+    The runs are kept as :class:`~sealeval.captured.run.Run` objects (or, for
+    large canonical runs, as :class:`~sealeval.captured.request.RunFacts` over
+    their open files) and streamed to disk at publication (their canonical bytes are never held);
     ``report_bytes`` is the caller's object, not a copy.
 
     Attributes:
@@ -169,8 +171,8 @@ class StagedPack(ManifestFacts):
 
     request: NormalizedRequest
     policy: ComparisonPolicy
-    baseline: Run
-    subject: Run
+    baseline: Run | RunFacts
+    subject: Run | RunFacts
     report_bytes: bytes
     decision: str
     manifest: PackManifest
@@ -237,7 +239,10 @@ def _check_report(
 
 
 def _check_bindings(
-    request: NormalizedRequest, baseline: Run, subject: Run, policy: ComparisonPolicy
+    request: NormalizedRequest,
+    baseline: Run | RunFacts,
+    subject: Run | RunFacts,
+    policy: ComparisonPolicy,
 ) -> None:
     """Require the request to be exactly the normalization of these runs and this policy."""
     if (
@@ -281,18 +286,19 @@ def _check_inputs(
         raise _fail("invalid_type", "signing_key")
     for value, kind, where in (
         (request, NormalizedRequest, "request"),
-        (baseline, Run, "baseline"),
-        (subject, Run, "subject"),
+        (baseline, Run | RunFacts, "baseline"),
+        (subject, Run | RunFacts, "subject"),
         (policy, ComparisonPolicy, "policy"),
         (report, bytes, "report"),
     ):
         if not isinstance(value, kind):
             raise _fail("invalid_type", where)
-    assert isinstance(baseline, Run)
-    assert isinstance(subject, Run)
+    assert isinstance(baseline, Run | RunFacts)
+    assert isinstance(subject, Run | RunFacts)
     max_records = limits.max_records
     for role, run in (("baseline", baseline), ("subject", subject)):
-        if max_records is not None and len(run.records) > max_records:
+        count = run.record_count if isinstance(run, RunFacts) else len(run.records)
+        if max_records is not None and count > max_records:
             raise _fail("too_many_records", role)
     for role, size in _sizes(request, baseline, subject, policy, report).items():  # type: ignore[arg-type]
         limit = limits.role_limit(role)
@@ -301,7 +307,11 @@ def _check_inputs(
 
 
 def _sizes(
-    request: NormalizedRequest, baseline: Run, subject: Run, policy: ComparisonPolicy, report: bytes
+    request: NormalizedRequest,
+    baseline: Run | RunFacts,
+    subject: Run | RunFacts,
+    policy: ComparisonPolicy,
+    report: bytes,
 ) -> dict[str, int]:
     return {
         "request": len(request.canonical_bytes),
@@ -315,8 +325,8 @@ def _sizes(
 def prepare_pack(
     *,
     request: NormalizedRequest,
-    baseline: Run,
-    subject: Run,
+    baseline: Run | RunFacts,
+    subject: Run | RunFacts,
     policy: ComparisonPolicy,
     comparison_report: bytes,
     signing_key: SigningKey | None = None,
@@ -329,8 +339,8 @@ def prepare_pack(
 
     Args:
         request: the normalized request of these runs and this policy.
-        baseline: the baseline run.
-        subject: the subject run.
+        baseline: the baseline run (or the facts of a streamed canonical run).
+        subject: the subject run (likewise).
         policy: the policy.
         comparison_report: the comparison report's canonical bytes (final LF),
             as the comparison engine produced them.

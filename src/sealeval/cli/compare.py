@@ -42,6 +42,7 @@ import os
 import re
 import sys
 import unicodedata
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
 
@@ -57,8 +58,10 @@ from sealeval.captured.comparison import (
     ComparisonReport,
     MetricEntry,
     ScopeValues,
+    compare_run_files,
     compare_runs,
     scope_values,
+    scope_values_files,
 )
 from sealeval.captured.extended import (
     PolicyExtension,
@@ -81,11 +84,11 @@ from sealeval.captured.report.wording import (
     scaled,
     significant,
 )
-from sealeval.captured.run import Run, read_file_bytes
+from sealeval.captured.run import COMPAT_MAX_BYTES, Limits, Run, RunReader, read_file_bytes
 from sealeval.captured.run.reader import read_run_file
 from sealeval.cli._common import CONTEXT_SETTINGS, EXIT_ERROR, EXIT_OK, shared_remedy
 from sealeval.cli._remedies import limit_remedy
-from sealeval.errors import SealevalError
+from sealeval.errors import CanonicalError, SealevalError
 
 __all__ = ["EXIT_POLICY_NOT_PASSED", "compare_command", "refusal_lines"]
 
@@ -189,9 +192,22 @@ def _compare(
     decision_order: str,
     uncapped: bool,
     progress: TerminalProgress,
-) -> tuple[ComparisonReport, dict[str, Any] | None, tuple[Run, Run], ComparisonPolicy]:
-    """Read the inputs and compare (every library refusal becomes a rooted refusal)."""
+) -> tuple[ComparisonReport, dict[str, Any] | None, _ValuesSource, ComparisonPolicy]:
+    """Read the inputs and compare (every library refusal becomes a rooted refusal).
+
+    Without ``--extension`` and with ``--uncapped`` the run files are never
+    held (:func:`_compare_streamed`); otherwise both runs are read first.
+    """
     _check_order(decision_order)
+    if extension_path is None and uncapped:
+        return _compare_streamed(
+            baseline,
+            subject,
+            policy_path,
+            budget=budget,
+            decision_order=decision_order,
+            progress=progress,
+        )
     progress("reading", 0, 2)
     baseline_run = _read_run(baseline, "baseline", uncapped=uncapped)
     progress("reading", 1, 2)
@@ -221,7 +237,85 @@ def _compare(
         raise _rooted("policy", error) from None
     except SealevalError as error:
         raise _RefusalError(error.field or "comparison", error.code) from None
-    return report, extended, (baseline_run, subject_run), policy
+
+    def values() -> tuple[ScopeValues, ...]:
+        return scope_values(baseline=baseline_run, subject=subject_run, policy=policy)
+
+    return report, extended, values, policy
+
+
+#: The per-pair values behind the means of unevaluated entries (computed only if shown).
+_ValuesSource = Callable[[], tuple[ScopeValues, ...]]
+
+
+def _uncapped_limits(paths: tuple[Path, Path]) -> Limits:
+    """Limits of ``--uncapped``: no caps; a non-canonical file is read whole at its own size."""
+    sizes = [COMPAT_MAX_BYTES]
+    for path in paths:
+        try:
+            sizes.append(path.stat().st_size)
+        except OSError:  # the reader names the refusal (not_found, unreadable, ...)
+            continue
+    return Limits(max_file_bytes=max(sizes))
+
+
+def _check_run_file(path: Path, side: str, limits: Limits) -> None:
+    """Validate one run file in one streamed pass (nothing held); refuse it as ``_read_run``."""
+    try:
+        reader = RunReader(path, limits=limits)
+        for _record in reader:
+            pass
+    except SealevalError as error:
+        if error.code != "not_canonical":
+            raise _rooted(side, error, "run") from None
+        _read_run(path, side, uncapped=True)  # strict JSON, not canonical: read whole
+
+
+def _compare_streamed(
+    baseline: Path,
+    subject: Path,
+    policy_path: Path,
+    *,
+    budget: int | None,
+    decision_order: str,
+    progress: TerminalProgress,
+) -> tuple[ComparisonReport, None, _ValuesSource, ComparisonPolicy]:
+    """``compare --uncapped`` through :func:`compare_run_files`: memory bounded by records.
+
+    Same report bytes and refusals, in the same order, as reading both runs
+    first: a policy file's refusal is reported after the run files are
+    checked (a streamed pass each).
+    """
+    limits = _uncapped_limits((baseline, subject))
+    try:
+        policy = _read_policy(policy_path)
+    except _RefusalError:
+        for path, side in ((baseline, "baseline"), (subject, "subject")):
+            _check_run_file(path, side, limits)
+        raise
+    try:
+        report = compare_run_files(
+            baseline=baseline,
+            subject=subject,
+            policy=policy,
+            max_bootstrap_draws=budget,
+            decision_order=decision_order,
+            limits=limits,
+            progress=progress,
+        )
+    except ComparisonPolicyError as error:
+        raise _rooted("policy", error) from None
+    except CanonicalError:  # a file that is not JSON: name the side as _read_run does
+        for path, side in ((baseline, "baseline"), (subject, "subject")):
+            _check_run_file(path, side, limits)
+        raise _RefusalError("comparison", "invalid_json") from None  # pragma: no cover
+    except SealevalError as error:
+        raise _RefusalError(error.field or "comparison", error.code) from None
+
+    def values() -> tuple[ScopeValues, ...]:
+        return scope_values_files(baseline=baseline, subject=subject, policy=policy, limits=limits)
+
+    return report, None, values, policy
 
 
 def _check_order(decision_order: str) -> None:
@@ -484,13 +578,13 @@ def _print_extended(document: dict[str, Any]) -> None:
 
 
 def _unevaluated_values(
-    report: ComparisonReport, baseline: Run, subject: Run, policy: ComparisonPolicy
+    report: ComparisonReport, values: _ValuesSource
 ) -> tuple[ScopeValues, ...] | None:
     """Per-pair values for the means of unevaluated entries (``None`` if none or unscorable)."""
     if all(entry.baseline_mean is not None for entry in report.metrics):
         return None
     try:
-        return scope_values(baseline=baseline, subject=subject, policy=policy)
+        return values()
     except SealevalError:
         return None
 
@@ -565,7 +659,7 @@ def compare_command(
     """
     try:
         with terminal_progress(announce=not as_json) as progress:
-            report, extended, runs, policy = _compare(
+            report, extended, values, policy = _compare(
                 baseline,
                 subject,
                 policy_path,
@@ -582,18 +676,16 @@ def compare_command(
         if hint is not None:
             click.echo(f"sealeval: {hint}", err=True)
         raise click.exceptions.Exit(EXIT_ERROR) from None
-    baseline_run, subject_run = runs
     if extended is not None:
         if as_json:
             click.echo(encode_invarlock(extended), nl=False)
         else:
-            values = _unevaluated_values(report, baseline_run, subject_run, policy)
-            _print_table(report, policy, values)
+            _print_table(report, policy, _unevaluated_values(report, values))
             _print_extended(extended)
         passed = extended["decision"] == "pass"
         raise click.exceptions.Exit(EXIT_OK if passed else EXIT_POLICY_NOT_PASSED)
     if as_json:
         click.echo(report.canonical_bytes, nl=False)
     else:
-        _print_table(report, policy, _unevaluated_values(report, baseline_run, subject_run, policy))
+        _print_table(report, policy, _unevaluated_values(report, values))
     raise click.exceptions.Exit(EXIT_OK if report.passed else EXIT_POLICY_NOT_PASSED)

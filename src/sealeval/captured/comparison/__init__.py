@@ -75,7 +75,11 @@ from sealeval.captured.comparison.model import (
     MetricSummary,
 )
 from sealeval.captured.comparison.parallel import PARALLEL_MIN_PAIRS
-from sealeval.captured.comparison.streaming import RunSource, compare_run_files
+from sealeval.captured.comparison.streaming import (
+    RunSource,
+    compare_run_files,
+    scope_values_files,
+)
 
 __all__ = [
     "DECISIONS",
@@ -97,4 +101,5 @@ __all__ = [
     "compare_run_files",
     "compare_runs",
     "scope_values",
+    "scope_values_files",
 ]

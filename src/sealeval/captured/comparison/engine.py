@@ -448,6 +448,18 @@ def scope_values(
         _metric_values(metric, scorer, baseline_run, subject_run, pairs)
         for metric, scorer in zip(approved.metrics, scorers, strict=True)
     ]
+    return scope_results(approved, pairs, metric_values)
+
+
+def scope_results(
+    approved: ComparisonPolicy, pairs: _Pairs, metric_values: Sequence[_Values]
+) -> tuple[ScopeValues, ...]:
+    """Split paired metric values into :class:`ScopeValues` (scope-major, metric order).
+
+    Shared by :func:`scope_values` and the streamed
+    :func:`~sealeval.captured.comparison.streaming.scope_values_files`; a
+    metric's held refusal is raised here, in that order.
+    """
     result: list[ScopeValues] = []
     for scope_position, (scope_name, _prefix) in enumerate(_scope_names(approved)):
         scope = pairs.scopes[scope_position]

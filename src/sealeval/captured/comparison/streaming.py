@@ -18,7 +18,12 @@ from typing import IO, Any
 
 from sealeval import _validate
 from sealeval._progress import Progress
-from sealeval.captured.comparison.engine import check_budget, finish_report
+from sealeval.captured.comparison.engine import (
+    ScopeValues,
+    check_budget,
+    finish_report,
+    scope_results,
+)
 from sealeval.captured.comparison.model import (
     DECISION_ORDERS,
     DEFAULT_MAX_BOOTSTRAP_DRAWS,
@@ -190,3 +195,43 @@ def compare_run_files(
             workers=processes,
             progress=progress,
         )
+
+
+def scope_values_files(
+    *,
+    baseline: RunSource,
+    subject: RunSource,
+    policy: ComparisonPolicy | Mapping[str, Any],
+    limits: Limits = UNLIMITED,
+) -> tuple[ScopeValues, ...]:
+    """:func:`~sealeval.captured.comparison.scope_values` over two run files, streamed.
+
+    Same values, seeds and refusals as the in-memory function on the same
+    runs (a refusal of a run file first), with the memory of
+    :func:`compare_run_files`: the per-record columns, never the records.
+    """
+    try:
+        approved = _policy(policy)
+        scorers = check_runtime(approved)
+    except Exception:
+        for source, side in ((baseline, "baseline"), (subject, "subject")):
+            _validated(source, side, limits)
+        raise
+    pinned = approved.expected_case_set_digest
+    with ExitStack() as stack:
+        left = stack.enter_context(
+            _table(baseline, "baseline", (approved, scorers), limits, rows=True)
+        )
+        right = stack.enter_context(
+            _table(subject, "subject", (approved, scorers), limits, rows=pinned is not None)
+        )
+        if pinned is not None:
+            for side, table in (("baseline", left), ("subject", right)):
+                if table.case_set_digest() != pinned:
+                    raise ComparisonError("case_set_mismatch", side)
+        paired = pair_tables(left, right, approved, True)
+        metric_values = [
+            table_values(number, metric, scorer, (left, right), paired)
+            for number, (metric, scorer) in enumerate(zip(approved.metrics, scorers, strict=True))
+        ]
+        return scope_results(approved, paired.pairs, metric_values)

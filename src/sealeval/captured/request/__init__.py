@@ -41,6 +41,7 @@ The package's modules, each with one job (import from this face, not from them):
 * :mod:`~sealeval.captured.request.schema` — constants, the error, the shared field checks;
 * :mod:`~sealeval.captured.request.authored` — the authored request and its YAML loading;
 * :mod:`~sealeval.captured.request.normalized` — normalization, digests, comparison ids;
+* :mod:`~sealeval.captured.request.facts` — a large canonical run's facts, read once, never held;
 * :mod:`~sealeval.captured.request.files` — file resolution, loading and preflight.
 """
 
@@ -52,6 +53,7 @@ from sealeval.captured.request.authored import (
     load_authored_request,
     parse_authored_request,
 )
+from sealeval.captured.request.facts import RunFacts, read_run_facts, run_source
 from sealeval.captured.request.files import (
     CapturedRequest,
     PairedCheck,
@@ -101,6 +103,7 @@ __all__ = [
     "NormalizedRequest",
     "PairedCheck",
     "PreflightResult",
+    "RunFacts",
     "RunLoader",
     "SourceSpec",
     "authored_from_normalized",
@@ -114,4 +117,6 @@ __all__ = [
     "parse_normalized_request",
     "preflight",
     "read_authored_request",
+    "read_run_facts",
+    "run_source",
 ]

@@ -29,6 +29,7 @@ from sealeval.captured.policy import (
     parse_comparison_policy,
 )
 from sealeval.captured.request.authored import AuthoredRequest, SourceSpec, load_authored_request
+from sealeval.captured.request.facts import RunFacts, read_run_facts
 from sealeval.captured.request.normalized import NormalizedRequest, normalize_captured_request
 from sealeval.captured.request.schema import (
     MAX_INPUT_BYTES,
@@ -44,7 +45,6 @@ from sealeval.captured.run import (
     Limits,
     Run,
     parse_run,
-    read_canonical_run,
 )
 from sealeval.captured.signing import SigningKey, load_signing_key
 from sealeval.errors import CanonicalError
@@ -154,7 +154,9 @@ class RunLoader(Protocol):
 
 #: The comparison engine's preflight (ID-set equality, per-pair equality,
 #: scopes, work budget, missing-ID capacity): returns facts to report.
-PairedCheck = Callable[[Run, Run, ComparisonPolicy], Mapping[str, Any] | None]
+#: A side is a held :class:`~sealeval.captured.run.Run` or, for a large
+#: canonical run read without a record cap, its :class:`RunFacts`.
+PairedCheck = Callable[[Run | RunFacts, Run | RunFacts, ComparisonPolicy], Mapping[str, Any] | None]
 
 
 @dataclass(frozen=True, slots=True, repr=False)
@@ -164,8 +166,9 @@ class CapturedRequest:
     Attributes:
         authored: the authored request (after overrides).
         root: the request root (a real directory).
-        baseline: the baseline run.
-        subject: the subject run.
+        baseline: the baseline run (a held run, or the facts of a large
+            canonical run streamed without a record cap).
+        subject: the subject run (likewise).
         policy: the policy (portable validation passed).
         normalized: the normalized request (its digest is the request digest).
         destination: the evidence destination (``root / authored.output``).
@@ -173,8 +176,8 @@ class CapturedRequest:
 
     authored: AuthoredRequest
     root: Path
-    baseline: Run
-    subject: Run
+    baseline: Run | RunFacts
+    subject: Run | RunFacts
     policy: ComparisonPolicy
     normalized: NormalizedRequest
     destination: Path
@@ -194,21 +197,20 @@ class CapturedRequest:
         return self.normalized.comparison_id
 
 
-def _streamed_side(fd: int, limits: Limits) -> Run | None:
-    """Stream a large canonical run without a record cap; ``None``: read it whole instead.
+def _streamed_side(fd: int, limits: Limits) -> RunFacts | None:
+    """Stream a large canonical run once for its facts; ``None``: read it whole instead.
 
     Only without a record cap (the reference's envelope reads at most 128 MiB
     anyway) and from :data:`~sealeval.captured.run.STREAM_MIN_BYTES` on. Any
-    refusal of the streamed read rewinds the file: the whole-file path then
+    refusal of the streamed read falls back to the whole-file path, which then
     accepts non-canonical JSON or names the refusal exactly as for a small file.
+    On success the returned facts own ``fd``.
     """
     if limits.max_records is not None or os.fstat(fd).st_size < STREAM_MIN_BYTES:
         return None
     try:
-        with os.fdopen(os.dup(fd), "rb") as handle:
-            return read_canonical_run(handle, limits=limits)
+        return read_run_facts(fd, limits=limits)
     except (CapturedRunError, OSError):
-        os.lseek(fd, 0, os.SEEK_SET)  # the descriptor shares the offset: rewind it
         return None
 
 
@@ -217,7 +219,7 @@ def _load_side(
     spec: SourceSpec,
     run_loader: RunLoader | None,
     limits: Limits,
-) -> Run:
+) -> Run | RunFacts:
     where = f"comparison.{spec.side}.path"
     fd = _open_beneath(root, spec.path, where)
     if spec.adapter != "invarlock":
@@ -234,7 +236,6 @@ def _load_side(
         os.close(fd)
         raise
     if streamed is not None:
-        os.close(fd)
         return streamed
     data = _read_fd(fd, limits.max_file_bytes, where)
     try:
@@ -375,7 +376,8 @@ class PreflightResult:
     @property
     def record_count(self) -> int:
         """Records of the baseline run."""
-        return len(self.request.baseline.records)
+        baseline = self.request.baseline
+        return baseline.record_count if isinstance(baseline, RunFacts) else len(baseline.records)
 
     @property
     def scope_count(self) -> int:

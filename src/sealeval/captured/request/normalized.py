@@ -21,6 +21,7 @@ from sealeval.captured.policy import (
     parse_comparison_policy,
 )
 from sealeval.captured.request.authored import AuthoredRequest
+from sealeval.captured.request.facts import RunFacts
 from sealeval.captured.request.schema import (
     _IDENTITIES,
     _OVERRIDES,
@@ -211,20 +212,33 @@ def _check_declared(spec: Mapping[str, Any], where: str, run: Run | RunOutline) 
                 raise _fail("projection_mismatch", f"{where}.input_projection")
 
 
+def _check_case_set(run: Run | RunOutline | RunFacts, policy: ComparisonPolicy, where: str) -> None:
+    pinned = policy.expected_case_set_digest
+    if pinned is None:
+        return
+    try:
+        if isinstance(run, RunOutline):
+            matches = run.case_set_digest == pinned
+        elif isinstance(run, RunFacts):
+            matches = run.case_set_digest(policy) == pinned
+        else:
+            validate_run_case_set(run, pinned)
+            matches = True
+    except CapturedRunError:
+        matches = False
+    if not matches:
+        raise _fail("case_set_mismatch", where)
+
+
 def _normalize_side(
-    spec: Mapping[str, Any], side: str, run: Run | RunOutline, policy: ComparisonPolicy
+    spec: Mapping[str, Any],
+    side: str,
+    run: Run | RunOutline | RunFacts,
+    policy: ComparisonPolicy,
 ) -> Any:
     where = f"comparison.{side}"
     actual = run.digest
-    pin = policy.expected_case_set_digest
-    if isinstance(run, RunOutline):
-        if pin is not None and run.case_set_digest != pin:
-            raise _fail("case_set_mismatch", where)
-    elif pin is not None:
-        try:
-            validate_run_case_set(run, pin)
-        except CapturedRunError:
-            raise _fail("case_set_mismatch", where) from None
+    _check_case_set(run, policy, where)
     pinned = spec.get("expected_run_digest")
     if pinned is not None and pinned != actual:
         raise _fail("run_digest_mismatch", f"{where}.expected_run_digest")
@@ -232,6 +246,8 @@ def _normalize_side(
         for member in _OVERRIDES:
             if member in spec:
                 raise _fail("identity_override", f"{where}.{member}")
+    elif isinstance(run, RunFacts):  # pragma: no cover - only adapter invarlock streams
+        raise _fail("invalid_type", where)
     else:
         _check_declared(spec, where, run)
     normalized = {key: value for key, value in spec.items() if key != "path"}
@@ -241,8 +257,8 @@ def _normalize_side(
 
 def normalize_captured_request(
     authored: AuthoredRequest | Mapping[str, Any],
-    baseline: Run | RunOutline | Mapping[str, Any],
-    subject: Run | RunOutline | Mapping[str, Any],
+    baseline: Run | RunOutline | RunFacts | Mapping[str, Any],
+    subject: Run | RunOutline | RunFacts | Mapping[str, Any],
     policy: ComparisonPolicy | Mapping[str, Any],
 ) -> NormalizedRequest:
     """Bind an authored request to its loaded runs and policy (30-request.md §4).
@@ -290,11 +306,9 @@ def normalize_captured_request(
         len(policy_value.metrics) != 1 or policy_value.metrics[0].kind != metric
     ):
         raise _fail("metric_mismatch", "comparison.metric")
-    runs = {
-        "baseline": baseline
-        if isinstance(baseline, Run | RunOutline)
-        else run_from_document(baseline),
-        "subject": subject if isinstance(subject, Run | RunOutline) else run_from_document(subject),
+    runs: dict[str, Run | RunOutline | RunFacts] = {
+        side: value if isinstance(value, Run | RunOutline | RunFacts) else run_from_document(value)
+        for side, value in (("baseline", baseline), ("subject", subject))
     }
     normalized_comparison: dict[str, Any] = {
         side: _normalize_side(comparison[side], side, runs[side], policy_value) for side in SIDES

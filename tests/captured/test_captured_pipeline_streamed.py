@@ -1,0 +1,253 @@
+"""``evaluate`` on runs it never holds: the streamed path equals the in-memory one.
+
+Large canonical runs read without a record cap reach ``evaluate`` as
+:class:`~sealeval.captured.request.RunFacts` (one streamed pass; the open
+file kept), are compared by ``compare_run_files`` and copied into the pack
+chunk by chunk. ``STREAM_MIN_BYTES`` is lowered to 0 so the small vector
+packs take that path: every pack byte, result document, preflight document
+and refusal must be what the in-memory path produces.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import sealeval.captured.evaluate as evaluate_module
+import sealeval.captured.request.files as files_module
+from sealeval.captured.evaluate import compare_sides, evaluate_request, preflight_request
+from sealeval.captured.pack import EvidencePackBuildError, build_evidence_pack
+from sealeval.captured.request import RunFacts, load_captured_request
+from sealeval.captured.run import UNLIMITED
+from sealeval.errors import SealevalError
+from support.vectors import vectors_dir
+
+V = vectors_dir() / "invarlock"
+_OPTIONS: dict[str, Any] = {"max_bootstrap_draws": 10**9, "decision_order": "reference"}
+SIGNER = V / "keys" / "evidence-signer" / "private.pem"
+
+
+def _cases() -> list[Any]:
+    document = json.loads((V / "packs.json").read_bytes())
+    return [pytest.param(case, id=case["name"]) for case in document["cases"]]
+
+
+def _writable(source: Path, target: Path) -> Path:
+    shutil.copytree(source, target, symlinks=True)
+    for path in [target, *target.rglob("*")]:
+        if not path.is_symlink():
+            path.chmod(0o755 if path.is_dir() else 0o644)
+    return target
+
+
+def _files(directory: Path) -> dict[str, bytes]:
+    return {
+        path.relative_to(directory).as_posix(): path.read_bytes()
+        for path in sorted(directory.rglob("*"))
+        if path.is_file()
+    }
+
+
+@pytest.fixture
+def inside(tmp_path: Path) -> Iterator[Path]:
+    previous = Path.cwd()
+    os.chdir(tmp_path)
+    try:
+        yield tmp_path
+    finally:
+        os.chdir(previous)
+
+
+@pytest.fixture
+def streamed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Stream every uncapped invarlock-adapter run; record which calls compared held runs."""
+    monkeypatch.setattr(files_module, "STREAM_MIN_BYTES", 0)
+    held: list[str] = []
+    original = evaluate_module.compare_runs
+
+    def spied(**kwargs: Any) -> Any:
+        held.append("compare_runs")
+        return original(**kwargs)
+
+    monkeypatch.setattr(evaluate_module, "compare_runs", spied)
+    return held
+
+
+def _overrides(command: list[str]) -> dict[str, str | None]:
+    return {
+        name: command[command.index(option) + 1]
+        for option, name in (("--output", "output"), ("--request-root", "request_root"))
+        if option in command
+    }
+
+
+@pytest.mark.parametrize("case", _cases())
+def test_streamed_evaluate_rebuilds_every_vector_pack(
+    case: dict[str, Any], inside: Path, streamed: list[str]
+) -> None:
+    expected = case["expected"]
+    workspace = _writable(V / "packs" / case["name"], inside / case["name"])
+    request = workspace / "request" / "request.yaml"
+    os.chdir(request.parent)
+    command = case["input"]["command"]
+    unsigned = "--unsigned" in command
+    key = None if unsigned else SIGNER
+    overrides = _overrides(command)
+    checked = preflight_request(
+        request, signing_key=key, unsigned=unsigned, overrides=overrides, uncapped=True
+    )
+    reference = expected["evaluate_preflight"]["stdout_json"]
+    document = dict(checked.document)
+    document.pop("output")
+    assert document == {name: value for name, value in reference.items() if name != "output"}
+    sides = (checked.checked.request.baseline, checked.checked.request.subject)
+    evaluation = evaluate_request(
+        request, signing_key=key, unsigned=unsigned, overrides=overrides, uncapped=True
+    )
+    result = dict(evaluation.document)
+    evidence = result.pop("evidence")
+    reference = expected["evaluate"]["stdout_json"]
+    assert result == {name: value for name, value in reference.items() if name != "evidence"}
+    assert _files(request.parent / evidence) == _files(V / expected["evidence_dir"])
+    # Whenever a side was streamed, no held comparison ran (preflight and evaluate alike).
+    if any(isinstance(side, RunFacts) for side in sides):
+        assert streamed == []
+    # The adapter-invarlock canonical runs are streamed, never held.
+    adapters = {
+        checked.checked.request.authored.side(name).adapter for name in ("baseline", "subject")
+    }
+    files = [
+        request.parent / checked.checked.request.authored.side(name).path
+        for name in ("baseline", "subject")
+    ]
+    if adapters == {"invarlock"} and all(_canonical(path) for path in files):
+        assert all(isinstance(side, RunFacts) for side in sides)
+
+
+def _canonical(path: Path) -> bool:
+    from sealeval.captured.run import read_run  # noqa: PLC0415
+
+    return read_run(path).to_canonical() == path.read_bytes()
+
+
+def test_a_text_vector_is_streamed_on_both_sides(inside: Path, streamed: list[str]) -> None:
+    """A vector pack takes the streamed path end to end (the test above is not vacuous)."""
+    workspace = _writable(V / "packs" / "text-20-exact-signed", inside / "pack")
+    request = workspace / "request" / "request.yaml"
+    loaded = load_captured_request(request, limits=UNLIMITED)
+    assert isinstance(loaded.baseline, RunFacts)
+    assert isinstance(loaded.subject, RunFacts)
+    evaluate_request(request, signing_key=SIGNER, uncapped=True)
+    assert streamed == []
+
+
+def _pin(workspace: Path, digest: str) -> None:
+    policy = workspace / "request" / "policy.json"
+    document = json.loads(policy.read_bytes())
+    document["expected_case_set_digest"] = digest
+    policy.write_text(json.dumps(document), encoding="utf-8")
+
+
+@pytest.mark.parametrize("pinned", ["sha256:" + "0" * 64, "not-a-digest"])
+def test_a_wrong_case_set_pin_is_refused_alike(
+    pinned: str, inside: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    workspace = _writable(V / "packs" / "case-set-pinned-signed", inside / "pack")
+    _pin(workspace, pinned)
+    request = workspace / "request" / "request.yaml"
+    outcomes: list[tuple[str, str | None, type[Exception]]] = []
+    for threshold in (files_module.STREAM_MIN_BYTES, 0):
+        monkeypatch.setattr(files_module, "STREAM_MIN_BYTES", threshold)
+        with pytest.raises(SealevalError) as caught:
+            evaluate_request(request, signing_key=SIGNER, uncapped=True)
+        outcomes.append((caught.value.code, caught.value.field, type(caught.value)))
+    assert outcomes[0] == outcomes[1]
+    assert outcomes[0][0] in ("case_set_mismatch", "invalid_digest")
+    assert not (request.parent / "evidence").exists()
+
+
+def test_the_pinned_case_set_is_checked_on_streamed_runs(
+    inside: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    workspace = _writable(V / "packs" / "case-set-pinned-signed", inside / "pack")
+    request = workspace / "request" / "request.yaml"
+    monkeypatch.setattr(files_module, "STREAM_MIN_BYTES", 0)
+    loaded = load_captured_request(request, limits=UNLIMITED)
+    assert isinstance(loaded.baseline, RunFacts)
+    pinned = loaded.policy.expected_case_set_digest
+    assert pinned is not None
+    assert loaded.baseline.case_set_digest(loaded.policy) == pinned
+
+
+def test_mixed_sides_compare_streamed_with_the_same_report(
+    inside: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One held run and one streamed run give the in-memory report's bytes."""
+    workspace = _writable(V / "packs" / "text-200-multi-signed", inside / "pack")
+    request = workspace / "request" / "request.yaml"
+    held = load_captured_request(request, limits=UNLIMITED)
+    monkeypatch.setattr(files_module, "STREAM_MIN_BYTES", 0)
+    facts = load_captured_request(request, limits=UNLIMITED)
+    assert isinstance(facts.subject, RunFacts)
+    expected = compare_sides(held.baseline, held.subject, held.policy, **_OPTIONS)
+    mixed = compare_sides(held.baseline, facts.subject, held.policy, **_OPTIONS)
+    both = compare_sides(facts.baseline, facts.subject, held.policy, **_OPTIONS)
+    assert mixed.canonical_bytes == expected.canonical_bytes == both.canonical_bytes
+
+
+def test_a_run_changed_after_its_pass_is_refused_and_nothing_published(
+    inside: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    workspace = _writable(V / "packs" / "text-20-exact-signed", inside / "pack")
+    request = workspace / "request" / "request.yaml"
+    monkeypatch.setattr(files_module, "STREAM_MIN_BYTES", 0)
+    loaded = load_captured_request(request, limits=UNLIMITED)
+    assert isinstance(loaded.subject, RunFacts)
+    report = compare_sides(loaded.baseline, loaded.subject, loaded.policy, **_OPTIONS)
+    path = request.parent / loaded.authored.subject.path
+    data = bytearray(path.read_bytes())
+    data[-2] = ord(" ") if data[-2] != ord(" ") else ord("\t")  # same inode, same size
+    with path.open("r+b") as handle:
+        handle.write(bytes(data))
+    with pytest.raises(EvidencePackBuildError) as caught:
+        build_evidence_pack(
+            loaded, comparison_report=report.canonical_bytes, unsigned=True, limits=_uncapped()
+        )
+    assert caught.value.code == "self_check_failed"
+    assert not (request.parent / loaded.authored.output).exists()
+    # A comparison that reads the changed bytes binds their digest: the pack refuses the report.
+    with pytest.raises(SealevalError):
+        compare_sides(loaded.baseline, loaded.subject, loaded.policy, **_OPTIONS)
+    shrunk = bytes(data[: len(data) // 2])
+    with path.open("r+b") as handle:
+        handle.write(shrunk)
+        handle.truncate()
+    with pytest.raises(EvidencePackBuildError) as short:
+        build_evidence_pack(
+            loaded, comparison_report=report.canonical_bytes, unsigned=True, limits=_uncapped()
+        )
+    assert short.value.code == "self_check_failed"
+
+
+def _uncapped() -> Any:
+    from sealeval.captured.pack_reader import UNCAPPED_PACK_LIMITS  # noqa: PLC0415
+
+    return UNCAPPED_PACK_LIMITS
+
+
+def test_native_adapters_still_load_held_runs(
+    inside: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    workspace = _writable(V / "packs" / "native-jsonl-signed", inside / "pack")
+    request = workspace / "request" / "request.yaml"
+    monkeypatch.setattr(files_module, "STREAM_MIN_BYTES", 0)
+    loaded = load_captured_request(
+        request, limits=UNLIMITED, run_loader=evaluate_module.native_run_loader
+    )
+    assert not isinstance(loaded.baseline, RunFacts)
