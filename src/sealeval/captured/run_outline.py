@@ -27,7 +27,6 @@ import hashlib
 import os
 import tempfile
 from array import array
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import IO, Final
 
@@ -35,7 +34,6 @@ from sealeval.canonical import encode_invarlock, frozen_canonical
 from sealeval.captured.case_set import CASE_SET_FORMAT, case_set_of_run
 from sealeval.captured.errors import CapturedRunError
 from sealeval.captured.intervals import seed_row
-from sealeval.captured.likelihood import Source
 from sealeval.captured.policy import ComparisonPolicy
 from sealeval.captured.run import (
     UNLIMITED,
@@ -44,10 +42,9 @@ from sealeval.captured.run import (
     Run,
     RunHeader,
     RunReader,
-    ScoreProvenance,
 )
 from sealeval.captured.run.document import paused_full_collections
-from sealeval.captured.service_identity import ServiceIdentity
+from sealeval.captured.run.model import HeaderFacts
 
 __all__ = ["RunOutline", "outline_run"]
 
@@ -111,7 +108,7 @@ class _CaseRows:
 
 
 @dataclass(frozen=True, slots=True, eq=False, repr=False, kw_only=True)
-class RunOutline:
+class RunOutline(HeaderFacts):
     """The facts of one run that a pack's consumers use, without its records.
 
     Attributes:
@@ -145,41 +142,6 @@ class RunOutline:
     def __len__(self) -> int:
         """Return the number of records."""
         return self.record_count
-
-    @property
-    def source(self) -> Source:
-        """The evaluator that produced the run."""
-        return self.header.source
-
-    @property
-    def run_id(self) -> str:
-        """The run's identifier."""
-        return self.header.run_id
-
-    @property
-    def artifact_digest(self) -> str | None:
-        """The attributed artifact (``None`` for hosted runs)."""
-        return self.header.artifact_digest
-
-    @property
-    def source_digest(self) -> str | None:
-        """SHA-256 of the raw native bytes the run was imported from, or ``None``."""
-        return self.header.source_digest
-
-    @property
-    def score_provenance(self) -> Mapping[str, ScoreProvenance]:
-        """Provenance of recorded scores, by score name."""
-        return self.header.score_provenance
-
-    @property
-    def service_identity(self) -> ServiceIdentity | None:
-        """The hosted-service descriptor, or ``None``."""
-        return self.header.service_identity
-
-    @property
-    def evaluated_subject_digest(self) -> str:
-        """``digest(service_identity)`` when hosted, else ``artifact_digest``."""
-        return self.header.evaluated_subject_digest
 
     def __contains__(self, record_id: object) -> bool:
         """Return whether ``record_id`` is the id of a record (see :meth:`has_id`)."""

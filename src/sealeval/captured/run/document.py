@@ -31,6 +31,7 @@ from sealeval.captured.run.model import (
     _RUN_REQUIRED,
     RUN_FORMAT,
     UNLIMITED,
+    HeaderFacts,
     InputProjection,
     Limits,
     Record,
@@ -55,7 +56,7 @@ class RunSummary:
 
 
 @dataclass(frozen=True, slots=True, eq=False, repr=False)
-class Run:
+class Run(HeaderFacts):
     """A validated, immutable evaluation run.
 
     Construction performs the run-level checks (at least one record, every
@@ -144,41 +145,6 @@ class Run:
     def __iter__(self) -> Iterator[Record]:
         """Iterate the records in stored order."""
         return iter(self.records)
-
-    @property
-    def source(self) -> Source:
-        """The evaluator that produced the run."""
-        return self.header.source
-
-    @property
-    def run_id(self) -> str:
-        """The run's identifier."""
-        return self.header.run_id
-
-    @property
-    def artifact_digest(self) -> str | None:
-        """The attributed artifact (``None`` for hosted runs)."""
-        return self.header.artifact_digest
-
-    @property
-    def source_digest(self) -> str | None:
-        """SHA-256 of the raw native bytes the run was imported from, or ``None``."""
-        return self.header.source_digest
-
-    @property
-    def score_provenance(self) -> Mapping[str, ScoreProvenance]:
-        """Provenance of recorded scores, by score name."""
-        return self.header.score_provenance
-
-    @property
-    def service_identity(self) -> ServiceIdentity | None:
-        """The hosted-service descriptor, or ``None``."""
-        return self.header.service_identity
-
-    @property
-    def evaluated_subject_digest(self) -> str:
-        """``digest(service_identity)`` when hosted, else ``artifact_digest``."""
-        return self.header.evaluated_subject_digest
 
     @property
     def ids(self) -> tuple[str, ...]:

@@ -745,3 +745,49 @@ class RunHeader:
 
 def _indexed(position: int) -> contextlib.AbstractContextManager[None]:
     return rebased("record", f"records[{position}]", error=CapturedRunError)
+
+
+class HeaderFacts:
+    """The header's members read through a run-like object (``Run``, ``RunOutline``).
+
+    A mixin without state (``__slots__ = ()``): the class using it has a
+    ``header`` attribute holding the :class:`RunHeader`.
+    """
+
+    __slots__ = ()
+    header: RunHeader
+
+    @property
+    def source(self) -> Source:
+        """The evaluator that produced the run."""
+        return self.header.source
+
+    @property
+    def run_id(self) -> str:
+        """The run's identifier."""
+        return self.header.run_id
+
+    @property
+    def artifact_digest(self) -> str | None:
+        """The attributed artifact (``None`` for hosted runs)."""
+        return self.header.artifact_digest
+
+    @property
+    def source_digest(self) -> str | None:
+        """SHA-256 of the raw native bytes the run was imported from, or ``None``."""
+        return self.header.source_digest
+
+    @property
+    def score_provenance(self) -> Mapping[str, ScoreProvenance]:
+        """Provenance of recorded scores, by score name."""
+        return self.header.score_provenance
+
+    @property
+    def service_identity(self) -> ServiceIdentity | None:
+        """The hosted-service descriptor, or ``None``."""
+        return self.header.service_identity
+
+    @property
+    def evaluated_subject_digest(self) -> str:
+        """``digest(service_identity)`` when hosted, else ``artifact_digest``."""
+        return self.header.evaluated_subject_digest

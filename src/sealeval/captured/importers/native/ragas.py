@@ -45,10 +45,11 @@ from sealeval.captured.importers.native._skeleton import (
     NativeImporter,
 )
 
-__all__ = ["RagasResultRowsImporter"]
+__all__ = ["SAMPLE_FIELDS", "RagasResultRowsImporter"]
 
-#: Sample fields of ragas' SingleTurnSample / MultiTurnSample (never metrics).
-_SAMPLE_FIELDS: Final = frozenset(
+#: Sample fields of ragas' SingleTurnSample / MultiTurnSample (never metrics; the CSV
+#: reader adds ragas 0.1's dataset columns).
+SAMPLE_FIELDS: Final = frozenset(
     {
         "user_input",
         "retrieved_contexts",
@@ -82,20 +83,20 @@ class RagasResultRowsImporter(NativeImporter):
         return (
             "user_input" in keys
             and bool({"response", "reference"} & keys)
-            and bool(keys - _SAMPLE_FIELDS)
+            and bool(keys - SAMPLE_FIELDS)
         )
 
     def records(self, path: Path, options: ImportOptions) -> RecordSource:
         """Yield one record per row, in file order."""
         position = -1
         for position, (where, row, nan) in enumerate(iter_table(path, options)):
-            if position == 0 and not row.keys() - _SAMPLE_FIELDS:
+            if position == 0 and not row.keys() - SAMPLE_FIELDS:
                 raise refuse("not_results", where)
             if "user_input" not in row:
                 raise refuse("missing_field", f"{where}.user_input")
             scores = Scores(f"{where}.scores")
             for name, value in row.items():
-                if name not in _SAMPLE_FIELDS:
+                if name not in SAMPLE_FIELDS:
                     scores.add(name, number(value, f"{where}.scores", options))
             clean = without_nan(row) if nan else row
             yield build_record(

@@ -60,6 +60,7 @@ from sealeval.captured.importers.native._common import (
     refuse,
 )
 from sealeval.captured.importers.native._skeleton import NativeImporter
+from sealeval.captured.importers.native.ragas import SAMPLE_FIELDS
 
 __all__ = ["MAX_CELL_CHARS", "MAX_COLUMNS", "MAX_ROWS", "RagasResultCsvImporter"]
 
@@ -70,32 +71,15 @@ MAX_ROWS: Final = 1 << 24
 #: Longest cell, in characters (the ``csv`` module's own default field limit).
 MAX_CELL_CHARS: Final = 131_072
 
-#: Sample fields of ragas >= 0.2 ``SingleTurnSample`` / ``MultiTurnSample`` and the
-#: ragas 0.1 dataset columns: never metrics.
-_SAMPLE_FIELDS: Final = frozenset(
-    {
-        "user_input",
-        "retrieved_contexts",
-        "reference_contexts",
-        "retrieved_context_ids",
-        "reference_context_ids",
-        "response",
-        "multi_responses",
-        "reference",
-        "rubrics",
-        "reference_tool_calls",
-        "reference_topics",
-        "persona_name",
-        "query_style",
-        "query_length",
-        "synthesizer_name",
-        "question",
-        "answer",
-        "contexts",
-        "ground_truth",
-        "ground_truths",
-    }
-)
+#: Sample fields of ragas >= 0.2 (the JSON reader's) and the ragas 0.1 dataset
+#: columns: never metrics.
+_SAMPLE_FIELDS: Final = SAMPLE_FIELDS | {
+    "question",
+    "answer",
+    "contexts",
+    "ground_truth",
+    "ground_truths",
+}
 #: pandas' name for an index column read back and written again (``Unnamed: 0``).
 _UNNAMED: Final = re.compile(r"Unnamed: [0-9]+")
 _NUMBER: Final = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
