@@ -6,71 +6,32 @@ installs them). Without them the test fails: it is never skipped.
 
 from __future__ import annotations
 
-import json
 import struct
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from selenium import webdriver
-from selenium.webdriver.chrome.options import Options
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 
 from sealeval.captured.pack_reader import EvidencePack, read_evidence_pack
 from sealeval.captured.report import VerificationStatus, render_html
+from support.browser import headless_chromium, requested_urls
 from support.vectors import vectors_dir
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMEDRIVER = Path("/usr/bin/chromedriver")
 PACKS = vectors_dir() / "invarlock" / "packs"
-#: No background traffic: this machine has no network, CI neither.
-FLAGS = (
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--disable-dev-shm-usage",
-    "--window-size=1280,1400",
-)
 
 
 @pytest.fixture(scope="module")
 def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebDriver]:
-    missing = [str(path) for path in (CHROMIUM, CHROMEDRIVER) if not path.exists()]
-    if missing:
-        pytest.fail(
-            f"headless Chromium is required for the HTML report test but {missing} is missing: "
-            "apt-get install -y chromium chromium-driver (.ci/run installs them)"
-        )
-    options = Options()
-    options.binary_location = str(CHROMIUM)
-    for flag in FLAGS:
-        options.add_argument(flag)
-    options.add_argument(f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}")
-    options.set_capability("goog:loggingPrefs", {"performance": "ALL"})
-    driver = webdriver.Chrome(options=options, service=Service(executable_path=str(CHROMEDRIVER)))
-    try:
+    profile = tmp_path_factory.mktemp("chromium-profile")
+    with headless_chromium(profile, purpose="HTML report test", window="1280,1400") as driver:
         yield driver
-    finally:
-        driver.quit()
 
 
 def _load(browser: WebDriver, path: Path) -> list[str]:
     """Open ``path`` and return the URLs of every request the page made (DevTools log)."""
-    browser.get_log("performance")  # drop earlier entries
-    browser.get(path.as_uri())
-    requested = []
-    for entry in browser.get_log("performance"):
-        message = json.loads(entry["message"])["message"]
-        if message.get("method") == "Network.requestWillBeSent":
-            requested.append(message["params"]["request"]["url"])
-    return requested
+    return requested_urls(browser, path.as_uri())
 
 
 def _assert_png(path: Path) -> tuple[int, int]:

@@ -7,6 +7,7 @@ constant) lives here, one module per job:
 * ``support.refusals``: the canary and ``assert_refused``;
 * ``support.vectors``: golden-vector loading and the reference input conventions;
 * ``support.postgres``: the throwaway PostgreSQL cluster behind the ``postgres_dsn`` fixture;
+* ``support.browser``: headless Chromium (the HTML report and viewer tests);
 * ``support.integration_samples`` and ``support.view_workspace``: evaluator
   samples and packs for the integration and view tests;
 * ``support.<family>_<subject>``: helpers and tables shared by several test

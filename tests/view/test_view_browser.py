@@ -6,7 +6,6 @@ installs them). Without them the test fails: it is never skipped.
 
 from __future__ import annotations
 
-import json
 import struct
 import zlib
 from collections.abc import Iterator
@@ -14,9 +13,6 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest
-from selenium import webdriver
-from selenium.webdriver.chrome.options import Options
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.remote.webelement import WebElement
@@ -24,23 +20,9 @@ from selenium.webdriver.support.expected_conditions import staleness_of
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
 from sealeval.view import ViewerServer, start_viewer
+from support.browser import headless_chromium, requested_urls
 from support.integration_samples import FLIPPED_ID, WRONG_ANSWER
 from support.view_workspace import HOSTILE_OUTPUT, Workspace, build_workspace
-
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMEDRIVER = Path("/usr/bin/chromedriver")
-FLAGS = (
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--disable-dev-shm-usage",
-    "--window-size=1400,1200",
-)
 
 
 @pytest.fixture(scope="module")
@@ -61,35 +43,14 @@ def server(workspace: Workspace) -> Iterator[ViewerServer]:
 
 @pytest.fixture(scope="module")
 def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebDriver]:
-    missing = [str(path) for path in (CHROMIUM, CHROMEDRIVER) if not path.exists()]
-    if missing:
-        pytest.fail(
-            f"headless Chromium is required for the viewer test but {missing} is missing: "
-            "apt-get install -y chromium chromium-driver (.ci/run installs them)"
-        )
-    options = Options()
-    options.binary_location = str(CHROMIUM)
-    for flag in FLAGS:
-        options.add_argument(flag)
-    options.add_argument(f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}")
-    options.set_capability("goog:loggingPrefs", {"performance": "ALL"})
-    driver = webdriver.Chrome(options=options, service=Service(executable_path=str(CHROMEDRIVER)))
-    try:
+    profile = tmp_path_factory.mktemp("chromium-profile")
+    with headless_chromium(profile, purpose="viewer test", window="1400,1200") as driver:
         yield driver
-    finally:
-        driver.quit()
 
 
 def _open(browser: WebDriver, url: str) -> list[str]:
     """Open ``url``; return every URL the page requested (DevTools log)."""
-    browser.get_log("performance")
-    browser.get(url)
-    requested = []
-    for entry in browser.get_log("performance"):
-        message = json.loads(entry["message"])["message"]
-        if message.get("method") == "Network.requestWillBeSent":
-            requested.append(message["params"]["request"]["url"])
-    return requested
+    return requested_urls(browser, url)
 
 
 def _only_loopback(server: ViewerServer, requested: list[str]) -> None:
