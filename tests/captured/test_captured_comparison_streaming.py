@@ -24,7 +24,7 @@ from sealeval.captured.comparison import (
     scope_values_files,
 )
 from sealeval.captured.comparison.streaming import compare_run_files
-from sealeval.captured.comparison.table import RunTable, _Spill
+from sealeval.captured.comparison.table import RowSpill, RunTable
 from sealeval.captured.policy import check_runtime, parse_comparison_policy
 from sealeval.errors import SealevalError
 from support.vectors import cases, vectors_dir
@@ -291,7 +291,7 @@ def test_a_table_keeps_fixed_size_columns_only() -> None:
 
 
 def test_spilled_rows_come_back_in_any_order() -> None:
-    spill = _Spill()
+    spill = RowSpill()
     rows = [bytes([65 + number]) * (400_000 + number) for number in range(5)]  # > 1 MiB
     for row in rows:
         spill.add(row)

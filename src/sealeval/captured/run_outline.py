@@ -23,15 +23,12 @@ treat both alike.
 
 from __future__ import annotations
 
-import hashlib
-import os
-import tempfile
-from array import array
 from dataclasses import dataclass
 from typing import IO, Final
 
-from sealeval.canonical import encode_invarlock, frozen_canonical
-from sealeval.captured.case_set import CASE_SET_FORMAT, case_set_of_run
+from sealeval.canonical import frozen_canonical
+from sealeval.captured.case_set import case_set_of_run
+from sealeval.captured.comparison.table import RowSpill, spilled_case_set_digest
 from sealeval.captured.errors import CapturedRunError
 from sealeval.captured.intervals import seed_row
 from sealeval.captured.policy import ComparisonPolicy
@@ -50,61 +47,30 @@ __all__ = ["RunOutline", "outline_run"]
 
 #: Distinct projection configurations kept (one is all the binding check compares).
 _MAX_PROJECTIONS: Final = 2
-#: Bytes buffered before a spill write or a hash update.
-_CHUNK: Final = 1 << 20
 
 
 class _CaseRows:
     """The case rows (``{id, input, expected, metadata}``) of a run, spilled to disk.
 
-    Rows go to an unlinked temporary file (mode 0600, the system temporary
-    directory) as they stream past and are hashed back in id order, so the
-    case-set digest never needs the records' content in memory.
+    Rows go to the comparison's :class:`RowSpill` (an unlinked temporary file) as
+    they stream past and are hashed back in id order, so the case-set digest
+    never needs the records' content in memory.
     """
 
     def __init__(self) -> None:
-        self._file: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115 - closed by close()
-        self._buffer = bytearray()
-        self._written = 0
-        self._offsets = array("q")
-        self._lengths = array("q")
+        self._spill = RowSpill()
         self._ids: list[str] = []
 
     def add(self, record: Record) -> None:
-        row = seed_row(record)
         self._ids.append(record.id)
-        self._offsets.append(self._written + len(self._buffer))
-        self._lengths.append(len(row))
-        self._buffer += row
-        if len(self._buffer) >= _CHUNK:
-            self._file.write(self._buffer)
-            self._written += len(self._buffer)
-            self._buffer.clear()
+        self._spill.add(seed_row(record))
 
     def digest(self) -> str:
         """Return the digest of the case set: the rows in code-point order of their ids."""
-        self._file.write(self._buffer)
-        self._buffer.clear()
-        self._file.flush()
-        fd = self._file.fileno()
-        ids = self._ids
-        hasher = hashlib.sha256()
-        # The canonical case-set document with the rows spliced between its brackets.
-        prefix, suffix = encode_invarlock({"cases": [], "format": CASE_SET_FORMAT}).split(b"[]")
-        pending = bytearray(prefix + b"[")
-        for number, position in enumerate(sorted(range(len(ids)), key=ids.__getitem__)):
-            if number:
-                pending += b","
-            pending += os.pread(fd, self._lengths[position], self._offsets[position])
-            if len(pending) >= _CHUNK:
-                hasher.update(pending)
-                pending.clear()
-        pending += b"]" + suffix
-        hasher.update(pending)
-        return "sha256:" + hasher.hexdigest()
+        return spilled_case_set_digest(self._spill, self._ids)
 
     def close(self) -> None:
-        self._file.close()
+        self._spill.close()
 
 
 @dataclass(frozen=True, slots=True, eq=False, repr=False, kw_only=True)

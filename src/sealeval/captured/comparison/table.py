@@ -95,10 +95,11 @@ class _Column:
     bindings: dict[int, SealevalError] = field(default_factory=dict)  # nll binding refusals
 
 
-class _Spill:
+class RowSpill:
     """Seed rows written to an unlinked temporary file, read back by position."""
 
     def __init__(self) -> None:
+        """Open the unlinked file (mode 0600, the system temporary directory)."""
         self._file: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115 - closed by close()
         self._buffer = bytearray()
         self._written = 0
@@ -106,6 +107,7 @@ class _Spill:
         self.lengths = array("l")
 
     def add(self, row: bytes) -> None:
+        """Append ``row`` (its file position is the number of rows added before)."""
         self.offsets.append(self._written + len(self._buffer))
         self.lengths.append(len(row))
         self._buffer += row
@@ -132,7 +134,16 @@ class _Spill:
             yield row
 
     def close(self) -> None:
+        """Close (and so delete) the file."""
         self._file.close()
+
+
+def spilled_case_set_digest(spill: RowSpill, ids: list[str]) -> str:
+    """Return the case-set digest of spilled seed rows (``case_set_of_run``): rows in id order."""
+    hasher = _ScopeHash(b'{"cases":[')
+    for row in spill.rows(_id_order(ids).tolist()):
+        hasher.add(row)
+    return hasher.seed(b'],"format":' + JSON_STRING(CASE_SET_FORMAT).encode("utf-8") + b"}\n")
 
 
 class RunTable:
@@ -162,7 +173,7 @@ class RunTable:
         self._scorers = tuple(scorers)
         self._baseline = side == "baseline"
         self.columns = [_Column(bytearray(), array("d")) for _ in self._scorers]
-        self.spill: _Spill | None = _Spill() if rows else None
+        self.spill: RowSpill | None = RowSpill() if rows else None
         self.header: RunHeader | None = None
         self.digest = ""
 
@@ -259,11 +270,7 @@ class RunTable:
     def case_set_digest(self) -> str:
         """Return the digest of the case set this run covers (``case_set_of_run``)."""
         assert self.spill is not None
-        order = _id_order(self.ids).tolist()
-        hasher = _ScopeHash(b'{"cases":[')
-        for row in self.spill.rows(order):
-            hasher.add(row)
-        return hasher.seed(b'],"format":' + JSON_STRING(CASE_SET_FORMAT).encode("utf-8") + b"}\n")
+        return spilled_case_set_digest(self.spill, self.ids)
 
 
 def _id_order(ids: list[str]) -> _Positions:
