@@ -14,7 +14,9 @@ and imports each
   public ``load_run`` (``invarlock.evaluation_records.adapters``) followed by
   its public ``run_digest`` (``invarlock.evaluation_records.io``).
 
-It asserts that every run digest is identical and prints the import times
+It asserts that every run digest is identical and prints the machine's load
+average before and after (the ratios of a busy machine are not an idle
+one's), the import times
 (measured inside each subprocess, interpreter start and imports excluded),
 the wall times, the peak resident set size of each subprocess (``os.wait4``
 rusage of that child) and the ratios. Target: sealeval at least 10x faster at
@@ -31,9 +33,10 @@ reference's named import of a file of the same size: ``auto`` on the lm-eval
 file (recognition by content, then the specified adapter: same digest as the
 reference), and ``auto`` on an lm-eval file with two filters per document
 (the specified adapter refuses it at the first repeated document, then the
-native ``lm-eval-log-samples`` reader reads it; the reference cannot read that
-file at all, so its time on the one-filter file of the same record count is
-the yardstick).
+native ``lm-eval-log-samples`` reader reads it, streaming its lines through
+the same two-process line writer as the specified adapters; the reference
+cannot read that file at all, so its time on the one-filter file of the same
+record count is the yardstick).
 
 A ragas result table written with pandas ``to_csv`` (``auto`` picks the
 native ``ragas-result-csv`` reader) is measured the same way: the reference
@@ -405,6 +408,14 @@ def scale(records: int, seed: int) -> None:
         output.unlink(missing_ok=True)
 
 
+def _load() -> str:
+    """The 1, 5 and 15 minute load averages, or ``unknown`` where the platform has none."""
+    try:
+        return ", ".join(f"{value:.2f}" for value in os.getloadavg())
+    except OSError:
+        return "unknown"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--records", type=int, default=None)
@@ -429,6 +440,7 @@ def main() -> None:
         return
     records = options.records or 50_000
     reference = ensure_reference()
+    print(f"load average (1, 5, 15 min) at the start: {_load()}")
     WORK.mkdir(parents=True, exist_ok=True)
     lm_eval = WORK / "bench-lm-eval-samples.jsonl"
     filters = WORK / "bench-lm-eval-filters.jsonl"
@@ -475,7 +487,8 @@ def main() -> None:
         plain.unlink(missing_ok=True)
         ragas.unlink(missing_ok=True)
     worst = min(ratios)
-    print(f"\nworst speed-up: {worst:.1f}x (target {TARGET:.0f}x)")
+    print(f"\nload average (1, 5, 15 min) at the end: {_load()}")
+    print(f"worst speed-up: {worst:.1f}x (target {TARGET:.0f}x)")
     if worst < TARGET:
         sys.exit(1)
 

@@ -6,13 +6,16 @@ promptfoo ``results.stats`` (successes + failures + errors), Inspect
 records is refused (``incomplete_export``, nothing published) unless
 ``--allow-partial``, which records the stated and present counts in every
 record's context. The expected counts are computed here from the files, not
-by the importer.
+by the importer. An Inspect log ``cancelled`` by its user is ``incomplete_run``
+unless ``--allow-partial``, which reads the samples it holds and records the
+planned and present counts.
 """
 
 from __future__ import annotations
 
 import json
 import shutil
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -21,10 +24,21 @@ from click.testing import CliRunner
 
 from sealeval.captured.importers import ImportOptions, ImportRefusalError, load_run
 from sealeval.cli.imports import import_command
+from sealeval.errors import SealevalError
 
 SAMPLES = Path(__file__).resolve().parents[2].parent / "shared" / "samples" / "evaluators"
 ARTIFACT = "sha256:" + "cd" * 32
 LM_EVAL = next(SAMPLES.glob("lm_eval/out/*"))
+INSPECT_LOG = next(SAMPLES.glob("inspect_ai/logs/*.json"))
+REAL_CANCELLED = (
+    Path(__file__).resolve().parents[1]
+    / "fixtures/real/inspect_ai/2025-05-12T20-28-13-04-00_popularity.json"
+)
+SHORT = "sealeval: error: file: incomplete_export\n"
+PARTIAL_HINT = (
+    "sealeval: --allow-partial imports the samples this file holds "
+    "(the stated and present counts go into each record's context)\n"
+)
 
 
 def _import(path: Path, out: Path, *extra: str) -> tuple[int, str]:
@@ -68,7 +82,7 @@ def test_lm_eval_samples_fewer_than_n_samples(task: str, tmp_path: Path) -> None
     samples, stated, present = _lm_eval_folder(tmp_path, task, keep=2)
     assert present < stated
     code, stderr = _import(samples, tmp_path / "a.json")
-    assert (code, stderr) == (2, "sealeval: error: file: incomplete_export\n")
+    assert (code, stderr) == (2, SHORT + PARTIAL_HINT)
     assert not (tmp_path / "a.json").exists()
     code, stderr = _import(samples, tmp_path / "b.json", "--allow-partial")
     assert code == 0, stderr
@@ -91,7 +105,7 @@ def test_lm_eval_complete_samples_record_no_counts(tmp_path: Path) -> None:
 def test_lm_eval_folder_with_a_short_task(tmp_path: Path) -> None:
     samples, _, _ = _lm_eval_folder(tmp_path, "toy_gen", keep=1)
     code, stderr = _import(samples.parent, tmp_path / "a.json")
-    assert (code, stderr) == (2, "sealeval: error: file: incomplete_export\n")
+    assert (code, stderr) == (2, SHORT + PARTIAL_HINT)
     assert _import(samples.parent, tmp_path / "b.json", "--allow-partial")[0] == 0
 
 
@@ -128,7 +142,7 @@ def test_promptfoo_results_fewer_than_stats(tmp_path: Path) -> None:
     path, stated, present = _promptfoo(tmp_path, drop=3)
     assert 0 < present < stated
     code, stderr = _import(path, tmp_path / "a.json")
-    assert (code, stderr) == (2, "sealeval: error: file: incomplete_export\n")
+    assert (code, stderr) == (2, SHORT + PARTIAL_HINT)
     assert not (tmp_path / "a.json").exists()
     code, stderr = _import(path, tmp_path / "b.json", "--allow-partial")
     assert code == 0, stderr
@@ -146,17 +160,127 @@ def test_promptfoo_complete_results_record_no_counts(tmp_path: Path) -> None:
 
 
 def test_inspect_log_fewer_than_completed_samples(tmp_path: Path) -> None:
-    log = json.loads(next(SAMPLES.glob("inspect_ai/logs/*.json")).read_text("utf-8"))
+    log = json.loads(INSPECT_LOG.read_text("utf-8"))
     results = log["results"]
     stated = results.get("completed_samples", results.get("total_samples"))
     log["samples"] = log["samples"][: stated - 1]
     path = tmp_path / "log.json"
     path.write_text(json.dumps(log), encoding="utf-8")
     code, stderr = _import(path, tmp_path / "a.json")
-    assert (code, stderr) == (2, "sealeval: error: file: incomplete_export\n")
+    assert (code, stderr) == (2, SHORT + PARTIAL_HINT)
     code, stderr = _import(path, tmp_path / "b.json", "--allow-partial")
     assert code == 0, stderr
     facts = _contexts(tmp_path / "b.json", "inspect")
     assert {(fact["stated_samples"], fact["present_samples"]) for fact in facts} == {
         (stated, stated - 1)
+    }
+
+
+def _cancelled(tmp_path: Path, keep: int | None = None, status: str = "cancelled") -> Path:
+    """The sample Inspect JSON log, marked ``status`` (its first ``keep`` samples)."""
+    log = json.loads(INSPECT_LOG.read_text("utf-8"))
+    log["status"] = status
+    log["samples"] = log["samples"][:keep]
+    path = tmp_path / "cancelled.json"
+    path.write_text(json.dumps(log), encoding="utf-8")
+    return path
+
+
+def _planned(log: dict[str, Any]) -> int:
+    """What the run planned, read here: the dataset's sample ids times the epochs."""
+    epochs = log["eval"]["config"].get("epochs") or 1
+    return len(log["eval"]["dataset"]["sample_ids"]) * epochs
+
+
+@pytest.mark.parametrize("keep", [None, 2], ids=["all-samples", "fewer-samples"])
+def test_cancelled_inspect_log_needs_allow_partial(tmp_path: Path, keep: int | None) -> None:
+    path = _cancelled(tmp_path, keep)
+    log = json.loads(path.read_text("utf-8"))
+    code, stderr = _import(path, tmp_path / "a.json")
+    assert (code, stderr) == (2, "sealeval: error: status: incomplete_run\n" + PARTIAL_HINT)
+    assert not (tmp_path / "a.json").exists()
+    code, stderr = _import(path, tmp_path / "b.json", "--allow-partial")
+    assert code == 0, stderr
+    facts = _contexts(tmp_path / "b.json", "inspect")
+    assert len(facts) == len(log["samples"])
+    assert {
+        (fact["status"], fact["stated_samples"], fact["present_samples"]) for fact in facts
+    } == {("cancelled", _planned(log), len(log["samples"]))}
+
+
+def test_cancelled_eval_archive_reads_like_the_json_log(tmp_path: Path) -> None:
+    """The same cancelled run written as ``.eval`` gives the same records as the JSON log."""
+    path = _cancelled(tmp_path)
+    log = json.loads(path.read_text("utf-8"))
+    archive = tmp_path / "cancelled.eval"
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as zipped:
+        zipped.writestr("header.json", json.dumps({**log, "samples": None}))
+        for sample in log["samples"]:
+            zipped.writestr(f"samples/{sample['id']}_epoch_1.json", json.dumps(sample))
+    identity: dict[str, Any] = {
+        "source": {"name": "inspect_ai", "version": log["eval"]["packages"]["inspect_ai"]},
+        "run_id": log["eval"]["run_id"],
+        "artifact_digest": ARTIFACT,
+    }
+    with pytest.raises(ImportRefusalError) as refused:
+        load_run(archive, "auto", **identity)
+    assert (refused.value.code, refused.value.field) == ("incomplete_run", "header.status")
+    allowed = ImportOptions(allow_partial=True)
+    from_eval = load_run(archive, "auto", options=allowed, **identity)
+    from_json = load_run(path, "auto", options=allowed, **identity)
+    assert [record.id for record in from_eval] == [str(s["id"]) for s in log["samples"]]
+    assert [(r.id, r.scores, r.context["inspect"]) for r in from_eval] == [
+        (r.id, r.scores, r.context["inspect"]) for r in from_json
+    ]
+
+
+def test_cancelled_log_stays_refused_by_the_specified_adapter(tmp_path: Path) -> None:
+    """``--adapter inspect-json`` is as strict as the reference, even with --allow-partial."""
+    path = _cancelled(tmp_path)
+    code, stderr = _import(
+        path, tmp_path / "a.json", "--adapter", "inspect-json", "--allow-partial"
+    )
+    assert (code, stderr) == (
+        2,
+        "sealeval: hint: --adapter inspect-log-json (or auto) reads this file\n"
+        "sealeval: error: status: incomplete_run\n",
+    )
+    assert not (tmp_path / "a.json").exists()
+
+
+@pytest.mark.parametrize("status", ["error", "started"])
+def test_other_unfinished_logs_stay_refused(tmp_path: Path, status: str) -> None:
+    """Only ``cancelled`` is lifted: an errored or running log is refused, without the hint."""
+    path = _cancelled(tmp_path, status=status)
+    for extra in ((), ("--allow-partial",)):
+        code, stderr = _import(path, tmp_path / "a.json", *extra)
+        assert code == 2
+        assert "incomplete_run" in stderr or "unknown_status" in stderr
+        assert "--allow-partial imports" not in stderr
+        assert not (tmp_path / "a.json").exists()
+    log = json.loads(path.read_text("utf-8"))
+    with pytest.raises(SealevalError) as refused:
+        load_run(
+            path,
+            "inspect-log-json",
+            source={"name": "inspect_ai", "version": log["eval"]["packages"]["inspect_ai"]},
+            run_id=log["eval"]["run_id"],
+            artifact_digest=ARTIFACT,
+            options=ImportOptions(allow_partial=True),
+        )
+    assert (refused.value.code, refused.value.field) == ("incomplete_run", "status")
+
+
+def test_real_cancelled_log_with_every_sample(tmp_path: Path) -> None:
+    """Inspect's own cancelled log (3 of 3 planned samples): refused, then read with the flag."""
+    log = json.loads(REAL_CANCELLED.read_text("utf-8"))
+    assert log["status"] == "cancelled"
+    code, stderr = _import(REAL_CANCELLED, tmp_path / "a.json")
+    assert (code, stderr) == (2, "sealeval: error: status: incomplete_run\n" + PARTIAL_HINT)
+    code, stderr = _import(REAL_CANCELLED, tmp_path / "b.json", "--allow-partial")
+    assert code == 0, stderr
+    facts = _contexts(tmp_path / "b.json", "inspect")
+    assert len(facts) == len(log["samples"])
+    assert {(f["stated_samples"], f["present_samples"]) for f in facts} == {
+        (_planned(log), len(log["samples"]))
     }

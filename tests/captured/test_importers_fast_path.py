@@ -89,3 +89,60 @@ def test_a_duplicate_key_is_refused_on_both_paths(tmp_path: Path) -> None:
     assert (streamed.value.code, streamed.value.field) == ("duplicate_key", "line[1]")
     assert (loaded.value.code, loaded.value.field) == ("duplicate_key", "line[1]")
     assert not (tmp_path / "a.json").exists()
+
+
+@pytest.fixture
+def forced_worker(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """Fork the worker for any file; it encodes every batch and the parent waits for each.
+
+    Returns the ``parallel`` flags ``write_lines`` was called with for a native mapper.
+    """
+    from sealeval.captured.importers import parallel  # noqa: PLC0415
+
+    calls: list[bool] = []
+    original = parallel.write_lines
+
+    def spy(*args: Any, parallel: bool, mapper: Any = None) -> Any:
+        if mapper is not None:
+            calls.append(parallel)
+        return original(*args, parallel=parallel, mapper=mapper)
+
+    monkeypatch.setattr(parallel, "write_lines", spy)
+    monkeypatch.setattr(parallel, "can_fork", lambda _size: True)
+    monkeypatch.setattr(parallel, "_BATCH_LINES", 3)
+    monkeypatch.setattr(parallel, "_LEAD", 0)
+    monkeypatch.setattr(parallel._Board, "position", lambda _self: -1)
+    monkeypatch.setattr(parallel._Worker, "_encoding", lambda _self, _index: True)
+    return calls
+
+
+def test_worker_process_gives_the_one_process_run(
+    samples: Path, tmp_path: Path, forced_worker: list[bool]
+) -> None:
+    """The native reader's lines through the two-process writer: the bytes of ``load_run``."""
+    run = load_run(samples, "auto", **IDENTITY)
+    destination = tmp_path / "run.json"
+    summary = import_run_streaming(samples, destination, adapter="auto", **IDENTITY)
+    assert forced_worker == [True]  # the native reader's lines went to the worker
+    assert summary.adapter == "lm-eval-log-samples"
+    assert destination.read_bytes() == run.to_canonical()
+    assert summary.error_count == sum(record.error is not None for record in run)
+
+
+@pytest.mark.parametrize("worker", [False, True], ids=["one-process", "worker"])
+def test_a_repeated_document_and_filter_is_refused_at_its_line(
+    tmp_path: Path, worker: bool, request: pytest.FixtureRequest
+) -> None:
+    """``duplicate_id`` at ``line[N].doc_id``, whichever process encoded the line."""
+    if worker:
+        request.getfixturevalue("forced_worker")
+    source = next(SAMPLES.glob("lm_eval/out/*/samples_toy_gen_*.jsonl"))
+    lines = [line for line in source.read_text("utf-8").splitlines() if line]
+    assert len({json.loads(line)["filter"] for line in lines}) > 1  # ids are doc_id/filter
+    repeated = len(lines) + 1
+    path = tmp_path / "samples.jsonl"
+    path.write_text("\n".join([*lines, lines[0]]) + "\n", encoding="utf-8")
+    with pytest.raises(ImportRefusalError) as refused:
+        import_run_streaming(path, tmp_path / "a.json", adapter="lm-eval-log-samples", **IDENTITY)
+    assert (refused.value.code, refused.value.field) == ("duplicate_id", f"line[{repeated}].doc_id")
+    assert not (tmp_path / "a.json").exists()

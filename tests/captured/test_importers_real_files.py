@@ -37,8 +37,9 @@ def _lines(path: Path) -> list[dict[str, object]]:
 
 
 def _has_samples(path: Path) -> bool:
-    """Whether an Inspect JSON log holds samples (the others are in ``REFUSED``)."""
-    return bool(json.loads(path.read_text(encoding="utf-8")).get("samples"))
+    """Whether an Inspect JSON log of a finished run holds samples (others are in ``REFUSED``)."""
+    log = json.loads(path.read_text(encoding="utf-8"))
+    return bool(log.get("samples")) and log.get("status") == "success"
 
 
 def _has_attempts(path: Path) -> bool:
@@ -52,11 +53,19 @@ def lm_eval_lines(path: Path) -> Counts:
 
 
 def garak_attempts(path: Path) -> Counts:
-    """garak: one record per attempt uuid and generation (flat detector results)."""
-    attempts: dict[str, dict[str, object]] = {}
+    """garak: one record per attempt and generation (flat detector results).
+
+    An attempt is its uuid; in an aggregated report whose attempts all carry
+    the run's own id as uuid, it is its probe and ``seq``.
+    """
+    attempts: dict[object, dict[str, object]] = {}
+    run = None
     for row in _lines(path):
+        if row.get("entry_type") == "init":
+            run = row.get("run")
         if row.get("entry_type") == "attempt":
-            attempts[str(row["uuid"])] = row  # status 2 replaces status 1
+            key = row["uuid"] if row["uuid"] != run else (row["probe_classname"], row["seq"])
+            attempts[key] = row  # status 2 replaces status 1
     records = 0
     errored = 0
     for row in attempts.values():
@@ -193,6 +202,9 @@ REFUSED: list[tuple[Path, set[str]]] = [
     (next(REAL.glob("lm_eval/*/results_*.json")), {"not_results"}),
     # a cancelled Inspect run that wrote no samples
     (REAL / "inspect_ai/2025-05-12T20-28-13-04-00_no-samples.json", {"incomplete_run"}),
+    # a cancelled Inspect run whose samples all completed (--allow-partial imports it:
+    # test_importers_completeness.py)
+    (REAL / "inspect_ai/2025-05-12T20-28-13-04-00_popularity.json", {"incomplete_run"}),
     (SAMPLES / "garak/garak.3f1b2c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d.hitlog.jsonl", {"not_results"}),
     (SAMPLES / "lm_eval/tasks/toy.jsonl", {"unknown_format"}),
     (SAMPLES / "ragas/evaluation_dataset.jsonl", {"unknown_format", "not_results"}),
@@ -246,7 +258,7 @@ def test_file_without_samples_is_refused(path: Path, codes: set[str], tmp_path: 
     assert code == 2
     assert isinstance(stderr, str)
     assert stderr.startswith("sealeval: error: ")
-    assert stderr.rstrip("\n").rsplit(": ", 1)[1] in codes
+    assert stderr.splitlines()[0].rsplit(": ", 1)[1] in codes  # a remedy line may follow
     assert not (tmp_path / "run.json").exists()
 
 
@@ -303,7 +315,8 @@ def test_every_gathered_file_imports_or_is_refused_cleanly(path: Path, tmp_path:
         return
     assert code == 2
     assert isinstance(outcome, str)
-    field, refusal = outcome.rstrip("\n").removeprefix("sealeval: error: ").rsplit(": ", 1)
+    first = outcome.splitlines()[0]  # a remedy line may follow
+    field, refusal = first.removeprefix("sealeval: error: ").rsplit(": ", 1)
     assert refusal in ImportRefusalError.codes
     assert field
     assert not (tmp_path / "run.json").exists()

@@ -17,6 +17,7 @@ large sources when it is a terminal; otherwise the command is quiet.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -282,7 +283,9 @@ def import_command(
             )
     except CapturedError as error:
         _hint(path, adapter, arguments)
-        remedy = limit_remedy("import", error.code, error.field, compat_invarlock=compat_invarlock)
+        remedy = limit_remedy(
+            "import", error.code, error.field, compat_invarlock=compat_invarlock
+        ) or _partial_remedy(path, adapter, arguments, error.code)
         if remedy is None:
             raise
         exit_ = fail(error, _TYPED)
@@ -311,6 +314,27 @@ def _per_task(
     for run in runs:
         click.echo(f"{run.file} {run.summary.run_digest}")
         click.echo(f"{run.file}: {run.summary.line()}", err=True)
+
+
+#: Refusals ``--allow-partial`` may lift (a short export, a cancelled Inspect log).
+_PARTIAL_CODES: Final = frozenset({"incomplete_export", "incomplete_run"})
+_PARTIAL_REMEDY: Final = (
+    "--allow-partial imports the samples this file holds "
+    "(the stated and present counts go into each record's context)"
+)
+
+
+def _partial_remedy(path: Path, adapter: str, arguments: dict[str, Any], code: str) -> str | None:
+    """Name ``--allow-partial`` after a refusal it lifts for this file (tried), else ``None``."""
+    options: ImportOptions = arguments["options"]
+    if code not in _PARTIAL_CODES or options.allow_partial:
+        return None
+    allowed = {**arguments, "options": dataclasses.replace(options, allow_partial=True)}
+    try:
+        load_run(path, adapter, **allowed)
+    except SealevalError:
+        return None
+    return _PARTIAL_REMEDY
 
 
 def _hint(path: Path, adapter: str, arguments: dict[str, Any]) -> None:

@@ -23,10 +23,11 @@ Importers never echo file content or paths in errors.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final, Protocol, runtime_checkable
+from typing import Any, Final, Protocol, runtime_checkable
 
 from sealeval.captured.run import Record
 from sealeval.errors import CapturedError
@@ -37,6 +38,7 @@ __all__ = [
     "ImportOptions",
     "ImportRefusalError",
     "Importer",
+    "LineMapper",
     "RecordSource",
 ]
 
@@ -165,3 +167,31 @@ class Importer(Protocol):
     def records(self, path: Path, options: ImportOptions) -> RecordSource:
         """Yield the file's records in source order (raise ImportRefusalError to refuse)."""
         ...
+
+
+class LineMapper(ABC):
+    """Maps the lines of one JSONL file to records, one line at a time.
+
+    A native reader whose records each come from one line (the lm-eval
+    samples JSONL) offers one through ``line_mapper(path, options)`` after
+    reading what the whole file decides (filters, the results file beside
+    it); ``import_run_streaming`` then streams the file through the
+    two-process line writer (:mod:`sealeval.captured.importers.parallel`),
+    as it does the specified JSONL adapters. :meth:`map_line` runs in both
+    processes and must be a pure function of the line; :meth:`accept` runs
+    in the parent only, for every record, in file order.
+    """
+
+    @abstractmethod
+    def map_line(self, line: bytes, where: str) -> tuple[Any, tuple[dict[str, Any], int] | None]:
+        """Decode and map one non-blank line (``where`` is ``line[N]``).
+
+        Returns the record and, when the record reuses the decoded row
+        unmodified and the row is exactly as the strict decoder returns it,
+        ``(row, nesting bound)`` for ``plain_record_bytes(decoded=...)``;
+        ``None`` otherwise.
+        """
+
+    def accept(self, record_id: object, where: str) -> None:
+        """Check one record's id in file order (refuse a repeat); nothing by default."""
+        del record_id, where

@@ -47,8 +47,11 @@ from sealeval.captured.run import RECORD_MEMBERS
 from sealeval.errors import CanonicalError
 
 __all__ = [
+    "DECODE_CODES",
     "JSON_WHITESPACE",
     "MAX_CONTAINERS",
+    "NAN",
+    "NAN_DECODER",
     "Binding",
     "DocumentImporter",
     "Head",
@@ -56,6 +59,7 @@ __all__ = [
     "LinesImporter",
     "bound_containers",
     "capture_facts",
+    "contains_nan",
     "decode_document",
     "decode_line",
     "decode_row",
@@ -82,8 +86,8 @@ _TRUNCATED: Final = object()
 _NO_UPSTREAM: Final = object()
 _INTERNAL_PREFIX: Final = "invarlock_"
 
-# CanonicalError decoding codes -> ImportRefusalError codes.
-_DECODE_CODES: Final = {
+#: CanonicalError decoding codes -> ImportRefusalError codes (every importer's one table).
+DECODE_CODES: Final = {
     "not_utf8": "not_utf8",
     "byte_order_mark": "byte_order_mark",
     "invalid_json": "invalid_json",
@@ -163,7 +167,7 @@ def decode_document(data: bytes, field: str = "file") -> Any:
     try:
         return decode(data, limits=_UNBOUNDED_DECODE)
     except CanonicalError as error:
-        raise refuse(_DECODE_CODES.get(error.code, "invalid_json"), field) from None
+        raise refuse(DECODE_CODES.get(error.code, "invalid_json"), field) from None
 
 
 # The byte size of a document is bounded by whoever read it (read_source).
@@ -179,8 +183,13 @@ class _Nan:
 
     __slots__ = ()
 
+    def __repr__(self) -> str:
+        """Show the token."""
+        return "NaN"
 
-_NAN: Final = _Nan()
+
+#: What a bare ``NaN`` token decodes to (:data:`NAN_DECODER`; the native readers' too).
+NAN: Final = _Nan()
 
 
 def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -192,7 +201,7 @@ def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 def _constant(token: str) -> Any:
     if token == "NaN":  # noqa: S105 - a JSON constant, not a secret
-        return _NAN
+        return NAN
     raise CanonicalError("non_standard_constant")
 
 
@@ -203,16 +212,20 @@ def _finite(token: str) -> float:
     return value
 
 
-_NAN_DECODER: Final = json.JSONDecoder(
+#: Strict JSON plus bare ``NaN`` tokens (as :data:`NAN`): duplicate keys
+#: (``duplicate_key``), ``Infinity`` (``non_standard_constant``) and infinite
+#: floats (``non_finite_number``) raise ``CanonicalError``.
+NAN_DECODER: Final = json.JSONDecoder(
     object_pairs_hook=_pairs, parse_constant=_constant, parse_float=_finite, strict=True
 )
 
 
-def _contains_nan(value: object) -> bool:
+def contains_nan(value: object) -> bool:
+    """Whether :data:`NAN` occurs anywhere in ``value``."""
     stack = [value]
     while stack:
         item = stack.pop()
-        if item is _NAN:
+        if item is NAN:
             return True
         if type(item) is dict:
             stack.extend(item.values())
@@ -233,17 +246,17 @@ def _decode_tolerating_nan(
     """
     bound_containers(line, where)
     try:
-        value = _NAN_DECODER.decode(line.decode("utf-8"))
+        value = NAN_DECODER.decode(line.decode("utf-8"))
     except (CanonicalError, ValueError, RecursionError):
         return _strict_row(line, where)  # the strict decoder names the fault
     if type(value) is not dict:
         raise refuse("not_object", where)
     for key, item in value.items():
-        if item is _NAN:
+        if item is NAN:
             if not nan_members(key):
                 raise refuse("non_finite_number", where)
             value[key] = None
-        elif _contains_nan(item):
+        elif contains_nan(item):
             raise refuse("non_finite_number", where)
     return value
 
@@ -335,7 +348,7 @@ def _strict_row(line: bytes, where: str) -> dict[str, Any]:
         value = decode(line, limits=_UNBOUNDED_DECODE)
     except CanonicalError as error:
         code = "invalid_jsonl_line" if error.code == "invalid_json" else None
-        raise refuse(code or _DECODE_CODES.get(error.code, "invalid_jsonl_line"), where) from None
+        raise refuse(code or DECODE_CODES.get(error.code, "invalid_jsonl_line"), where) from None
     if type(value) is not dict:
         raise refuse("not_object", where)
     return value

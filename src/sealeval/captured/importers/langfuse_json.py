@@ -24,9 +24,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, cast
 
-from sealeval.captured.importers.base import ImportOptions, RecordSource
+from sealeval._validate import check_closed
+from sealeval.captured.importers.base import ImportOptions, ImportRefusalError, RecordSource
 from sealeval.captured.importers.jsonl import (
     Binding,
     DocumentImporter,
@@ -63,6 +64,7 @@ _HOSTED_TEXT: Final = (
     "updated_at",
 )
 _HOSTED: Final = frozenset({*_HOSTED_TEXT, "status", "media_references"})
+_ITEM_REQUIRED: Final = frozenset({"input"})
 _ITEM_ALLOWED: Final = frozenset({"input", "expected_output", "metadata", "id", *_HOSTED})
 _EVALUATION_REQUIRED: Final = frozenset({"name", "value"})
 _EVALUATION_OPTIONAL: Final = frozenset({"data_type", "comment", "metadata", "config_id"})
@@ -86,15 +88,11 @@ def _text(value: object, field: str, code: str = "invalid_field") -> str:
 def _closed(
     value: object, field: str, required: frozenset[str], optional: frozenset[str]
 ) -> dict[str, Any]:
-    if type(value) is not dict:
-        raise refuse("not_object", field)
-    for key in value:
-        if key not in required and key not in optional:
-            raise refuse("unknown_field", field)
-    for key in required:
-        if key not in value:
-            raise refuse("missing_field", field)
-    return value
+    """Check a closed object (``not_object``, ``unknown_field``, ``missing_field``)."""
+    checked = check_closed(
+        value, field, required, optional, error=ImportRefusalError, type_code="not_object"
+    )
+    return cast("dict[str, Any]", checked)  # a decoded JSON object is a dict
 
 
 def check_langfuse_envelope(envelope: object) -> tuple[str, dict[str, Any]]:
@@ -201,13 +199,7 @@ def _check_hosted(value: Mapping[str, Any], where: str) -> None:
 
 
 def _item(value: object, where: str, dataset_run_id: object) -> tuple[dict[str, Any], str]:
-    if type(value) is not dict:
-        raise refuse("not_object", where)
-    for key in value:
-        if key not in _ITEM_ALLOWED:
-            raise refuse("unknown_field", where)
-    if "input" not in value:
-        raise refuse("missing_field", where)
+    value = _closed(value, where, _ITEM_REQUIRED, _ITEM_ALLOWED)
     _check_hosted(value, where)
     metadata = value.get("metadata")
     if metadata is not None and type(metadata) is not dict:

@@ -40,9 +40,9 @@ from sealeval.captured.importers.base import ImportOptions
 from sealeval.captured.importers.native._common import loads, refuse
 from sealeval.captured.importers.native.inspect_eval import sample_record
 from sealeval.captured.importers.native.lm_eval_files import (
-    _multi_filter,
-    _record,
-    _results_facts,
+    multi_filter,
+    results_facts,
+    row_record,
 )
 from sealeval.captured.run import UNLIMITED, InputProjection, Limits, Record, Run, ScoreProvenance
 from sealeval.captured.service_identity import ServiceIdentity
@@ -329,7 +329,7 @@ def run_from_lm_eval_results(
     facts: dict[str, Any] = {}
     if results_digest is not None:
         facts["results_digest"] = results_digest
-    facts.update(_results_facts(decoded, name))
+    facts.update(results_facts(decoded, name))
     facts["task"] = name
     if source is None:
         version = source_version if source_version is not None else decoded.get("lm_eval_version")
@@ -340,7 +340,7 @@ def run_from_lm_eval_results(
         _decoded(_written_row(row, f"rows[{index}]"), f"rows[{index}]", options)
         for index, row in enumerate(rows)
     ]
-    multi = _multi_filter(row.get("filter") if type(row) is dict else None for row in written)
+    multi = multi_filter(row.get("filter") if type(row) is dict else None for row in written)
 
     def records() -> Iterator[Record]:
         seen: set[str] = set()
@@ -348,7 +348,7 @@ def run_from_lm_eval_results(
             where = f"rows[{position}]"
             if type(row) is not dict:
                 raise refuse("invalid_document", where)
-            plain = _record(row, where, multi=multi, options=options, nan=True, facts=facts)
+            plain = row_record(row, where, multi=multi, options=options, nan=True, facts=facts)
             record = Record.from_mapping(plain)
             if record.id in seen:
                 raise refuse("duplicate_id", f"{where}.doc_id")

@@ -17,6 +17,11 @@ a mismatch (``source_changed``): records the worker encoded always come from the
 bytes the parent hashed. A worker that dies or sends a malformed message only stops
 helping: the parent maps the remaining lines itself. Memory: one batch in each
 process and the pipe (1 MiB).
+
+The lines are mapped by a parallel-safe ``LinesImporter`` (its ``map_row``) or by
+a native reader's :class:`~sealeval.captured.importers.base.LineMapper` (its
+``map_line``; its ``accept`` checks each record's id in the parent, in file order,
+whichever process encoded it).
 """
 
 from __future__ import annotations
@@ -32,9 +37,9 @@ import threading
 from collections.abc import Callable
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
-from sealeval.captured.importers.base import ImportOptions
+from sealeval.captured.importers.base import ImportOptions, LineMapper
 from sealeval.captured.importers.inputs import ImportRequest, ImportSummary, Sink, Tally, guarded
 from sealeval.captured.importers.jsonl import (
     LinesImporter,
@@ -47,7 +52,7 @@ from sealeval.captured.importers.jsonl import (
 from sealeval.captured.run import RunHeader, RunWriter, plain_record_bytes
 from sealeval.errors import SealevalError
 
-__all__ = ["PARALLEL_MIN_BYTES", "mappable", "use_worker", "write_lines"]
+__all__ = ["PARALLEL_MIN_BYTES", "can_fork", "mappable", "use_worker", "write_lines"]
 
 #: JSONL sources of at least this many bytes are imported with a worker process (when
 #: the machine has two CPUs, the process one thread, and the adapter is parallel_safe).
@@ -78,18 +83,31 @@ def mappable(request: ImportRequest) -> bool:
 
 def use_worker(request: ImportRequest, size: int) -> bool:
     """Whether a source of ``size`` bytes is imported with a worker process."""
+    return mappable(request) and can_fork(size)
+
+
+def can_fork(size: int) -> bool:
+    """Whether a mappable source of ``size`` bytes may be imported with a worker process.
+
+    On Linux, with at least two CPUs, a single-threaded process and a source of
+    at least :data:`PARALLEL_MIN_BYTES`.
+    """
     return (
         _PARALLEL_ENABLED
         and size >= _parallel_min_bytes
-        and mappable(request)
         and sys.platform.startswith("linux")
         and threading.active_count() == 1
         and len(os.sched_getaffinity(0)) > 1
     )
 
 
-def _tolerance(importer: LinesImporter, options: ImportOptions) -> Callable[[str], bool] | None:
-    """Return the NaN rule ``LinesImporter.rows`` passes to ``iter_rows``."""
+_Mapping = LinesImporter | LineMapper
+
+
+def _tolerance(importer: _Mapping, options: ImportOptions) -> Callable[[str], bool] | None:
+    """Return the NaN rule ``LinesImporter.rows`` passes to ``iter_rows`` (none for a mapper)."""
+    if isinstance(importer, LineMapper):
+        return None
     tolerant = type(importer).nan_member is not LinesImporter.nan_member
     return importer.nan_member if tolerant and options.nan_as_missing_score else None
 
@@ -116,8 +134,22 @@ class _Batches:
         return True
 
 
+def _mapped(
+    importer: _Mapping,
+    line: bytes,
+    where: str,
+    options: ImportOptions,
+    tolerate: Callable[[str], bool] | None,
+) -> tuple[Any, tuple[dict[str, Any], int] | None]:
+    """Decode and map one non-blank line: the record and ``(row, bound)`` when known."""
+    if isinstance(importer, LineMapper):
+        return importer.map_line(line, where)
+    row, height = decode_line(line, where, tolerate)
+    return importer.map_row(row, where, options), None if height is None else (row, height)
+
+
 def _encoded(
-    importer: LinesImporter,
+    importer: _Mapping,
     line: bytes,
     number: int,
     options: ImportOptions,
@@ -132,11 +164,10 @@ def _encoded(
         return None
     where = f"line[{number}]"
     try:
-        row, height = decode_line(line, where, tolerate)
-        item = importer.map_row(row, where, options)
+        item, decoded = _mapped(importer, line, where, options, tolerate)
         if type(item) is not dict:
             return None
-        plain = plain_record_bytes(item, decoded=None if height is None else (row, height))
+        plain = plain_record_bytes(item, decoded=decoded)
         if plain is None:
             return None
         metadata = item.get("metadata")
@@ -179,7 +210,7 @@ _Entries = list[tuple[str, bytes, bool, object] | None]
 def _work(
     fd: int,
     path: Path,
-    importer: LinesImporter,
+    importer: _Mapping,
     options: ImportOptions,
     board: _Board | None = None,
 ) -> None:
@@ -231,7 +262,7 @@ def _pin(cpus: list[int], which: int) -> set[int] | None:
 class _Worker:
     """The forked worker process, the read end of its pipe and the shared board."""
 
-    def __init__(self, path: Path, importer: LinesImporter, options: ImportOptions) -> None:
+    def __init__(self, path: Path, importer: _Mapping, options: ImportOptions) -> None:
         """Fork the worker; without a pipe or a process the parent simply works alone."""
         self._pid: int | None = None
         self._pending: tuple[int, bytes, _Entries] | None = None
@@ -334,7 +365,7 @@ _NO_WORKER: Final = _NoWorker()
 
 def _append_line(
     writer: RunWriter,
-    importer: LinesImporter,
+    importer: _Mapping,
     line: bytes,
     number: int,
     *,
@@ -350,16 +381,17 @@ def _append_line(
     """
     where = f"line[{number}]"
     try:
-        row, height = decode_line(line, where, tolerate)
-        item = importer.map_row(row, where, options)
+        item, decoded = _mapped(importer, line, where, options, tolerate)
+        if isinstance(importer, LineMapper):
+            importer.accept(item.get("id") if type(item) is dict else None, where)
     except SealevalError:
         raise
     except Exception:  # noqa: BLE001 - an importer's exception may quote input
         raise refuse("importer_failed", "file") from None
     tally.note(item)
     plain = None
-    if type(item) is dict and height is not None:
-        plain = plain_record_bytes(item, decoded=(row, height))
+    if type(item) is dict and decoded is not None:
+        plain = plain_record_bytes(item, decoded=decoded)
     if plain is None:
         writer.add(item)
     else:
@@ -373,12 +405,14 @@ def write_lines(
     sink: Sink,
     *,
     parallel: bool,
+    mapper: LineMapper | None = None,
 ) -> ImportSummary:
     """Stream a parallel-safe JSONL source: ``LinesImporter.rows`` and ``_write`` in one loop.
 
-    With ``parallel``, a worker process encodes batches ahead (see above).
+    With ``parallel``, a worker process encodes batches ahead (see above). With
+    ``mapper``, the lines are mapped by it instead of the request's importer.
     """
-    importer: LinesImporter = request.importer
+    importer: _Mapping = request.importer if mapper is None else mapper
     options = request.options
     tolerate = _tolerance(importer, options)
     source_digest = header.source_digest
@@ -401,6 +435,8 @@ def write_lines(
                     entries.reverse()  # consumed from the end, one per line
                 entry = entries.pop() if entries else None
                 if entry is not None:
+                    if mapper is not None:
+                        mapper.accept(entry[0], f"line[{number}]")
                     writer._add_plain_bytes(entry[0], entry[1])
                     tally.mark(entry[2], entry[3])
                     expected = offered

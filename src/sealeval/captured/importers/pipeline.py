@@ -33,6 +33,7 @@ from sealeval.captured.importers.inputs import (
     unchanged,
 )
 from sealeval.captured.importers.jsonl import (
+    DECODE_CODES,
     DocumentImporter,
     LinesImporter,
     open_source,
@@ -64,17 +65,6 @@ _T = TypeVar("_T")
 __all__ = ["import_run_streaming", "load_run"]
 
 _CHUNK: Final = 1 << 20
-_DECODE_CODES: Final = {
-    "not_utf8": "not_utf8",
-    "byte_order_mark": "byte_order_mark",
-    "duplicate_key": "duplicate_key",
-    "non_standard_constant": "non_finite_number",
-    "non_finite_number": "non_finite_number",
-    "too_deep": "too_deep",
-    "too_large": "too_large",
-    "string_too_long": "too_large",
-    "integer_too_long": "integer_too_long",
-}
 
 
 def _typed(item: Any, position: int, request: ImportRequest) -> Record:
@@ -97,7 +87,7 @@ def _load_invarlock(request: ImportRequest) -> Run:
     try:
         return request.importer.load(request.path, request.limits)  # type: ignore[no-any-return]
     except CanonicalError as error:
-        raise refuse(_DECODE_CODES.get(error.code, "invalid_json"), "file") from None
+        raise refuse(DECODE_CODES.get(error.code, "invalid_json"), "file") from None
 
 
 def _document(request: ImportRequest, progress: Progress | None) -> tuple[Any, str]:
@@ -350,24 +340,56 @@ def _stream(
         return _write(request, destination, header, importer.rows(prepared, request.options))
     request.header(None)  # identities first: nothing is read without them
     total = file_size(request.path)
-    passes = 2 * total if isinstance(importer, LinesImporter) else total
+    lines = isinstance(importer, LinesImporter) or _streams_lines(request)
+    passes = 2 * total if lines else total
     source_digest, before, size = hash_file(request.path, request.streamed_cap, progress, passes)
     header = request.header(source_digest)
-    if isinstance(importer, LinesImporter):
+    if lines:
         sink = Sink(progress, size, size * 2)
-        if parallel.mappable(request):
-            worker = parallel.use_worker(request, size)
-            return parallel.write_lines(request, destination, header, sink, parallel=worker)
-        with open_source(request.path) as handle:
-
-            def verified() -> Iterator[Any]:
-                yield from importer.rows(handle, request.options, sink)
-                if sink.digest != source_digest:
-                    raise refuse("source_changed", "file")
-
-            return _write(request, destination, header, verified())
-
+        written = _stream_lines(request, destination, header, sink, size)
+        if written is not None:
+            return written
     return _stream_records(request, destination, header, before)
+
+
+def _stream_lines(
+    request: ImportRequest,
+    destination: str | os.PathLike[str],
+    header: RunHeader,
+    sink: Sink,
+    size: int,
+) -> ImportSummary | None:
+    """Stream a JSONL source line by line: a ``LinesImporter``, or a native reader's mapper.
+
+    ``None`` when the native reader has no mapper for the file (it changed since
+    :func:`_streams_lines`): its records then say why.
+    """
+    importer = request.importer
+    if not isinstance(importer, LinesImporter):
+        mapper = importer.line_mapper(request.path, request.options)
+        if mapper is None:
+            return None
+        return parallel.write_lines(
+            request, destination, header, sink, parallel=parallel.can_fork(size), mapper=mapper
+        )
+    if parallel.mappable(request):
+        worker = parallel.use_worker(request, size)
+        return parallel.write_lines(request, destination, header, sink, parallel=worker)
+    source_digest = header.source_digest
+    with open_source(request.path) as handle:
+
+        def verified() -> Iterator[Any]:
+            yield from importer.rows(handle, request.options, sink)
+            if sink.digest != source_digest:
+                raise refuse("source_changed", "file")
+
+        return _write(request, destination, header, verified())
+
+
+def _streams_lines(request: ImportRequest) -> bool:
+    """Whether a native reader maps this file line by line (``line_mapper``, base.LineMapper)."""
+    streams = getattr(request.importer, "streams_lines", None)
+    return request.projection is None and callable(streams) and bool(streams(request.path))
 
 
 def _stream_records(

@@ -33,9 +33,19 @@ from typing import IO, Any, Final
 
 from sealeval.captured.errors import CapturedRunError
 from sealeval.captured.importers.base import DETECT_BYTES, ImportOptions, ImportRefusalError
-from sealeval.captured.importers.jsonl import bound_containers, plain_row, refuse
+from sealeval.captured.importers.jsonl import (
+    DECODE_CODES,
+    JSON_WHITESPACE,
+    NAN,
+    NAN_DECODER,
+    bound_containers,
+    contains_nan,
+    plain_row,
+    refuse,
+)
 from sealeval.captured.importers.jsonl import open_source as open_regular
 from sealeval.captured.run import Record
+from sealeval.errors import CanonicalError
 
 __all__ = [
     "INTERNAL_PREFIX",
@@ -49,6 +59,7 @@ __all__ = [
     "build_record",
     "check_complete",
     "contains_nan",
+    "decode_jsonl_line",
     "error_text",
     "first_object",
     "identifier",
@@ -78,7 +89,6 @@ UPSTREAM_ERROR: Final = "upstream_error"
 INTERNAL_PREFIX: Final = "invarlock_"
 #: Largest companion file (lm-eval results, MLflow meta) read into memory.
 MAX_COMPANION_BYTES: Final = 16 * 1024 * 1024
-_WHITESPACE: Final = b" \t\n\x0b\x0c\r"
 
 
 # ---------------------------------------------------------------------------
@@ -139,51 +149,6 @@ def read_companion(path: Path, field: str) -> Companion:
 # Lenient JSON
 
 
-class _Nan:
-    """The marker of a bare ``NaN`` token (a NaN float written by Python's ``json``)."""
-
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        """Show the token."""
-        return "NaN"
-
-
-#: What a bare ``NaN`` token decodes to.
-NAN: Final = _Nan()
-
-
-class _DecodeRefusal(Exception):  # noqa: N818 - internal signal, never escapes this module
-    def __init__(self, code: str) -> None:
-        super().__init__(code)
-        self.code = code
-
-
-def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    result = dict(pairs)
-    if len(result) != len(pairs):
-        raise _DecodeRefusal("duplicate_key")
-    return result
-
-
-def _constant(constant: str) -> Any:
-    if constant == "NaN":
-        return NAN
-    raise _DecodeRefusal("non_finite_number")
-
-
-def _finite(token: str) -> float:
-    value = float(token)
-    if value in (float("inf"), float("-inf")):
-        raise _DecodeRefusal("non_finite_number")
-    return value
-
-
-_DECODER: Final = json.JSONDecoder(
-    object_pairs_hook=_pairs, parse_constant=_constant, parse_float=_finite, strict=True
-)
-
-
 def loads(data: bytes, field: str, *, invalid: str = "invalid_json") -> tuple[Any, bool]:
     """Decode one JSON value from UTF-8 bytes; return it and whether it may hold :data:`NAN`.
 
@@ -201,9 +166,9 @@ def loads(data: bytes, field: str, *, invalid: str = "invalid_json") -> tuple[An
     except UnicodeDecodeError:
         raise refuse("not_utf8", field) from None
     try:
-        value = _DECODER.decode(text)
-    except _DecodeRefusal as error:
-        raise refuse(error.code, field) from None
+        value = NAN_DECODER.decode(text)
+    except CanonicalError as error:
+        raise refuse(DECODE_CODES.get(error.code, invalid), field) from None
     except (ValueError, RecursionError):
         raise refuse(invalid, field) from None
     return value, b"NaN" in data
@@ -218,20 +183,6 @@ def without_nan(value: Any) -> Any:
     if type(value) is list:
         return [without_nan(item) for item in value]
     return value
-
-
-def contains_nan(value: Any) -> bool:
-    """Whether :data:`NAN` occurs anywhere in ``value``."""
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if item is NAN:
-            return True
-        if type(item) is dict:
-            stack.extend(item.values())
-        elif type(item) is list:
-            stack.extend(item)
-    return False
 
 
 def iter_jsonl(
@@ -273,17 +224,25 @@ def iter_jsonl_rows(
         where = f"line[{number_}]"
         if len(line) > limit and not (len(line) == limit + 1 and line.endswith(b"\n")):
             raise refuse("too_large", where)
-        if not line.strip(_WHITESPACE):
+        if not line.strip(JSON_WHITESPACE):
             continue
-        if b"NaN" not in line:
-            fast = plain_row(line)
-            if fast is not None:
-                yield where, fast[0], False, fast[1]
-                continue
-        value, nan = loads(line, where, invalid="invalid_jsonl_line")
-        if type(value) is not dict:
-            raise refuse("invalid_jsonl_line", where)
-        yield where, value, nan, None
+        yield (where, *decode_jsonl_line(line, where))
+
+
+def decode_jsonl_line(line: bytes, where: str) -> tuple[dict[str, Any], bool, int | None]:
+    """Decode one non-blank JSONL line as :func:`iter_jsonl_rows` does.
+
+    Returns the object, whether it may hold ``NaN`` and its nesting bound
+    (``None`` unless the strict decoder's scanner read it the fast way).
+    """
+    if b"NaN" not in line:
+        fast = plain_row(line)
+        if fast is not None:
+            return fast[0], False, fast[1]
+    value, nan = loads(line, where, invalid="invalid_jsonl_line")
+    if type(value) is not dict:
+        raise refuse("invalid_jsonl_line", where)
+    return value, nan, None
 
 
 def iter_table(path: Path, options: ImportOptions) -> Iterator[tuple[str, dict[str, Any], bool]]:
@@ -496,8 +455,8 @@ def first_object(head: bytes) -> dict[str, Any] | None:
     if end < 0:
         return None
     try:
-        value = _DECODER.decode(head[:end].decode("utf-8"))
-    except (_DecodeRefusal, ValueError, RecursionError):
+        value = NAN_DECODER.decode(head[:end].decode("utf-8"))
+    except (CanonicalError, ValueError, RecursionError):
         return None
     return value if type(value) is dict else None
 
@@ -712,15 +671,23 @@ def build_record(
         raise refuse(code, field if len(field) <= 128 else where) from None
 
 
-def check_complete(stated: int | None, present: int, options: ImportOptions) -> dict[str, int]:
+def check_complete(
+    stated: int | None, present: int, options: ImportOptions, *, partial: bool = False
+) -> dict[str, int]:
     """Refuse (``incomplete_export``) fewer records than a file states, unless allowed.
 
     ``stated`` is the file's own total (Inspect ``results``, lm-eval
     ``n-samples``, promptfoo ``stats``), ``None`` when it states none.
+    ``partial``: the file says itself that its run stopped early (an Inspect
+    log ``cancelled``, read only with ``allow_partial``): the counts are
+    recorded whatever they are (``stated_samples`` only when stated).
 
     Returns the facts an allowed partial import records in each record's
     context (``stated_samples``, ``present_samples``), else nothing.
     """
+    if partial:
+        counts = {"present_samples": present}
+        return counts if stated is None else {"stated_samples": stated, **counts}
     if stated is None or present >= stated or present == 0:
         return {}  # nothing present is ``no_records``
     if not options.allow_partial:

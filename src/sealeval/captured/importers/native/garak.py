@@ -14,6 +14,14 @@ The mapping follows the reference ``garak`` profile (spec 11 §8.2), one
 record per generation:
 
 * ``id``: ``<uuid>:<generation index>`` (``<uuid>:0`` without outputs).
+  An aggregated report (``python -m garak.analyze.aggregate_reports``, garak
+  0.14 pre-releases) overwrites every attempt's ``uuid`` with the aggregate
+  run's id (the ``init`` entry's ``run``), keeping ``probe_classname`` and
+  ``seq`` (the attempt's index within its probe): an attempt whose ``uuid``
+  is the run's own id is named ``<probe_classname>#<seq>`` instead (``seq``
+  must then be a non-negative integer, ``missing_id`` otherwise; two such
+  attempts of one probe and ``seq``, as when two reports of the same probe
+  are aggregated, are ``inconsistent_events``).
 * ``input``: the prompt text when the prompt is one turn (``prompt.turns[0]
   .content.text``, or a plain string in old releases); the prompt object
   (the conversation) otherwise.
@@ -98,6 +106,7 @@ class GarakReportImporter(NativeImporter):
         if keys >= _HIT_KEYS and "entry_type" not in keys:
             raise refuse("not_results", "file")
         facts: dict[str, Any] = {}
+        run: object = None  # the ``init`` entry's run id
         attempts = _Attempts()
         ids = Ids()
         count = 0
@@ -110,14 +119,18 @@ class GarakReportImporter(NativeImporter):
                 attempted = attempted or entry_type == "attempt"
                 if entry_type in _RUN_ENTRIES:
                     _run_facts(row, facts)
-                if entry_type != "attempt" or not attempts.scored(row, where, nan):
+                    run = row.get("run") if entry_type == "init" else run
+                if entry_type != "attempt":
                     continue
-                for record in _attempt(row, where, facts, options, complete=True):
+                key = _attempt_key(row, where, run)
+                if not attempts.scored(row, where, nan, key):
+                    continue
+                for record in _attempt(row, where, facts, options, key=key, complete=True):
                     ids.add(record.id, f"{where}.uuid")
                     count += 1
                     yield record
-        for entry, where in attempts.pending.values():
-            for record in _attempt(entry, where, facts, options, complete=False):
+        for key, (entry, where) in attempts.pending.items():
+            for record in _attempt(entry, where, facts, options, key=key, complete=False):
                 ids.add(record.id, f"{where}.uuid")
                 count += 1
                 yield record
@@ -134,12 +147,12 @@ class _Attempts:
         self.pending: dict[str, tuple[dict[str, Any], str]] = {}
         self.done: set[str] = set()
 
-    def scored(self, row: dict[str, Any], where: str, nan: bool) -> bool:
-        """Check an attempt entry against the earlier ones; return whether it is scored."""
-        uuid = row.get("uuid")
+    def scored(self, row: dict[str, Any], where: str, nan: bool, uuid: str) -> bool:
+        """Check an attempt entry (named ``uuid``, :func:`_attempt_key`) against the earlier ones.
+
+        Return whether it is scored.
+        """
         status = row.get("status")
-        if type(uuid) is not str or not uuid:
-            raise refuse("missing_id", f"{where}.uuid")
         if type(status) is not int or status not in (0, 1, 2):
             raise refuse("invalid_field", f"{where}.status")
         earlier = self.pending.get(uuid)
@@ -154,6 +167,21 @@ class _Attempts:
         self.pending.pop(uuid, None)
         self.done.add(uuid)
         return True
+
+
+def _attempt_key(row: dict[str, Any], where: str, run: object) -> str:
+    """Name an attempt: its ``uuid``, or ``<probe_classname>#<seq>`` in an aggregated report."""
+    uuid = row.get("uuid")
+    if type(uuid) is not str or not uuid:
+        raise refuse("missing_id", f"{where}.uuid")
+    if uuid != run:
+        return uuid
+    probe, seq = row.get("probe_classname"), row.get("seq")
+    if type(probe) is not str or not probe:
+        raise refuse("missing_id", f"{where}.probe_classname")
+    if type(seq) is not int or seq < 0:
+        raise refuse("missing_id", f"{where}.seq")
+    return f"{probe}#{seq}"
 
 
 def _run_facts(row: dict[str, Any], facts: dict[str, Any]) -> None:
@@ -193,6 +221,7 @@ def _attempt(
     facts: dict[str, Any],
     options: ImportOptions,
     *,
+    key: str,
     complete: bool,
 ) -> list[Record]:
     outputs = entry.get("outputs")
@@ -217,6 +246,7 @@ def _attempt(
             _attempt_record(
                 entry,
                 where,
+                key=key,
                 facts=facts,
                 options=options,
                 results=results,
@@ -241,7 +271,7 @@ def _attempt(
         records.append(
             build_record(
                 where,
-                record_id=f"{entry['uuid']}:{index}",
+                record_id=f"{key}:{index}",
                 input_value=prompt,
                 expected=None,
                 output=text,
@@ -258,6 +288,7 @@ def _attempt_record(
     entry: dict[str, Any],
     where: str,
     *,
+    key: str,
     facts: dict[str, Any],
     options: ImportOptions,
     results: dict[str, Any],
@@ -267,7 +298,7 @@ def _attempt_record(
     """One record for an attempt whose detector results are nested per generation.
 
     Recent garak pre-releases write ``{"detector": [[g0, g1, ...]]}``. The
-    attempt is one record (id ``<uuid>``); each detector's score is the
+    attempt is one record (id ``<uuid>``, :func:`_attempt_key`); each detector's score is the
     highest of its per-generation values (garak counts an attempt as a hit
     when any generation is); the per-generation values stay in
     ``context.generation_results``.
@@ -292,7 +323,7 @@ def _attempt_record(
     probe = entry.get("probe_classname")
     return build_record(
         where,
-        record_id=str(entry["uuid"]),
+        record_id=key,
         input_value=_prompt(clean.get("prompt")),
         expected=None,
         output=output,

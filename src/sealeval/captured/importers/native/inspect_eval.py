@@ -36,7 +36,11 @@ Attachment references (``attachment://<hash>``) are replaced by the sample's
 (``attachment_unresolved``). A log whose status is not ``success``, or
 without ``header.json`` (still running, crashed), is refused
 (``incomplete_run``): its missing samples cannot be told apart from samples
-that never existed.
+that never existed. With ``allow_partial``, a ``cancelled`` log is read: its
+records' ``context.inspect`` says ``status: cancelled`` and holds
+``present_samples`` (the samples in the log) and ``stated_samples`` (the
+samples the run planned: ``eval.dataset.sample_ids`` times the epochs, else
+the header's ``results`` count, else not stated).
 
 The central directory is bounded before ``zipfile`` reads it: at most
 :data:`MAX_ARCHIVE_ENTRIES` members and :data:`MAX_DIRECTORY_BYTES` bytes
@@ -83,6 +87,7 @@ __all__ = [
     "MAX_ARCHIVE_ENTRIES",
     "MAX_DIRECTORY_BYTES",
     "InspectEvalImporter",
+    "cancelled",
     "check_directory",
     "log_header",
     "sample_record",
@@ -239,9 +244,9 @@ def _records(archive: zipfile.ZipFile, handle: IO[bytes], options: ImportOptions
     if header_info is None:
         raise refuse("incomplete_run", "header")
     header, _ = loads(_member(archive, handle, header_info, options, "header"), "header")
-    epochs, facts, stated = log_header(header, "header")
+    epochs, facts, stated = log_header(header, "header", allow_partial=options.allow_partial)
     present = sum(1 for info in infos if _SAMPLE_MEMBER.fullmatch(info.filename) is not None)
-    facts.update(check_complete(stated, present, options))
+    facts.update(check_complete(stated, present, options, partial=cancelled(facts)))
     ids = Ids()
     position = 0
     for info in infos:
@@ -257,13 +262,18 @@ def _records(archive: zipfile.ZipFile, handle: IO[bytes], options: ImportOptions
         raise refuse("no_records", "samples")
 
 
-def log_header(header: Any, root: str) -> tuple[int, dict[str, Any], int | None]:
+def log_header(
+    header: Any, root: str, *, allow_partial: bool = False
+) -> tuple[int, dict[str, Any], int | None]:
     """Check an Inspect log's header members; return its epochs, run facts and stated samples.
 
     ``root`` names the header in refusals (``header`` in a ``.eval``
     archive; the empty root of a JSON log gives ``status``, ``eval``...).
     The stated count is ``results.completed_samples`` (else
-    ``total_samples``) when the log states one.
+    ``total_samples``) when the log states one. With ``allow_partial`` a
+    ``cancelled`` log is read (see the module docstring): the facts then
+    hold ``status`` (:func:`cancelled`) and the stated count is the number
+    of samples the run planned.
     """
     prefix = f"{root}." if root else ""
     if type(header) is not dict:
@@ -271,7 +281,8 @@ def log_header(header: Any, root: str) -> tuple[int, dict[str, Any], int | None]
     version = header.get("version")
     if type(version) is not int or version not in _LOG_VERSIONS:
         raise refuse("unsupported_version", f"{prefix}version")
-    if header.get("status") != "success":
+    status = header.get("status")
+    if status != "success" and not (status == "cancelled" and allow_partial):
         raise refuse("incomplete_run", f"{prefix}status")
     if header.get("invalidated", False) is not False:
         raise refuse("incomplete_run", f"{prefix}invalidated")
@@ -292,7 +303,22 @@ def log_header(header: Any, root: str) -> tuple[int, dict[str, Any], int | None]
             if type(results.get(key)) is int and results[key] >= 0:
                 stated = results[key]
                 break
+    if status == "cancelled":
+        facts["status"] = status
+        planned = _planned(spec.get("dataset"), epochs)
+        stated = stated if planned is None else planned
     return epochs, facts, stated
+
+
+def cancelled(facts: dict[str, Any]) -> bool:
+    """Whether :func:`log_header`'s facts are those of a cancelled log (read with allow_partial)."""
+    return facts.get("status") == "cancelled"
+
+
+def _planned(dataset: Any, epochs: int) -> int | None:
+    """Return the samples a run planned: ``eval.dataset.sample_ids`` times the epochs."""
+    ids = dataset.get("sample_ids") if type(dataset) is dict else None
+    return len(ids) * epochs if type(ids) is list else None
 
 
 def stated_by_header(header: Any) -> Stated:

@@ -6,8 +6,10 @@ epochs (``multiple_epochs``), several choices. This importer reads the same
 JSON log exactly as :mod:`~sealeval.captured.importers.native.inspect_eval`
 reads the ``.eval`` archive of the same run, so both give the same records:
 
-* the log must be ``version`` 1 or 2 with ``status`` ``success``
-  (``incomplete_run`` otherwise); ``eval.config.epochs`` gives the epochs;
+* the log must be ``version`` 1, 2 or 3 with ``status`` ``success``
+  (``incomplete_run`` otherwise; with ``allow_partial`` a ``cancelled`` log
+  is read, its counts recorded as for the ``.eval`` archive);
+  ``eval.config.epochs`` gives the epochs;
 * each entry of ``samples`` becomes one record through
   :func:`~sealeval.captured.importers.native.inspect_eval.sample_record`
   (``id``, or ``<id>#<epoch>`` with several epochs; a one-element list target
@@ -29,6 +31,7 @@ from sealeval.captured.importers.base import ImportOptions, RecordSource
 from sealeval.captured.importers.native._common import Ids, check_complete, refuse
 from sealeval.captured.importers.native._skeleton import NativeImporter, Stated, read_document
 from sealeval.captured.importers.native.inspect_eval import (
+    cancelled,
     log_header,
     sample_record,
     stated_by_header,
@@ -55,7 +58,7 @@ class InspectJsonLogImporter(NativeImporter):
     def records(self, path: Path, options: ImportOptions) -> RecordSource:
         """Yield one record per sample (and epoch), in file order."""
         log, nan = read_document(path, options)
-        epochs, facts, stated = log_header(log, "")
+        epochs, facts, stated = log_header(log, "", allow_partial=options.allow_partial)
         samples = log.get("samples")
         if samples is None:
             raise refuse("not_results", "samples")
@@ -63,7 +66,7 @@ class InspectJsonLogImporter(NativeImporter):
             raise refuse("invalid_field", "samples")
         if not samples:
             raise refuse("no_records", "samples")
-        facts.update(check_complete(stated, len(samples), options))
+        facts.update(check_complete(stated, len(samples), options, partial=cancelled(facts)))
         ids = Ids()
         for position, sample in enumerate(samples):
             where = f"samples[{position}]"

@@ -56,6 +56,11 @@ holding fewer distinct ``doc_id`` is refused (``incomplete_export``) unless
 Memory: JSONL is read twice, one line at a time (filters and distinct
 documents first, then records); the array layout is one document held in memory (at most
 ``max_line_bytes``).
+
+Speed: :meth:`LmEvalLogSamplesImporter.line_mapper` hands a JSONL file's lines
+to ``import_run_streaming``'s two-process line writer (as for the specified
+adapters), the first pass stopping at the second filter unless the results
+file states a count to check.
 """
 
 from __future__ import annotations
@@ -65,13 +70,19 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any, Final
 
-from sealeval.captured.importers.base import WIDE_DETECT_BYTES, ImportOptions, RecordSource
+from sealeval.captured.importers.base import (
+    WIDE_DETECT_BYTES,
+    ImportOptions,
+    LineMapper,
+    RecordSource,
+)
 from sealeval.captured.importers.native._common import (
     MAX_ERROR_LENGTH,
     Ids,
     Scores,
     Shape,
     check_complete,
+    decode_jsonl_line,
     identifier,
     iter_jsonl,
     iter_jsonl_rows,
@@ -93,7 +104,14 @@ from sealeval.captured.importers.native._skeleton import (
     read_value,
 )
 
-__all__ = ["LmEvalLogSamplesImporter", "chosen_fields", "samples_name"]
+__all__ = [
+    "LmEvalLogSamplesImporter",
+    "chosen_fields",
+    "multi_filter",
+    "results_facts",
+    "row_record",
+    "samples_name",
+]
 
 _ROW_KEYS: Final = frozenset({"doc_id", "doc", "target", "arguments", "filtered_resps"})
 _REQUIRED: Final = ("doc", "target", "arguments", "filtered_resps")
@@ -158,6 +176,22 @@ class LmEvalLogSamplesImporter(NativeImporter):
             for record, _ in self._lines(path, options):
                 yield record
 
+    def streams_lines(self, path: Path) -> bool:
+        """Whether :meth:`line_mapper` maps this file (the >= 0.4.3 JSONL layout)."""
+        shape = scan(read_head(path))
+        return shape.kind != "array" and "doc_id" in shape.names()
+
+    def line_mapper(self, path: Path, options: ImportOptions) -> LineMapper | None:
+        """Return the mapper of a JSONL file's lines (``None`` for the array layout).
+
+        Reads the results file beside the samples and makes the first pass
+        (filters; distinct documents when the results file states a count,
+        refused ``incomplete_export`` as :meth:`records` does).
+        """
+        if not self.streams_lines(path):
+            return None
+        return self._mapper(path, options)
+
     def decoded_records(
         self, path: Path, options: ImportOptions
     ) -> Iterator[tuple[Any, tuple[dict[str, Any], int] | None]]:
@@ -180,7 +214,7 @@ class LmEvalLogSamplesImporter(NativeImporter):
         if type(rows) is not list:
             raise refuse("invalid_document", "file")
         facts, stated = _read_results(path, layout="array")
-        multi = _multi_filter((row.get("filter") if type(row) is dict else None) for row in rows)
+        multi = multi_filter((row.get("filter") if type(row) is dict else None) for row in rows)
         documents = {_doc_key(row.get("doc_id")) for row in rows if type(row) is dict}
         partial = check_complete(stated, len(documents), options)
         if partial:
@@ -190,7 +224,7 @@ class LmEvalLogSamplesImporter(NativeImporter):
             where = f"rows[{position}]"
             if type(row) is not dict:
                 raise refuse("invalid_document", where)
-            record = _record(row, where, multi=multi, options=options, nan=nan, facts=facts)
+            record = row_record(row, where, multi=multi, options=options, nan=nan, facts=facts)
             if "filter" not in row and record["id"] in ids:
                 raise refuse("filter_unavailable", f"{where}.doc_id")
             ids.add(record["id"], f"{where}.doc_id")
@@ -198,29 +232,62 @@ class LmEvalLogSamplesImporter(NativeImporter):
         if not rows:
             raise refuse("no_records", "file")
 
-    def _lines(
-        self, path: Path, options: ImportOptions
-    ) -> Iterator[tuple[dict[str, Any], tuple[dict[str, Any], int] | None]]:
+    def _mapper(self, path: Path, options: ImportOptions) -> _Lines:
         facts, stated = _read_results(path, layout="lines")
         with open_regular(path) as handle:
             if stated is None:  # nothing to count: stop at the second filter
-                multi = _multi_filter(_filters(handle, options))
+                multi = multi_filter(_filters(handle, options))
             else:
                 names, documents = _first_pass(handle, options)
-                multi = _multi_filter(names)
+                multi = multi_filter(names)
                 partial = check_complete(stated, documents, options)
                 if partial:
                     facts = {**facts, **partial}
-        ids = Ids()
+        return _Lines(multi=multi, options=options, facts=facts)
+
+    def _lines(
+        self, path: Path, options: ImportOptions
+    ) -> Iterator[tuple[dict[str, Any], tuple[dict[str, Any], int] | None]]:
+        mapper = self._mapper(path, options)
         count = 0
         with open_regular(path) as handle:
             for where, row, nan, height in iter_jsonl_rows(handle, options):
-                record = _record(row, where, multi=multi, options=options, nan=nan, facts=facts)
-                ids.add(record["id"], f"{where}.doc_id")
+                record = mapper.map_row(row, where, nan=nan)
+                mapper.accept(record["id"], where)
                 count += 1
                 yield record, None if height is None else (row, height)
         if count == 0:
             raise refuse("no_records", "file")
+
+
+class _Lines(LineMapper):
+    """Maps the lines of one >= 0.4.3 samples file (what the first pass decided, fixed)."""
+
+    __slots__ = ("_facts", "_ids", "_multi", "_options")
+
+    def __init__(self, *, multi: bool, options: ImportOptions, facts: dict[str, Any]) -> None:
+        """Keep the first pass's decisions; no ids seen yet."""
+        self._multi = multi
+        self._options = options
+        self._facts = facts
+        self._ids = Ids()
+
+    def map_row(self, row: dict[str, Any], where: str, *, nan: bool) -> dict[str, Any]:
+        """Map one decoded row."""
+        return row_record(
+            row, where, multi=self._multi, options=self._options, nan=nan, facts=self._facts
+        )
+
+    def map_line(
+        self, line: bytes, where: str
+    ) -> tuple[dict[str, Any], tuple[dict[str, Any], int] | None]:
+        """Decode and map one non-blank line (``(row, bound)`` for a row read the fast way)."""
+        row, nan, height = decode_jsonl_line(line, where)
+        return self.map_row(row, where, nan=nan), None if height is None else (row, height)
+
+    def accept(self, record_id: object, where: str) -> None:
+        """Refuse a repeated id (``duplicate_id`` at ``line[N].doc_id``)."""
+        self._ids.add(str(record_id), f"{where}.doc_id")
 
 
 def chosen_fields(row: dict[str, Any], paths: tuple[str, ...]) -> dict[str, str]:
@@ -267,7 +334,7 @@ def _doc_key(doc_id: Any) -> tuple[str, object]:
     return (type(doc_id).__name__, doc_id if type(doc_id) in (int, str) else repr(doc_id))
 
 
-def _multi_filter(filters: Iterable[object]) -> bool:
+def multi_filter(filters: Iterable[object]) -> bool:
     """Whether the rows name more than one filter (every row is re-checked when mapped)."""
     seen: set[str | None] = set()
     for name in filters:
@@ -277,7 +344,7 @@ def _multi_filter(filters: Iterable[object]) -> bool:
     return False
 
 
-def _record(
+def row_record(
     row: dict[str, Any],
     where: str,
     *,
@@ -286,6 +353,11 @@ def _record(
     nan: bool,
     facts: dict[str, Any],
 ) -> dict[str, Any]:
+    """Map one samples row to a record mapping (see the module docstring).
+
+    ``multi``: the file holds several filters (:func:`multi_filter`); ``nan``:
+    the row may hold ``NaN``; ``facts``: the run facts for ``context.lm_eval``.
+    """
     for key in _REQUIRED:
         if key not in row:
             raise refuse("missing_field", f"{where}.{key}")
@@ -357,7 +429,7 @@ def _read_results(path: Path, *, layout: str) -> tuple[dict[str, Any], int | Non
             raise refuse("invalid_companion", "results")
         facts["results_digest"] = read.digest
         task = task or _task_from_configs(path, read.value.get("configs"))
-        facts.update(_results_facts(read.value, task))
+        facts.update(results_facts(read.value, task))
         stated = _n_samples(read.value.get("n-samples"), task)
     if task is not None:
         facts["task"] = task
@@ -384,7 +456,8 @@ def _task_from_configs(path: Path, configs: Any) -> str | None:
     return max(names, key=len) if names else None
 
 
-def _results_facts(results: dict[str, Any], task: str | None) -> dict[str, Any]:
+def results_facts(results: dict[str, Any], task: str | None) -> dict[str, Any]:
+    """Return the run facts a results document states (model, version, date, task's n-shot)."""
     facts: dict[str, Any] = {}
     config = results.get("config")
     if type(config) is dict:
