@@ -146,3 +146,28 @@ def test_a_repeated_document_and_filter_is_refused_at_its_line(
         import_run_streaming(path, tmp_path / "a.json", adapter="lm-eval-log-samples", **IDENTITY)
     assert (refused.value.code, refused.value.field) == ("duplicate_id", f"line[{repeated}].doc_id")
     assert not (tmp_path / "a.json").exists()
+
+
+@pytest.mark.parametrize(
+    ("member", "options", "code"),
+    [
+        ('"": 1', ImportOptions(), "invalid_field"),  # a score needs a name
+        ('"extra_score": NaN', ImportOptions(nan_as_missing_score=False), "non_finite_number"),
+    ],
+    ids=["unnamed-score", "nan-score-refused"],
+)
+def test_score_members_are_refused_alike_on_both_paths(
+    tmp_path: Path, member: str, options: ImportOptions, code: str
+) -> None:
+    source = next(SAMPLES.glob("lm_eval/out/*/samples_toy_mc_*.jsonl"))
+    first = source.read_text("utf-8").splitlines()[0]
+    path = tmp_path / "scores.jsonl"
+    path.write_text(first[:-1] + f", {member}}}\n", encoding="utf-8")
+    kwargs: dict[str, Any] = {**IDENTITY, "options": options}
+    with pytest.raises(ImportRefusalError) as streamed:
+        import_run_streaming(path, tmp_path / "a.json", adapter="lm-eval-log-samples", **kwargs)
+    with pytest.raises(ImportRefusalError) as loaded:
+        load_run(path, "lm-eval-log-samples", **kwargs)
+    assert (streamed.value.code, streamed.value.field) == (code, "line[1].scores")
+    assert (loaded.value.code, loaded.value.field) == (code, "line[1].scores")
+    assert not (tmp_path / "a.json").exists()
