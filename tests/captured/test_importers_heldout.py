@@ -22,6 +22,7 @@ file added to the folder is checked without editing this module.
 from __future__ import annotations
 
 import json
+import zipfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -242,3 +243,27 @@ def test_finished_inspect_log_records_no_status(tmp_path: Path) -> None:
     assert code == 0
     run = json.loads((out / "run.json").read_text(encoding="utf-8"))
     assert all("status" not in record["context"].get("inspect", {}) for record in run["records"])
+
+
+def test_cancelled_eval_archive_imports_with_allow_partial(tmp_path: Path) -> None:
+    """The ``.eval`` reader shares the rule: its ``header.json`` status decides."""
+    original = HELDOUT / "inspect_ai/mmlu-summary-choices.eval"
+    path = tmp_path / "cancelled.eval"
+    with zipfile.ZipFile(original) as source, zipfile.ZipFile(path, "w") as target:
+        for info in source.infolist():
+            data = source.read(info)
+            if info.filename == "header.json":
+                header = json.loads(data)
+                header["status"] = "cancelled"
+                data = json.dumps(header).encode("utf-8")
+            target.writestr(info, data)
+    out = tmp_path / "out"
+    out.mkdir()
+    code, outcome = import_with_auto(path, out)
+    assert (code, _refusal(outcome)) == (2, ("header.status", "incomplete_run"))
+    code, summary = import_with_auto(path, out, ["--allow-partial"])
+    assert code == 0, summary
+    assert isinstance(summary, dict)
+    assert summary["records"] == inspect_eval(path)[0]
+    run = json.loads((out / "run.json").read_text(encoding="utf-8"))
+    assert {record["context"]["inspect"]["status"] for record in run["records"]} == {"cancelled"}
