@@ -4,7 +4,7 @@
 tools committed to public repositories, set aside (committed with their
 provenance in ``tests/fixtures/README.md``) before the importer was ever run
 on them. Each file is judged by what it holds, read by the independent small
-readers of :mod:`support.real_file_readers`, never by the importer:
+readers of :mod:`support.captured_real_files`, never by the importer:
 
 * a file holding per-sample results imports with ``auto``, with as many
   records and errored records as the independent reader counts;
@@ -29,7 +29,7 @@ from pathlib import Path
 import pytest
 
 from sealeval.captured.importers import ImportRefusalError
-from support.real_file_readers import (
+from support.captured_real_files import (
     Counts,
     deepeval_test_run,
     garak_attempts,

@@ -20,7 +20,7 @@ from click.testing import CliRunner
 
 from sealeval.captured.importers import ImportRefusalError
 from sealeval.cli.imports import import_command
-from support.real_file_readers import (
+from support.captured_real_files import (
     ARTIFACT,
     Counts,
     deepeval_test_run,
