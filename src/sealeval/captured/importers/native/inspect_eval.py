@@ -36,8 +36,8 @@ Attachment references (``attachment://<hash>``) are replaced by the sample's
 (``attachment_unresolved``). A log whose status is not ``success``, or
 without ``header.json`` (still running, crashed), is refused
 (``incomplete_run``): its missing samples cannot be told apart from samples
-that never existed. With ``allow_partial``, a ``cancelled`` log is read: its
-records' ``context.inspect`` says ``status: cancelled`` and holds
+that never existed. With ``allow_partial``, a ``cancelled`` or ``error`` run
+is read: its records' ``context.inspect`` holds its ``status``,
 ``present_samples`` (the samples in the log) and ``stated_samples`` (the
 samples the run planned: ``eval.dataset.sample_ids`` times the epochs, else
 the header's ``results`` count, else not stated).
@@ -87,11 +87,11 @@ __all__ = [
     "MAX_ARCHIVE_ENTRIES",
     "MAX_DIRECTORY_BYTES",
     "InspectEvalImporter",
-    "cancelled",
     "check_directory",
     "log_header",
     "sample_record",
     "stated_by_header",
+    "unfinished",
 ]
 
 _ZSTD_METHOD: Final = 93
@@ -99,6 +99,8 @@ _ZSTD_METHOD: Final = 93
 #: which adds a per-sample ``message_pool`` and the header's ``invalidated``;
 #: the members records are built from are unchanged).
 _LOG_VERSIONS: Final = (1, 2, 3)
+#: Statuses of a run that did not finish: read only with ``allow_partial``.
+_UNFINISHED: Final = ("cancelled", "error")
 _ZIPFILE_METHODS: Final = frozenset(
     {zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA}
 )
@@ -246,7 +248,7 @@ def _records(archive: zipfile.ZipFile, handle: IO[bytes], options: ImportOptions
     header, _ = loads(_member(archive, handle, header_info, options, "header"), "header")
     epochs, facts, stated = log_header(header, "header", allow_partial=options.allow_partial)
     present = sum(1 for info in infos if _SAMPLE_MEMBER.fullmatch(info.filename) is not None)
-    facts.update(check_complete(stated, present, options, partial=cancelled(facts)))
+    facts.update(check_complete(stated, present, options, partial=unfinished(facts)))
     ids = Ids()
     position = 0
     for info in infos:
@@ -270,10 +272,11 @@ def log_header(
     ``root`` names the header in refusals (``header`` in a ``.eval``
     archive; the empty root of a JSON log gives ``status``, ``eval``...).
     The stated count is ``results.completed_samples`` (else
-    ``total_samples``) when the log states one. With ``allow_partial`` a
-    ``cancelled`` log is read (see the module docstring): the facts then
-    hold ``status`` (:func:`cancelled`) and the stated count is the number
-    of samples the run planned.
+    ``total_samples``) when the log states one. A run that did not finish
+    (``status`` ``cancelled`` or ``error``) is refused (``incomplete_run``)
+    unless ``allow_partial``, which reads the samples it holds: the facts then
+    hold the ``status`` (:func:`unfinished`) and the stated count is the
+    number of samples the run planned.
     """
     prefix = f"{root}." if root else ""
     if type(header) is not dict:
@@ -282,7 +285,7 @@ def log_header(
     if type(version) is not int or version not in _LOG_VERSIONS:
         raise refuse("unsupported_version", f"{prefix}version")
     status = header.get("status")
-    if status != "success" and not (status == "cancelled" and allow_partial):
+    if status != "success" and not (allow_partial and status in _UNFINISHED):
         raise refuse("incomplete_run", f"{prefix}status")
     if header.get("invalidated", False) is not False:
         raise refuse("incomplete_run", f"{prefix}invalidated")
@@ -296,6 +299,8 @@ def log_header(
     if type(epochs) is not int or epochs < 1:
         raise refuse("invalid_field", f"{prefix}eval.config.epochs")
     facts = {key: spec[key] for key in ("eval_id", "run_id", "task", "model") if key in spec}
+    if status != "success":
+        facts["status"] = status
     results = header.get("results")
     stated = None
     if type(results) is dict:
@@ -303,16 +308,15 @@ def log_header(
             if type(results.get(key)) is int and results[key] >= 0:
                 stated = results[key]
                 break
-    if status == "cancelled":
-        facts["status"] = status
+    if status != "success":
         planned = _planned(spec.get("dataset"), epochs)
         stated = stated if planned is None else planned
     return epochs, facts, stated
 
 
-def cancelled(facts: dict[str, Any]) -> bool:
-    """Whether :func:`log_header`'s facts are those of a cancelled log (read with allow_partial)."""
-    return facts.get("status") == "cancelled"
+def unfinished(facts: dict[str, Any]) -> bool:
+    """Whether :func:`log_header`'s facts are an unfinished run's (read with allow_partial)."""
+    return "status" in facts
 
 
 def _planned(dataset: Any, epochs: int) -> int | None:

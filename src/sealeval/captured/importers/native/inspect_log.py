@@ -7,8 +7,9 @@ JSON log exactly as :mod:`~sealeval.captured.importers.native.inspect_eval`
 reads the ``.eval`` archive of the same run, so both give the same records:
 
 * the log must be ``version`` 1, 2 or 3 with ``status`` ``success``
-  (``incomplete_run`` otherwise; with ``allow_partial`` a ``cancelled`` log
-  is read, its counts recorded as for the ``.eval`` archive);
+  (``incomplete_run`` otherwise; a ``cancelled`` or ``error`` run is read
+  with ``allow_partial``, its status and counts kept in ``context.inspect``
+  as for the ``.eval`` archive);
   ``eval.config.epochs`` gives the epochs;
 * each entry of ``samples`` becomes one record through
   :func:`~sealeval.captured.importers.native.inspect_eval.sample_record`
@@ -31,10 +32,10 @@ from sealeval.captured.importers.base import ImportOptions, RecordSource
 from sealeval.captured.importers.native._common import Ids, check_complete, refuse
 from sealeval.captured.importers.native._skeleton import NativeImporter, Stated, read_document
 from sealeval.captured.importers.native.inspect_eval import (
-    cancelled,
     log_header,
     sample_record,
     stated_by_header,
+    unfinished,
 )
 
 __all__ = ["InspectJsonLogImporter"]
@@ -66,7 +67,7 @@ class InspectJsonLogImporter(NativeImporter):
             raise refuse("invalid_field", "samples")
         if not samples:
             raise refuse("no_records", "samples")
-        facts.update(check_complete(stated, len(samples), options, partial=cancelled(facts)))
+        facts.update(check_complete(stated, len(samples), options, partial=unfinished(facts)))
         ids = Ids()
         for position, sample in enumerate(samples):
             where = f"samples[{position}]"
