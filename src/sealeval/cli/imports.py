@@ -38,6 +38,7 @@ from sealeval.captured.importers import (
     load_run,
 )
 from sealeval.captured.importers.base import ImportRefusalError
+from sealeval.captured.importers.inputs import ImportArguments
 from sealeval.captured.importers.jsonl import decode_document, read_source
 from sealeval.captured.importers.per_task import import_inspect_tasks
 from sealeval.captured.importers.registry import FALLBACKS
@@ -253,7 +254,7 @@ def import_command(
     """
     identity = _json_file(service_identity, "service_identity")
     _check_adapter(adapter)
-    arguments: dict[str, Any] = {
+    arguments: ImportArguments = {
         "source": _source(source_spec),
         "run_id": run_id,
         "artifact_digest": artifact_digest,
@@ -299,7 +300,7 @@ def import_command(
 
 
 def _per_task(
-    path: Path, adapter: str, output: Path, arguments: dict[str, Any], *, as_json: bool
+    path: Path, adapter: str, output: Path, arguments: ImportArguments, *, as_json: bool
 ) -> None:
     """``--per-task``: one run file per task of an Inspect log folder (stdout: file, digest)."""
     if adapter not in (AUTO, "inspect-folder"):
@@ -324,12 +325,15 @@ _PARTIAL_REMEDY: Final = (
 )
 
 
-def _partial_remedy(path: Path, adapter: str, arguments: dict[str, Any], code: str) -> str | None:
+def _partial_remedy(path: Path, adapter: str, arguments: ImportArguments, code: str) -> str | None:
     """Name ``--allow-partial`` after a refusal it lifts for this file (tried), else ``None``."""
-    options: ImportOptions = arguments["options"]
+    options = arguments.get("options") or ImportOptions()
     if code not in _PARTIAL_CODES or options.allow_partial:
         return None
-    allowed = {**arguments, "options": dataclasses.replace(options, allow_partial=True)}
+    allowed: ImportArguments = {
+        **arguments,
+        "options": dataclasses.replace(options, allow_partial=True),
+    }
     try:
         load_run(path, adapter, **allowed)
     except SealevalError:
@@ -337,7 +341,7 @@ def _partial_remedy(path: Path, adapter: str, arguments: dict[str, Any], code: s
     return _PARTIAL_REMEDY
 
 
-def _hint(path: Path, adapter: str, arguments: dict[str, Any]) -> None:
+def _hint(path: Path, adapter: str, arguments: ImportArguments) -> None:
     """After a named specified adapter's refusal, name the native reader that reads the file."""
     fallback = FALLBACKS.get(adapter)
     if fallback is None:

@@ -15,7 +15,7 @@ import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, TypedDict
 
 from sealeval.captured.errors import CapturedRunError
 from sealeval.captured.importers.base import ImportOptions
@@ -34,6 +34,7 @@ from sealeval.captured.service_identity import ServiceIdentity
 from sealeval.errors import CanonicalError, SealevalError
 
 __all__ = [
+    "ImportArguments",
     "ImportRequest",
     "ImportSummary",
     "Progress",
@@ -134,6 +135,25 @@ class ImportRequest:
     def streamed_cap(self) -> int | None:
         """Streamed sources are capped only in compatibility mode (a record cap)."""
         return self.limits.max_file_bytes if self.limits.max_records is not None else None
+
+
+class ImportArguments(TypedDict, total=False):
+    """The keyword arguments every import takes besides the file and the adapter.
+
+    ``load_run`` and ``import_run_streaming`` name them one by one (their
+    documented signatures); a caller that passes them on
+    (:func:`~sealeval.captured.importers.per_task.import_inspect_tasks`, the
+    CLI) types them with this one list.
+    """
+
+    source: Source | Mapping[str, Any] | None
+    run_id: str | None
+    artifact_digest: str | None
+    service_identity: ServiceIdentity | Mapping[str, Any] | None
+    score_provenance: Mapping[str, ScoreProvenance | Mapping[str, Any]] | None
+    input_projection: InputProjection | Mapping[str, Any] | None
+    limits: Limits
+    options: ImportOptions | None
 
 
 def build_request(

@@ -27,22 +27,18 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Unpack
 
 from sealeval._fs import FileSystemError, open_destination_parent, rename_noreplace, translated
 from sealeval.captured.importers.base import ImportOptions
-from sealeval.captured.importers.inputs import ImportSummary
+from sealeval.captured.importers.inputs import ImportArguments, ImportSummary
 from sealeval.captured.importers.native._common import refuse
 from sealeval.captured.importers.native.folders import InspectFolderImporter
 from sealeval.captured.importers.native.inspect_eval import InspectEvalImporter
 from sealeval.captured.importers.native.inspect_log import InspectJsonLogImporter
 from sealeval.captured.importers.pipeline import import_run_streaming
-from sealeval.captured.likelihood import Source
-from sealeval.captured.run import UNLIMITED, InputProjection, Limits, ScoreProvenance
-from sealeval.captured.service_identity import ServiceIdentity
 from sealeval.captured.staging import remove_stale_staging, remove_tree, staging_lock
 from sealeval.errors import OutputError
 
@@ -92,15 +88,7 @@ def _tasks(folder: Path, options: ImportOptions) -> list[tuple[str, str, Path]]:
 def import_inspect_tasks(
     folder: str | os.PathLike[str],
     destination: str | os.PathLike[str],
-    *,
-    source: Source | Mapping[str, Any] | None = None,
-    run_id: str | None = None,
-    artifact_digest: str | None = None,
-    service_identity: ServiceIdentity | Mapping[str, Any] | None = None,
-    score_provenance: Mapping[str, ScoreProvenance | Mapping[str, Any]] | None = None,
-    input_projection: InputProjection | Mapping[str, Any] | None = None,
-    limits: Limits = UNLIMITED,
-    options: ImportOptions | None = None,
+    **arguments: Unpack[ImportArguments],
 ) -> tuple[TaskRun, ...]:
     """Import an Inspect log folder as one run per task into the new folder ``destination``.
 
@@ -110,9 +98,13 @@ def import_inspect_tasks(
         for run in runs:
             print(run.file, run.summary.run_digest)
 
-    The identity arguments apply to every log (a ``run_id`` or version that a
-    log contradicts is ``identity_mismatch``); see the module docstring for
-    file names and refusals.
+    ``arguments`` are :func:`~sealeval.captured.importers.import_run_streaming`'s
+    (``source``, ``run_id``, ``artifact_digest``, ``service_identity``,
+    ``score_provenance``, ``input_projection``, ``limits``, ``options``:
+    :class:`~sealeval.captured.importers.inputs.ImportArguments`) and apply to
+    every log (a ``run_id`` or version that a log contradicts is
+    ``identity_mismatch``); see the module docstring for file names and
+    refusals.
 
     Raises:
         ImportRefusalError: a log refused as a single file would be, or
@@ -120,7 +112,7 @@ def import_inspect_tasks(
         OutputError: ``output_exists``, ``output_parent_missing``,
             ``unsafe_destination``, ``output_unwritable`` (the folder).
     """
-    options = options or ImportOptions()
+    options = arguments.get("options") or ImportOptions()
     if os.path.lexists(destination):
         raise OutputError("output_exists", "output")
     planned = _tasks(Path(folder), options)
@@ -138,14 +130,7 @@ def import_inspect_tasks(
                         path,
                         target.parent / staging / file_name,
                         adapter="auto",
-                        source=source,
-                        run_id=run_id,
-                        artifact_digest=artifact_digest,
-                        service_identity=service_identity,
-                        score_provenance=score_provenance,
-                        input_projection=input_projection,
-                        limits=limits,
-                        options=options,
+                        **arguments,
                     )
                     runs.append(TaskRun(task=task, file=file_name, summary=summary))
                 with translated(OutputError, "output", default="output_unwritable"):
