@@ -152,7 +152,7 @@ _HEX64: Final = re.compile(r"[0-9a-f]{64}")
 # The one file-system home's flags (portable: absent POSIX flags are 0 there).
 _DIR_FLAGS: Final = DIR_FLAGS
 _FILE_FLAGS: Final = READ_FLAGS
-_JSON_CODES: Final[Mapping[str, str]] = types.MappingProxyType(
+PACK_JSON_CODES: Final[Mapping[str, str]] = types.MappingProxyType(
     {
         "too_large": "too_large",
         "byte_order_mark": "not_utf8",
@@ -255,7 +255,7 @@ def _fail(code: str, where: str | None = None) -> EvidencePackError:
 
 
 @contextmanager
-def _identified(manifest_digest: str) -> Iterator[None]:
+def identified(manifest_digest: str) -> Iterator[None]:
     """Attach the examined manifest's digest to every refusal raised inside."""
     try:
         yield

@@ -65,7 +65,7 @@ from sealeval.captured.pack_reader import (
 )
 from sealeval.captured.policy import ComparisonPolicy, ComparisonPolicyError, check_runtime
 from sealeval.captured.run import Run
-from sealeval.captured.run_outline import RunOutline
+from sealeval.captured.run_facts import RunFacts
 from sealeval.captured.signing import VerifyKey
 from sealeval.captured.trust import RecipientInputs
 from sealeval.errors import CanonicalError, CapturedError, SealevalError
@@ -256,7 +256,7 @@ def required_draws(pack: EvidencePack, policy: ComparisonPolicy) -> int:
     verification has checked is the recipient's).
     """
     baseline = pack.baseline
-    if isinstance(baseline, RunOutline):
+    if isinstance(baseline, RunFacts):
         counts = [baseline.record_count, *baseline.slice_counts]
         return required_bootstrap_draws(counts, policy.bootstrap_metric_count)
     records = baseline.records
