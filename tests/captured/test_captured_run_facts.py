@@ -221,3 +221,12 @@ def test_reader_refuses_an_unknown_run_form(tmp_path: Path) -> None:
     with pytest.raises(EvidencePackError) as caught:
         read_evidence_pack(tmp_path, runs="records")
     assert (caught.value.code, caught.value.field) == ("invalid_field", "runs")
+
+
+def test_the_deprecated_outline_name_is_the_one_facts_type() -> None:
+    import sealeval.captured.pack_reader as reader_module  # noqa: PLC0415
+    import sealeval.captured.request as request_module  # noqa: PLC0415
+
+    assert reader_module.RunOutline is RunFacts
+    assert request_module.RunFacts is RunFacts
+    assert "RunOutline" in reader_module.__all__

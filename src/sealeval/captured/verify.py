@@ -251,7 +251,7 @@ def required_draws(pack: EvidencePack, policy: ComparisonPolicy) -> int:
     """Return the work a replay of ``pack`` under ``policy`` is charged (22-comparison.md §7).
 
     Scopes are counted on the baseline rows (``overall`` = every row; a
-    slice = rows whose metadata matches it). A baseline read as an outline
+    slice = rows whose metadata matches it). A baseline read as facts
     carries its slice counts (counted under the pack's policy, which a
     verification has checked is the recipient's).
     """
@@ -340,7 +340,7 @@ def _compare(
 ) -> ComparisonReport:
     """Recompute the comparison: in memory, or streamed from the pack's run files.
 
-    Runs read as outlines are replayed by :func:`compare_run_files` over the
+    Runs read as facts are replayed by :func:`compare_run_files` over the
     examined files (opened again with their identities checked), so memory is
     bounded by the number of records, not their content; the report bytes
     are the same either way.

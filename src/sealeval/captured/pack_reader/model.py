@@ -46,7 +46,8 @@ class EvidencePack(ManifestFacts):
         request: the normalized request (``request.json``).
         policy: the policy (``inputs/policy.json``).
         baseline: the baseline run (``records/baseline.json``): a run, or its
-            outline when read with ``runs="outline"`` and streamed.
+            facts (:class:`~sealeval.captured.run_facts.RunFacts`) when read
+            with ``runs="outline"`` and streamed.
         subject: the subject run (``records/subject.json``), likewise.
         report: the comparison report document (read-only).
         snapshot: the identities of every entry when examined.
@@ -82,7 +83,7 @@ class EvidencePack(ManifestFacts):
 
         Raises:
             EvidencePackError: ``invalid_field`` (field ``runs``) when a run
-                was read as an outline (``runs="outline"``).
+                was read as facts (``runs="outline"``).
         """
         baseline, subject = self.baseline, self.subject
         if not isinstance(baseline, Run) or not isinstance(subject, Run):

@@ -145,7 +145,7 @@ def size_limit(kind: str, limits: PackLimits) -> int | None:
 
 @dataclass(frozen=True, slots=True)
 class OutlineRequest:
-    """Read large run files as outlines: the policy (slices, case-set pin), keep the ids."""
+    """Read large run files as their facts: the policy (slices, case-set pin), keep the ids."""
 
     policy: ComparisonPolicy | None
     keep_ids: bool
