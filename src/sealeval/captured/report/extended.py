@@ -75,6 +75,8 @@ def extended_for_pack(
         ReportError: ``extended_mismatch`` when the recomputed comparison is
             not byte-identical to the stored one.
         ExtensionError: the extension does not name the pack's policy.
+        EvidencePackError: ``file_changed`` (status 6) when a run file is
+            not the one examined.
     """
     order = "width_first" if "decision_rule" in pack.report else "reference"
     stored = digest_bytes(encode_invarlock(thaw_json(pack.report)))
