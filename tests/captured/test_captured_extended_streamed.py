@@ -11,6 +11,7 @@ facts are derived from the runs, never copied from a vector.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -40,7 +41,7 @@ from sealeval.captured.pack_reader import (
     read_evidence_pack,
 )
 from sealeval.captured.policy import ComparisonPolicy, parse_comparison_policy
-from sealeval.captured.report import extended_for_pack
+from sealeval.captured.report import ReportError, extended_for_pack
 from sealeval.captured.run_facts import RunFacts
 from sealeval.cli import cli
 from support.captured_extended import _policy, _runs
@@ -327,3 +328,23 @@ def test_report_and_extended_commands_on_streamed_runs(
     checked = _invoke("extended", evidence, "--uncapped", "--check", held_seal)
     assert checked.exit_code == 0, checked.output
     assert "Seal holds" in checked.stdout
+
+
+def test_a_stored_comparison_that_does_not_recompute_is_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    evidence = PACKS / "text-20-exact-signed" / "evidence"
+    monkeypatch.setattr(reader_module, "STREAM_MIN_BYTES", 0)
+    pack = read_evidence_pack(evidence, limits=UNCAPPED_PACK_LIMITS, runs="outline")
+    with pytest.raises(EvidencePackError) as not_held:
+        pack.held_runs()
+    assert (not_held.value.code, not_held.value.field) == ("invalid_field", "runs")
+    stored = dict(pack.report)
+    stored["limitations"] = [*stored["limitations"], "not the stored comparison"]
+    other = dataclasses.replace(pack, report=stored)
+    with pytest.raises(ReportError) as refused:
+        extended_for_pack(other, _extension(pack.policy, {}))
+    assert (refused.value.code, refused.value.field) == (
+        "extended_mismatch",
+        "extended.comparison_digest",
+    )

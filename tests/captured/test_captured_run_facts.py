@@ -230,3 +230,20 @@ def test_the_deprecated_outline_name_is_the_one_facts_type() -> None:
     assert reader_module.RunOutline is RunFacts
     assert request_module.RunFacts is RunFacts
     assert "RunOutline" in reader_module.__all__
+
+
+def test_a_file_rewritten_in_place_is_not_the_facts_case_set(tmp_path: Path) -> None:
+    first, second = (read_run(path) for path in _runs()[:2])
+    assert first.digest != second.digest
+    path = tmp_path / "run.json"
+    path.write_bytes(first.to_canonical())
+    facts = read_run_facts(os.open(path, os.O_RDONLY), policy=None)
+    try:
+        with path.open("r+b") as handle:  # the same file (inode), other bytes
+            handle.truncate(0)
+            handle.write(second.to_canonical())
+        with pytest.raises(CapturedRunError) as caught:
+            facts.case_set_for(_policy(first, pinned=True))
+        assert (caught.value.code, caught.value.field) == ("case_set_mismatch", "run")
+    finally:
+        facts.close()
