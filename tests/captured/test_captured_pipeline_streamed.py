@@ -182,7 +182,7 @@ def test_the_pinned_case_set_is_checked_on_streamed_runs(
     assert isinstance(loaded.baseline, RunFacts)
     pinned = loaded.policy.expected_case_set_digest
     assert pinned is not None
-    assert loaded.baseline.case_set_digest(loaded.policy) == pinned
+    assert loaded.baseline.case_set_for(loaded.policy) == pinned
 
 
 def test_mixed_sides_compare_streamed_with_the_same_report(

@@ -29,7 +29,6 @@ from sealeval.captured.policy import (
     parse_comparison_policy,
 )
 from sealeval.captured.request.authored import AuthoredRequest, SourceSpec, load_authored_request
-from sealeval.captured.request.facts import RunFacts, read_run_facts
 from sealeval.captured.request.normalized import NormalizedRequest, normalize_captured_request
 from sealeval.captured.request.schema import (
     MAX_INPUT_BYTES,
@@ -45,6 +44,7 @@ from sealeval.captured.run import (
     Run,
     parse_run,
 )
+from sealeval.captured.run_facts import RunFacts, read_run_facts
 from sealeval.captured.signing import SigningKey, load_signing_key
 from sealeval.errors import CanonicalError
 
