@@ -36,6 +36,9 @@ from sealeval.captured.request.schema import (
 )
 from sealeval.captured.run import (
     Run,
+    RunHeader,
+    RunReader,
+    paused_full_collections,
     run_from_document,
 )
 from sealeval.captured.run_outline import RunOutline
@@ -177,25 +180,42 @@ def _same(left: object, right: object) -> bool:
     )
 
 
-def _run_identities(run: Run | RunOutline) -> dict[str, Any]:
-    identity = run.service_identity
+def _run_identities(header: RunHeader) -> dict[str, Any]:
+    identity = header.service_identity
     return {
-        "source": run.source.to_dict(),
-        "run_id": run.run_id,
-        "artifact_digest": run.artifact_digest,
-        "score_provenance": {key: value.to_dict() for key, value in run.score_provenance.items()},
+        "source": header.source.to_dict(),
+        "run_id": header.run_id,
+        "artifact_digest": header.artifact_digest,
+        "score_provenance": {
+            key: value.to_dict() for key, value in header.score_provenance.items()
+        },
         "service_identity": None if identity is None else identity.to_dict(),
     }
 
 
-def _check_declared(spec: Mapping[str, Any], where: str, run: Run | RunOutline) -> None:
+def _streamed_projections_equal(run: RunFacts, configuration: object) -> bool:
+    """Whether every record of a run never held binds ``configuration`` (one streamed pass).
+
+    The pass must read the bytes the facts were taken from (same run digest).
+    """
+    with run.open() as handle:
+        reader = RunReader(handle)
+        with paused_full_collections():
+            for record in reader:
+                binding = record.projection
+                if binding is None or not _same(binding.configuration.to_dict(), configuration):
+                    return False
+    return reader.summary.run_digest == run.digest
+
+
+def _check_declared(spec: Mapping[str, Any], where: str, run: Run | RunOutline | RunFacts) -> None:
     """Require a non-``invarlock`` side's declared identities to equal the run's."""
     if (
         any(member not in spec for member in ("source", "run_id", "artifact_digest"))
-        or run.source_digest is None
+        or run.header.source_digest is None
     ):
         raise _fail("identity_required", where)
-    actual_values = _run_identities(run)
+    actual_values = _run_identities(run.header)
     for member in _IDENTITIES:
         declared = spec.get(member, {} if member == "score_provenance" else None)
         if not _same(declared, actual_values[member]):
@@ -204,6 +224,10 @@ def _check_declared(spec: Mapping[str, Any], where: str, run: Run | RunOutline) 
         configuration = spec["input_projection"]
         if isinstance(run, RunOutline):
             if not run.projections_equal(configuration):
+                raise _fail("projection_mismatch", f"{where}.input_projection")
+            return
+        if isinstance(run, RunFacts):
+            if not _streamed_projections_equal(run, configuration):
                 raise _fail("projection_mismatch", f"{where}.input_projection")
             return
         for record in run.records:
@@ -246,8 +270,6 @@ def _normalize_side(
         for member in _OVERRIDES:
             if member in spec:
                 raise _fail("identity_override", f"{where}.{member}")
-    elif isinstance(run, RunFacts):  # pragma: no cover - only adapter invarlock streams
-        raise _fail("invalid_type", where)
     else:
         _check_declared(spec, where, run)
     normalized = {key: value for key, value in spec.items() if key != "path"}
