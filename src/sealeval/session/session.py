@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from typing import Any, Final, NoReturn, Protocol, TypeVar, runtime_checkable
 
 from sealeval._progress import Progress, notify
-from sealeval.canonical import digest_openmed, is_digest
+from sealeval.canonical import OpenmedItems, digest_openmed, digest_openmed_items, is_digest
 from sealeval.manifest.sealed import SealedWorkflowManifest, verify_at_evaluation_start
 from sealeval.session.adjudication import (
     MIN_KEY_BYTES,
@@ -751,7 +751,8 @@ class EvaluationSession:
             output = _checked_output(_call("execution_failed", self._runner, case.source_evidence))
             scores.append(_checked_score(_call("execution_failed", self._scorer, case, output)))
             outputs.append(output)
-        digest = digest_openmed([outputs, scores])
+        # The outputs' canonical text is hashed item by item, never built whole.
+        digest = digest_openmed_items([OpenmedItems(outputs), scores])
         self._write_step("cases", digest, len(outputs))
         self._outputs = tuple(outputs)
         self._scores = tuple(scores)
@@ -822,10 +823,11 @@ class EvaluationSession:
         packets = rendered.packets
         if not audit_mapping(packets, rendered.mapping, self._key).valid:
             _fail("adjudication_failed")
-        digest = digest_openmed(
+        # Each packet's document is built, hashed and dropped in turn (one at a time).
+        digest = digest_openmed_items(
             {
                 "mapping_digest": rendered.mapping.mapping_commitment,
-                "packets": [packet.to_dict() for packet in packets],
+                "packets": OpenmedItems(packet.to_dict() for packet in packets),
             }
         )
         del rendered
