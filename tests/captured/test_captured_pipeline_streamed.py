@@ -370,3 +370,17 @@ def test_a_streamed_native_run_must_bind_the_declared_projection(inside: Path) -
         request, limits=UNLIMITED, run_loader=evaluate_module.import_run_facts
     )
     assert isinstance(loaded.baseline, RunFacts)
+
+
+def test_no_private_temporary_folder_is_refused_without_a_path(
+    inside: Path, streamed: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    workspace = _writable(V / "packs" / "native-jsonl-signed", inside / "pack")
+    request = workspace / "request" / "request.yaml"
+    missing = inside / "no-such-tmp"
+    monkeypatch.setattr(tempfile, "tempdir", str(missing))
+    with pytest.raises(CapturedRequestError) as caught:
+        evaluate_request(request, signing_key=SIGNER, uncapped=True)
+    assert (caught.value.code, caught.value.field) == ("unreadable", "comparison.baseline.path")
+    assert str(missing) not in str(caught.value)
+    assert not (request.parent / "evidence").exists()
