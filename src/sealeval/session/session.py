@@ -803,6 +803,7 @@ class EvaluationSession:
             _fail("forensics_required")
         binding = self._binding
         identity = binding.candidate_identity
+        notify(self._progress, "adjudication", 0, 2)
         adjudicated = tuple(
             ComparisonCase(
                 case_ref=case.case_ref,
@@ -833,8 +834,10 @@ class EvaluationSession:
         del rendered
         if self._replaying():
             self._check_replay("adjudication", digest, len(packets))
+        notify(self._progress, "adjudication", 1, 2)
         _call("adjudication_failed", self._review, packets)
         self._write_step("adjudication", digest, len(packets))
+        notify(self._progress, "adjudication", 2, 2)
         self._outputs = None
 
     def release_feedback(self) -> SessionFeedback:
@@ -922,7 +925,7 @@ class EvaluationSession:
         """Run (or replay) every step in order and return the feedback.
 
         ``progress`` (optional, :data:`sealeval._progress.Progress`) hears the
-        ``cases`` and ``forensics`` phases: counts only.
+        ``cases``, ``forensics`` and ``adjudication`` phases: counts only.
 
         Raises:
             EvaluationSessionError: the first failing step's error.
