@@ -37,8 +37,8 @@ from sealeval.captured.comparison import (
     compare_runs,
     scope_values,
 )
-from sealeval.captured.comparison.engine import _decide
-from sealeval.captured.comparison.pairing import _run as _as_run
+from sealeval.captured.comparison.engine import decide as _decide
+from sealeval.captured.comparison.pairing import as_run as _as_run
 from sealeval.captured.inference import (
     MCNEMAR_METHOD,
     METHOD10,

@@ -25,7 +25,7 @@ from sealeval.captured.comparison import DEFAULT_MAX_BOOTSTRAP_DRAWS, compare_ru
 from sealeval.captured.extended import EXTENDED_FORMAT, PolicyExtension, extend_comparison
 from sealeval.captured.pack_reader import EvidencePack
 from sealeval.captured.report.model import ReportError
-from sealeval.captured.report.wording import _h
+from sealeval.captured.report.wording import html_text as _h
 
 __all__ = [
     "EXTENDED_NOTE",
