@@ -26,13 +26,13 @@ from sealeval.captured.report.model import (
 )
 from sealeval.captured.report.wording import count_text, display_name
 from sealeval.captured.run import Run
-from sealeval.captured.run_outline import RunOutline
+from sealeval.captured.run_facts import RunFacts
 
 # ---------------------------------------------------------------------------
 # Pack-level facts (shared by every format)
 
 
-def _hosted_identity(run: Run | RunOutline) -> str:
+def _hosted_identity(run: Run | RunFacts) -> str:
     identity = run.service_identity
     if identity is None:
         return f"Recorded run: {run.run_id}"
@@ -41,7 +41,7 @@ def _hosted_identity(run: Run | RunOutline) -> str:
     return f"Requested model: {identity.requested_model} · Deployment: {identity.deployment}"
 
 
-def _side_fields(run: Run | RunOutline) -> list[tuple[str, str]]:
+def _side_fields(run: Run | RunFacts) -> list[tuple[str, str]]:
     records = count_text(len(run))
     identity = run.service_identity
     if identity is None:

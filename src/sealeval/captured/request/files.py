@@ -29,7 +29,6 @@ from sealeval.captured.policy import (
     parse_comparison_policy,
 )
 from sealeval.captured.request.authored import AuthoredRequest, SourceSpec, load_authored_request
-from sealeval.captured.request.facts import RunFacts, read_run_facts
 from sealeval.captured.request.normalized import NormalizedRequest, normalize_captured_request
 from sealeval.captured.request.schema import (
     MAX_INPUT_BYTES,
@@ -45,6 +44,7 @@ from sealeval.captured.run import (
     Run,
     parse_run,
 )
+from sealeval.captured.run_facts import RunFacts, read_run_facts
 from sealeval.captured.signing import SigningKey, load_signing_key
 from sealeval.errors import CanonicalError
 
@@ -146,8 +146,13 @@ class RunLoader(Protocol):
     of the raw file bytes, within ``limits``.
     """
 
-    def __call__(self, path: Path, side: SourceSpec, *, limits: Limits) -> Run:
-        """Return the loaded run (raise a :class:`~sealeval.errors.SealevalError` to refuse)."""
+    def __call__(self, path: Path, side: SourceSpec, *, limits: Limits) -> Run | RunFacts:
+        """Return the loaded run (raise a :class:`~sealeval.errors.SealevalError` to refuse).
+
+        A loader may return the :class:`RunFacts` of a canonical run it
+        imported to a private file instead of a held run (a large side read
+        without a record cap); the facts then own that file's descriptor.
+        """
         ...
 
 
@@ -226,7 +231,7 @@ def _load_side(
         if run_loader is None:
             raise CapturedRequestError("adapter_unavailable", f"comparison.{spec.side}.adapter")
         run = run_loader(root / spec.path, spec, limits=limits)
-        if not isinstance(run, Run):
+        if not isinstance(run, Run | RunFacts):
             raise CapturedRequestError("invalid_type", where)
         return run
     try:

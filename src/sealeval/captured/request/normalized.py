@@ -21,7 +21,6 @@ from sealeval.captured.policy import (
     parse_comparison_policy,
 )
 from sealeval.captured.request.authored import AuthoredRequest
-from sealeval.captured.request.facts import RunFacts
 from sealeval.captured.request.schema import (
     EXECUTION_MODE,
     IDENTITIES,
@@ -35,9 +34,10 @@ from sealeval.captured.request.schema import (
 )
 from sealeval.captured.run import (
     Run,
+    RunHeader,
     run_from_document,
 )
-from sealeval.captured.run_outline import RunOutline
+from sealeval.captured.run_facts import RunFacts
 
 # ---------------------------------------------------------------------------
 # Normalized request, digest, comparison_id
@@ -176,32 +176,34 @@ def _same(left: object, right: object) -> bool:
     )
 
 
-def _run_identities(run: Run | RunOutline) -> dict[str, Any]:
-    identity = run.service_identity
+def _run_identities(header: RunHeader) -> dict[str, Any]:
+    identity = header.service_identity
     return {
-        "source": run.source.to_dict(),
-        "run_id": run.run_id,
-        "artifact_digest": run.artifact_digest,
-        "score_provenance": {key: value.to_dict() for key, value in run.score_provenance.items()},
+        "source": header.source.to_dict(),
+        "run_id": header.run_id,
+        "artifact_digest": header.artifact_digest,
+        "score_provenance": {
+            key: value.to_dict() for key, value in header.score_provenance.items()
+        },
         "service_identity": None if identity is None else identity.to_dict(),
     }
 
 
-def _check_declared(spec: Mapping[str, Any], where: str, run: Run | RunOutline) -> None:
+def _check_declared(spec: Mapping[str, Any], where: str, run: Run | RunFacts) -> None:
     """Require a non-``invarlock`` side's declared identities to equal the run's."""
     if (
         any(member not in spec for member in ("source", "run_id", "artifact_digest"))
-        or run.source_digest is None
+        or run.header.source_digest is None
     ):
         raise CapturedRequestError("identity_required", where)
-    actual_values = _run_identities(run)
+    actual_values = _run_identities(run.header)
     for member in IDENTITIES:
         declared = spec.get(member, {} if member == "score_provenance" else None)
         if not _same(declared, actual_values[member]):
             raise CapturedRequestError("identity_mismatch", f"{where}.{member}")
     if "input_projection" in spec:
         configuration = spec["input_projection"]
-        if isinstance(run, RunOutline):
+        if isinstance(run, RunFacts):
             if not run.projections_equal(configuration):
                 raise CapturedRequestError("projection_mismatch", f"{where}.input_projection")
             return
@@ -211,15 +213,13 @@ def _check_declared(spec: Mapping[str, Any], where: str, run: Run | RunOutline) 
                 raise CapturedRequestError("projection_mismatch", f"{where}.input_projection")
 
 
-def _check_case_set(run: Run | RunOutline | RunFacts, policy: ComparisonPolicy, where: str) -> None:
+def _check_case_set(run: Run | RunFacts, policy: ComparisonPolicy, where: str) -> None:
     pinned = policy.expected_case_set_digest
     if pinned is None:
         return
     try:
-        if isinstance(run, RunOutline):
-            matches = run.case_set_digest == pinned
-        elif isinstance(run, RunFacts):
-            matches = run.case_set_digest(policy) == pinned
+        if isinstance(run, RunFacts):
+            matches = run.case_set_for(policy) == pinned
         else:
             validate_run_case_set(run, pinned)
             matches = True
@@ -232,7 +232,7 @@ def _check_case_set(run: Run | RunOutline | RunFacts, policy: ComparisonPolicy, 
 def _normalize_side(
     spec: Mapping[str, Any],
     side: str,
-    run: Run | RunOutline | RunFacts,
+    run: Run | RunFacts,
     policy: ComparisonPolicy,
 ) -> Any:
     where = f"comparison.{side}"
@@ -245,8 +245,6 @@ def _normalize_side(
         for member in OVERRIDES:
             if member in spec:
                 raise CapturedRequestError("identity_override", f"{where}.{member}")
-    elif isinstance(run, RunFacts):  # pragma: no cover - only adapter invarlock streams
-        raise CapturedRequestError("invalid_type", where)
     else:
         _check_declared(spec, where, run)
     normalized = {key: value for key, value in spec.items() if key != "path"}
@@ -256,8 +254,8 @@ def _normalize_side(
 
 def normalize_captured_request(
     authored: AuthoredRequest | Mapping[str, Any],
-    baseline: Run | RunOutline | RunFacts | Mapping[str, Any],
-    subject: Run | RunOutline | RunFacts | Mapping[str, Any],
+    baseline: Run | RunFacts | Mapping[str, Any],
+    subject: Run | RunFacts | Mapping[str, Any],
     policy: ComparisonPolicy | Mapping[str, Any],
 ) -> NormalizedRequest:
     """Bind an authored request to its loaded runs and policy (30-request.md §4).
@@ -305,8 +303,8 @@ def normalize_captured_request(
         len(policy_value.metrics) != 1 or policy_value.metrics[0].kind != metric
     ):
         raise CapturedRequestError("metric_mismatch", "comparison.metric")
-    runs: dict[str, Run | RunOutline | RunFacts] = {
-        side: value if isinstance(value, Run | RunOutline | RunFacts) else run_from_document(value)
+    runs: dict[str, Run | RunFacts] = {
+        side: value if isinstance(value, Run | RunFacts) else run_from_document(value)
         for side, value in (("baseline", baseline), ("subject", subject))
     }
     normalized_comparison: dict[str, Any] = {

@@ -753,7 +753,7 @@ def rebased_record(position: int) -> contextlib.AbstractContextManager[None]:
 
 
 class HeaderFacts:
-    """The header's members read through a run-like object (``Run``, ``RunOutline``).
+    """The header's members read through a run-like object (``Run``, ``RunFacts``).
 
     A mixin without state (``__slots__ = ()``): the class using it has a
     ``header`` attribute holding the :class:`RunHeader`.
