@@ -171,3 +171,28 @@ def test_score_members_are_refused_alike_on_both_paths(
     assert (streamed.value.code, streamed.value.field) == (code, "line[1].scores")
     assert (loaded.value.code, loaded.value.field) == (code, "line[1].scores")
     assert not (tmp_path / "a.json").exists()
+
+
+def test_auto_fallback_hashes_the_file_once(
+    samples: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The specified adapter's attempt hashes the file; the native reader reuses that digest."""
+    from sealeval.captured.importers import pipeline  # noqa: PLC0415
+    from sealeval.captured.importers.registry import detect_adapter  # noqa: PLC0415
+
+    assert detect_adapter(samples) == "lm-eval-samples"  # which refuses several filters
+    calls: list[Path] = []
+    original = pipeline.hash_file
+
+    def counted(path: Path, *args: Any) -> Any:
+        calls.append(path)
+        return original(path, *args)
+
+    named = tmp_path / "named.json"
+    import_run_streaming(samples, named, adapter="lm-eval-log-samples", **IDENTITY)
+    monkeypatch.setattr(pipeline, "hash_file", counted)
+    destination = tmp_path / "auto.json"
+    summary = import_run_streaming(samples, destination, adapter="auto", **IDENTITY)
+    assert summary.adapter == "lm-eval-log-samples"
+    assert calls == [samples]
+    assert destination.read_bytes() == named.read_bytes()

@@ -13,7 +13,7 @@ import dataclasses
 import hashlib
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, TypedDict
 
@@ -108,6 +108,9 @@ class ImportRequest:
     projection: InputProjection | None
     limits: Limits
     options: ImportOptions
+    #: What one attempt learned about the file that another may reuse
+    #: (``auto``'s fallback: the source digest); shared by ``dataclasses.replace``.
+    memo: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def binding(self) -> Binding:

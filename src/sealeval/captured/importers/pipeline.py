@@ -198,9 +198,7 @@ def _load(request: ImportRequest, progress: Progress | None) -> Run:
             request, header, list(_records(request, importer.rows(prepared, request.options)))
         )
     request.header(None)
-    source_digest, before, _ = hash_file(
-        request.path, request.streamed_cap, progress, file_size(request.path)
-    )
+    source_digest, before, _ = _hashed(request, progress, file_size(request.path))
     header = request.header(source_digest)
     records = list(_records(request, importer.records(request.path, request.options)))
     unchanged(request.path, before)
@@ -371,7 +369,7 @@ def _stream(
     total = file_size(request.path)
     lines = isinstance(importer, LinesImporter) or _streams_lines(request)
     passes = 2 * total if lines else total
-    source_digest, before, size = hash_file(request.path, request.streamed_cap, progress, passes)
+    source_digest, before, size = _hashed(request, progress, passes)
     header = request.header(source_digest)
     if lines:
         sink = Sink(progress, size, size * 2)
@@ -379,6 +377,24 @@ def _stream(
         if written is not None:
             return written
     return _stream_records(request, destination, header, before)
+
+
+def _hashed(
+    request: ImportRequest, progress: Progress | None, total: int
+) -> tuple[str, tuple[int, ...], int]:
+    """:func:`hash_file` once per import: ``auto``'s fallback reuses the first attempt's.
+
+    The file must be unchanged since (``source_changed``); the records are
+    then read checked against this digest (line by line) or the file's
+    identity (``unchanged``) as on a first attempt.
+    """
+    done: tuple[str, tuple[int, ...], int] | None = request.memo.get("hashed")
+    if done is not None:
+        unchanged(request.path, done[1])
+        return done
+    done = hash_file(request.path, request.streamed_cap, progress, total)
+    request.memo["hashed"] = done
+    return done
 
 
 def _stream_lines(
