@@ -274,6 +274,7 @@ def _refusals() -> list[tuple[str, Any]]:
         ("invalid_type", _policy(_metric(accepted_provenance=[]))),
         ("invalid_json_value", _policy(_metric(maximum_regression=float("nan")))),
         ("invalid_json_value", _policy(_metric(name="\ud800"))),
+        ("invalid_json_value", _policy(slices=[{"name": "s", "where": {"a": "\udfff"}}])),
         ("invalid_json_value", {1: 2}),
         ("unknown_field", _policy(_metric(note="x"))),
         ("unknown_field", _policy(slices=[{"name": "s", "where": {"a": "b"}, "x": 1}])),
