@@ -360,6 +360,15 @@ def test_load_refusals(tmp_path: Path) -> None:
     d = doc()
     d["cases"] = _write(folder, "c3.json", "[]")
     _refused(folder, d, "cases: invalid_content")
+    for number, shape in enumerate(([CANARY], {"case_ref": CANARY}, [[]])):
+        d = doc()
+        d["cases"] = _write(folder, f"c3{number}.json", json.dumps(shape))
+        _refused(folder, d, "cases: invalid_content")
+    d = doc()
+    loose = load_config_document(folder / "cases.yaml")
+    loose[0]["source_evidence"] = {CANARY: CANARY}
+    d["cases"] = _write(folder, "c35.json", json.dumps(loose))
+    _refused(folder, d, "cases: invalid_content")
     d = doc()
     twice = load_config_document(folder / "cases.yaml")
     d["cases"] = _write(folder, "c4.json", json.dumps([twice[0], twice[0]]))
