@@ -54,6 +54,7 @@ from sealeval.session.cases import (
     evaluation_case_digest,
     evaluation_case_payload,
 )
+from support.refusals import assert_refused_as, codes_of, refusal_table
 from support.vectors import PROJECT_ROOT, cases, decode_input, load
 
 VECTORS = "openmed/adjudication.json"
@@ -345,475 +346,420 @@ class _Hostile(Mapping[str, Any]):
 _CANDIDATES = tuple(PACKET.candidates)
 
 # (action, expected message); actions take the monkeypatch fixture.
-REFUSALS: list[Any] = [
+REFUSALS = refusal_table(
     # render, in the specified check order
-    pytest.param(
+    (
+        "render-packet-set-ref-first",
+        "packet_set_ref: invalid_reference",
         lambda m: _render(packet_set_ref="bad ref", holdout_commitment_digest="x"),
-        "packet_set_ref: invalid_reference",
-        id="render-packet-set-ref-first",
     ),
-    pytest.param(
+    (
+        "render-packet-set-ref-none",
+        "packet_set_ref: invalid_reference",
         lambda m: _render(packet_set_ref=None),
-        "packet_set_ref: invalid_reference",
-        id="render-packet-set-ref-none",
     ),
-    pytest.param(
-        lambda m: _render(holdout_commitment_digest="sha256:" + "0" * 63, randomization_key=b""),
+    (
+        "render-holdout-before-key",
         "holdout_commitment_digest: invalid_digest",
-        id="render-holdout-before-key",
+        lambda m: _render(holdout_commitment_digest="sha256:" + "0" * 63, randomization_key=b""),
     ),
-    pytest.param(
+    (
+        "render-key-short-before-conflict",
+        "randomization_key: invalid_key",
         lambda m: _render(randomization_key=KEY[:31], conflict_of_interest=RECUSED),
-        "randomization_key: invalid_key",
-        id="render-key-short-before-conflict",
     ),
-    pytest.param(
+    (
+        "render-key-str",
+        "randomization_key: invalid_key",
         lambda m: _render(randomization_key=KEY.hex()),
-        "randomization_key: invalid_key",
-        id="render-key-str",
     ),
-    pytest.param(
+    (
+        "render-key-bytearray",
+        "randomization_key: invalid_key",
         lambda m: _render(randomization_key=bytearray(KEY)),
-        "randomization_key: invalid_key",
-        id="render-key-bytearray",
     ),
-    pytest.param(
+    (
+        "render-key-none",
+        "randomization_key: invalid_key",
         lambda m: _render(randomization_key=None),
-        "randomization_key: invalid_key",
-        id="render-key-none",
     ),
-    pytest.param(
-        lambda m: _render(conflict_of_interest=CLEARED.to_dict()),
+    (
+        "render-conflict-document",
         "conflict_of_interest: invalid_metadata",
-        id="render-conflict-document",
+        lambda m: _render(conflict_of_interest=CLEARED.to_dict()),
     ),
-    pytest.param(
-        lambda m: _render(conflict_of_interest=RECUSED, cases=()),
+    (
+        "render-recused-before-cases",
         "conflict_of_interest: reviewer_recused",
-        id="render-recused-before-cases",
+        lambda m: _render(conflict_of_interest=RECUSED, cases=()),
     ),
-    pytest.param(lambda m: _render(cases=()), "cases: invalid_sequence", id="render-cases-empty"),
-    pytest.param(
+    ("render-cases-empty", "cases: invalid_sequence", lambda m: _render(cases=())),
+    (
+        "render-cases-too-many",
+        "cases: invalid_sequence",
         lambda m: _render(cases=[CASES[0]] * 100_001),
+    ),
+    ("render-cases-iterator", "cases: invalid_sequence", lambda m: _render(cases=iter(CASES))),
+    (
+        "render-cases-foreign-item",
         "cases: invalid_sequence",
-        id="render-cases-too-many",
-    ),
-    pytest.param(
-        lambda m: _render(cases=iter(CASES)), "cases: invalid_sequence", id="render-cases-iterator"
-    ),
-    pytest.param(
         lambda m: _render(cases=(*CASES, "case")),
-        "cases: invalid_sequence",
-        id="render-cases-foreign-item",
     ),
-    pytest.param(
-        lambda m: _render(cases=(CASES[0], CASES[0]), rubric=()),
+    (
+        "render-cases-duplicate-before-rubric",
         "cases: duplicate_reference",
-        id="render-cases-duplicate-before-rubric",
+        lambda m: _render(cases=(CASES[0], CASES[0]), rubric=()),
     ),
-    pytest.param(
-        lambda m: _render(rubric=()), "rubric: invalid_sequence", id="render-rubric-empty"
-    ),
-    pytest.param(
+    ("render-rubric-empty", "rubric: invalid_sequence", lambda m: _render(rubric=())),
+    (
+        "render-rubric-nine",
+        "rubric: invalid_sequence",
         lambda m: _render(
             rubric=tuple(dataclasses.replace(RUBRIC[0], criterion_ref=f"c{i}") for i in range(9))
         ),
-        "rubric: invalid_sequence",
-        id="render-rubric-nine",
     ),
-    pytest.param(
+    (
+        "render-rubric-document",
+        "rubric: invalid_sequence",
         lambda m: _render(rubric=(RUBRIC[0].to_dict(),)),
-        "rubric: invalid_sequence",
-        id="render-rubric-document",
     ),
-    pytest.param(
-        lambda m: _render(rubric=RUBRIC * 2),
+    (
+        "render-rubric-duplicate",
         "rubric: duplicate_reference",
-        id="render-rubric-duplicate",
+        lambda m: _render(rubric=RUBRIC * 2),
     ),
-    pytest.param(
+    (
+        "render-inconsistent-before-manifests",
+        "cases: inconsistent_candidates",
         lambda m: _render(
             cases=(*CASES, _case("case-x", ("alpha", "beta", "delta"))),
             submission_manifest_digests={},
         ),
-        "cases: inconsistent_candidates",
-        id="render-inconsistent-before-manifests",
     ),
-    pytest.param(
+    (
+        "render-inconsistent-fewer",
+        "cases: inconsistent_candidates",
         lambda m: _render(cases=(*CASES, _case("case-x", ("alpha", "beta")))),
-        "cases: inconsistent_candidates",
-        id="render-inconsistent-fewer",
     ),
-    pytest.param(
+    (
+        "render-manifests-missing",
+        "submission_manifest_digests: invalid_keys",
         lambda m: _render(submission_manifest_digests={"alpha": MANIFESTS["alpha"]}),
-        "submission_manifest_digests: invalid_keys",
-        id="render-manifests-missing",
     ),
-    pytest.param(
+    (
+        "render-manifests-extra",
+        "submission_manifest_digests: invalid_keys",
         lambda m: _render(submission_manifest_digests={**MANIFESTS, "delta": MANIFESTS["alpha"]}),
-        "submission_manifest_digests: invalid_keys",
-        id="render-manifests-extra",
     ),
-    pytest.param(
+    (
+        "render-manifests-not-mapping",
+        "submission_manifest_digests: invalid_keys",
         lambda m: _render(submission_manifest_digests=list(MANIFESTS.items())),
-        "submission_manifest_digests: invalid_keys",
-        id="render-manifests-not-mapping",
     ),
-    pytest.param(
-        lambda m: _render(submission_manifest_digests={**MANIFESTS, "beta": "sha256:x"}),
+    (
+        "render-manifest-digest",
         "submission_manifest_digest: invalid_digest",
-        id="render-manifest-digest",
+        lambda m: _render(submission_manifest_digests={**MANIFESTS, "beta": "sha256:x"}),
     ),
-    pytest.param(_unbalanced_render, "mapping: unbalanced", id="render-unbalanced-guard"),
+    ("render-unbalanced-guard", "mapping: unbalanced", _unbalanced_render),
     # key
-    pytest.param(
-        lambda m: RandomizationKey(KEY[:31]), "randomization_key: invalid_key", id="key-31-bytes"
-    ),
-    pytest.param(
-        lambda m: RandomizationKey(memoryview(KEY)),
+    ("key-31-bytes", "randomization_key: invalid_key", lambda m: RandomizationKey(KEY[:31])),
+    (
+        "key-memoryview",
         "randomization_key: invalid_key",
-        id="key-memoryview",
+        lambda m: RandomizationKey(memoryview(KEY)),
     ),
     # keyed orderings
-    pytest.param(
-        lambda m: keyed_hmac(KEY, "other-v1", "a"), "domain: invalid_domain", id="keyed-domain"
-    ),
-    pytest.param(
-        lambda m: keyed_hmac(KEY, "case-order-v1", "a b"),
-        "value: invalid_reference",
-        id="keyed-value",
-    ),
-    pytest.param(
-        lambda m: keyed_hmac(b"short", "case-order-v1", "a"),
+    ("keyed-domain", "domain: invalid_domain", lambda m: keyed_hmac(KEY, "other-v1", "a")),
+    ("keyed-value", "value: invalid_reference", lambda m: keyed_hmac(KEY, "case-order-v1", "a b")),
+    (
+        "keyed-key",
         "randomization_key: invalid_key",
-        id="keyed-key",
+        lambda m: keyed_hmac(b"short", "case-order-v1", "a"),
     ),
-    pytest.param(
-        lambda m: candidate_base_order(KEY, ["a", "a"]),
+    (
+        "base-order-duplicate",
         "candidate_identity: duplicate_reference",
-        id="base-order-duplicate",
+        lambda m: candidate_base_order(KEY, ["a", "a"]),
     ),
-    pytest.param(
-        lambda m: candidate_base_order(KEY, ["a", ""]),
+    (
+        "base-order-grammar",
         "candidate_identity: invalid_reference",
-        id="base-order-grammar",
+        lambda m: candidate_base_order(KEY, ["a", ""]),
     ),
-    pytest.param(
-        lambda m: keyed_case_order(KEY, [CASES[0], CASES[0]]),
+    (
+        "case-order-duplicate",
         "cases: duplicate_reference",
-        id="case-order-duplicate",
+        lambda m: keyed_case_order(KEY, [CASES[0], CASES[0]]),
     ),
-    pytest.param(
-        lambda m: keyed_case_order(KEY, ["case-0"]),
-        "cases: invalid_sequence",
-        id="case-order-foreign",
-    ),
-    pytest.param(lambda m: alias_for_slot(26), "slot: invalid_alias", id="alias-slot-26"),
-    pytest.param(lambda m: alias_for_slot(True), "slot: invalid_alias", id="alias-slot-bool"),
-    pytest.param(
-        lambda m: require_cleared_reviewer(None),
+    ("case-order-foreign", "cases: invalid_sequence", lambda m: keyed_case_order(KEY, ["case-0"])),
+    ("alias-slot-26", "slot: invalid_alias", lambda m: alias_for_slot(26)),
+    ("alias-slot-bool", "slot: invalid_alias", lambda m: alias_for_slot(True)),
+    (
+        "recusal-none",
         "conflict_of_interest: invalid_metadata",
-        id="recusal-none",
+        lambda m: require_cleared_reviewer(None),
     ),
-    pytest.param(
-        lambda m: require_cleared_reviewer(RECUSED),
+    (
+        "recusal-recused",
         "conflict_of_interest: reviewer_recused",
-        id="recusal-recused",
+        lambda m: require_cleared_reviewer(RECUSED),
     ),
     # packets
-    pytest.param(
-        lambda m: _packet(schema_version=MAPPING_SCHEMA),
+    (
+        "packet-schema",
         "schema_version: unsupported_version",
-        id="packet-schema",
+        lambda m: _packet(schema_version=MAPPING_SCHEMA),
     ),
-    pytest.param(
-        lambda m: _packet(packet_set_ref=""),
-        "packet_set_ref: invalid_reference",
-        id="packet-set-ref",
-    ),
-    pytest.param(
-        lambda m: _packet(holdout_commitment_digest=None),
+    ("packet-set-ref", "packet_set_ref: invalid_reference", lambda m: _packet(packet_set_ref="")),
+    (
+        "packet-holdout",
         "holdout_commitment_digest: invalid_digest",
-        id="packet-holdout",
+        lambda m: _packet(holdout_commitment_digest=None),
     ),
-    pytest.param(
-        lambda m: _packet(mapping_commitment="sha256:"),
+    (
+        "packet-commitment",
         "mapping_commitment: invalid_digest",
-        id="packet-commitment",
+        lambda m: _packet(mapping_commitment="sha256:"),
     ),
-    pytest.param(
-        lambda m: _packet(case_ref="a/b"), "case_ref: invalid_reference", id="packet-case-ref"
-    ),
-    pytest.param(
-        lambda m: _packet(conflict_of_interest=RECUSED),
+    ("packet-case-ref", "case_ref: invalid_reference", lambda m: _packet(case_ref="a/b")),
+    (
+        "packet-recused",
         "conflict_of_interest: reviewer_recused",
-        id="packet-recused",
+        lambda m: _packet(conflict_of_interest=RECUSED),
     ),
-    pytest.param(
-        lambda m: _packet(conflict_of_interest={}),
+    (
+        "packet-conflict-type",
         "conflict_of_interest: invalid_metadata",
-        id="packet-conflict-type",
+        lambda m: _packet(conflict_of_interest={}),
     ),
-    pytest.param(lambda m: _packet(rubric=()), "rubric: invalid_sequence", id="packet-rubric"),
-    pytest.param(
-        lambda m: _packet(source_evidence=(_evidence(), _evidence())),
+    ("packet-rubric", "rubric: invalid_sequence", lambda m: _packet(rubric=())),
+    (
+        "packet-evidence-duplicate",
         "source_evidence: duplicate_reference",
-        id="packet-evidence-duplicate",
+        lambda m: _packet(source_evidence=(_evidence(), _evidence())),
     ),
-    pytest.param(
-        lambda m: _packet(source_evidence=[]),
+    (
+        "packet-evidence-empty",
         "source_evidence: invalid_sequence",
-        id="packet-evidence-empty",
+        lambda m: _packet(source_evidence=[]),
     ),
-    pytest.param(
-        lambda m: _packet(candidates=None),
-        "candidates: invalid_sequence",
-        id="packet-candidates-none",
-    ),
-    pytest.param(
-        lambda m: _packet(candidates=_CANDIDATES[:1]),
+    ("packet-candidates-none", "candidates: invalid_sequence", lambda m: _packet(candidates=None)),
+    (
+        "packet-one-candidate",
         "candidates: invalid_count",
-        id="packet-one-candidate",
+        lambda m: _packet(candidates=_CANDIDATES[:1]),
     ),
-    pytest.param(
+    (
+        "packet-27-candidates",
+        "candidates: invalid_count",
         lambda m: _packet(
             candidates=(
                 *(BlindedCandidate(alias=alias_for_slot(i), content="x") for i in range(26)),
                 BlindedCandidate(alias="candidate-a", content="x"),
             )
         ),
-        "candidates: invalid_count",
-        id="packet-27-candidates",
     ),
-    pytest.param(
+    (
+        "packet-aliases-out-of-order",
+        "alias: invalid_alias",
         lambda m: _packet(candidates=_CANDIDATES[::-1]),
-        "alias: invalid_alias",
-        id="packet-aliases-out-of-order",
     ),
-    pytest.param(
+    (
+        "candidate-alias-grammar",
+        "alias: invalid_alias",
         lambda m: BlindedCandidate(alias="candidate-A", content="x"),
-        "alias: invalid_alias",
-        id="candidate-alias-grammar",
     ),
-    pytest.param(
+    (
+        "candidate-alias-identity",
+        "alias: invalid_alias",
         lambda m: BlindedCandidate(alias="gamma", content="x"),
-        "alias: invalid_alias",
-        id="candidate-alias-identity",
     ),
-    pytest.param(
-        lambda m: BlindedCandidate(alias="candidate-a", content="  "),
+    (
+        "candidate-content-blank",
         "content: invalid_text",
-        id="candidate-content-blank",
+        lambda m: BlindedCandidate(alias="candidate-a", content="  "),
     ),
-    pytest.param(
-        lambda m: BlindedPacket.from_dict([]),
+    ("packet-doc-not-mapping", "packet: invalid_document", lambda m: BlindedPacket.from_dict([])),
+    (
+        "packet-doc-extra-key",
         "packet: invalid_document",
-        id="packet-doc-not-mapping",
-    ),
-    pytest.param(
         lambda m: BlindedPacket.from_dict(_packet_doc(candidate_identity="gamma")),
-        "packet: invalid_document",
-        id="packet-doc-extra-key",
     ),
-    pytest.param(
+    (
+        "packet-doc-missing-key",
+        "packet: invalid_document",
         lambda m: BlindedPacket.from_dict({k: v for k, v in PACKET_DOC.items() if k != "rubric"}),
-        "packet: invalid_document",
-        id="packet-doc-missing-key",
     ),
-    pytest.param(
-        lambda m: BlindedPacket.from_dict(_packet_doc(candidates="x")),
+    (
+        "packet-doc-candidates-str",
         "candidates: invalid_document",
-        id="packet-doc-candidates-str",
+        lambda m: BlindedPacket.from_dict(_packet_doc(candidates="x")),
     ),
-    pytest.param(
+    (
+        "packet-doc-candidate-identity",
+        "candidates: invalid_document",
         lambda m: BlindedPacket.from_dict(
             _packet_doc(
                 candidates=[{"alias": "candidate-a", "content": "x", "candidate_identity": "gamma"}]
                 * 2
             )
         ),
-        "candidates: invalid_document",
-        id="packet-doc-candidate-identity",
     ),
-    pytest.param(
-        lambda m: BlindedPacket.from_dict(_packet_doc(rubric={})),
+    (
+        "packet-doc-rubric-mapping",
         "rubric: invalid_document",
-        id="packet-doc-rubric-mapping",
+        lambda m: BlindedPacket.from_dict(_packet_doc(rubric={})),
     ),
-    pytest.param(
+    (
+        "packet-json-duplicate-key",
+        "packet: invalid_document",
         lambda m: BlindedPacket.from_json('{"a":1,"a":2}'),
-        "packet: invalid_document",
-        id="packet-json-duplicate-key",
     ),
-    pytest.param(
-        lambda m: BlindedPacket.from_json(b"\xff"),
+    (
+        "packet-json-not-utf8",
         "packet: invalid_document",
-        id="packet-json-not-utf8",
+        lambda m: BlindedPacket.from_json(b"\xff"),
     ),
     # mapping
-    pytest.param(
-        lambda m: _assignment(alias="candidate-1"), "alias: invalid_alias", id="assignment-alias"
-    ),
-    pytest.param(
-        lambda m: _assignment(candidate_identity=""),
+    ("assignment-alias", "alias: invalid_alias", lambda m: _assignment(alias="candidate-1")),
+    (
+        "assignment-identity",
         "candidate_identity: invalid_reference",
-        id="assignment-identity",
+        lambda m: _assignment(candidate_identity=""),
     ),
-    pytest.param(
-        lambda m: _assignment(output_digest="sha256:" + "G" * 64),
+    (
+        "assignment-output-digest",
         "output_digest: invalid_digest",
-        id="assignment-output-digest",
+        lambda m: _assignment(output_digest="sha256:" + "G" * 64),
     ),
-    pytest.param(
-        lambda m: _assignment(submission_manifest_digest=1),
+    (
+        "assignment-manifest-digest",
         "submission_manifest_digest: invalid_digest",
-        id="assignment-manifest-digest",
+        lambda m: _assignment(submission_manifest_digest=1),
     ),
-    pytest.param(
-        lambda m: _entry(case_ref=" "), "case_ref: invalid_reference", id="entry-case-ref"
-    ),
-    pytest.param(
-        lambda m: _entry(assignments="ab"),
-        "assignments: invalid_sequence",
-        id="entry-assignments-str",
-    ),
-    pytest.param(
-        lambda m: _entry(assignments=_TWO[:1]),
-        "assignments: invalid_count",
-        id="entry-one-assignment",
-    ),
-    pytest.param(
-        lambda m: _entry(assignments=_TWO[::-1]),
+    ("entry-case-ref", "case_ref: invalid_reference", lambda m: _entry(case_ref=" ")),
+    ("entry-assignments-str", "assignments: invalid_sequence", lambda m: _entry(assignments="ab")),
+    ("entry-one-assignment", "assignments: invalid_count", lambda m: _entry(assignments=_TWO[:1])),
+    (
+        "entry-aliases-out-of-order",
         "alias: invalid_alias",
-        id="entry-aliases-out-of-order",
+        lambda m: _entry(assignments=_TWO[::-1]),
     ),
-    pytest.param(
-        lambda m: _entry(assignments=(_TWO[0], dataclasses.replace(_TWO[0], alias="candidate-b"))),
+    (
+        "entry-identity-twice",
         "assignments: duplicate_reference",
-        id="entry-identity-twice",
+        lambda m: _entry(assignments=(_TWO[0], dataclasses.replace(_TWO[0], alias="candidate-b"))),
     ),
-    pytest.param(
-        lambda m: _mapping(schema_version=PACKET_SCHEMA),
+    (
+        "mapping-schema",
         "schema_version: unsupported_version",
-        id="mapping-schema",
+        lambda m: _mapping(schema_version=PACKET_SCHEMA),
     ),
-    pytest.param(
-        lambda m: _mapping(packet_set_ref="é"),
+    (
+        "mapping-set-ref",
         "packet_set_ref: invalid_reference",
-        id="mapping-set-ref",
+        lambda m: _mapping(packet_set_ref="é"),
     ),
-    pytest.param(
-        lambda m: _mapping(holdout_commitment_digest=HOLDOUT.upper()),
+    (
+        "mapping-holdout",
         "holdout_commitment_digest: invalid_digest",
-        id="mapping-holdout",
+        lambda m: _mapping(holdout_commitment_digest=HOLDOUT.upper()),
     ),
-    pytest.param(
-        lambda m: _mapping(mapping_commitment="hmac:" + "0" * 64),
+    (
+        "mapping-commitment",
         "mapping_commitment: invalid_digest",
-        id="mapping-commitment",
+        lambda m: _mapping(mapping_commitment="hmac:" + "0" * 64),
     ),
-    pytest.param(
-        lambda m: _mapping(entries=()), "entries: invalid_sequence", id="mapping-no-entries"
-    ),
-    pytest.param(
-        lambda m: _mapping(entries=(MAPPING.entries[0],) * 2),
+    ("mapping-no-entries", "entries: invalid_sequence", lambda m: _mapping(entries=())),
+    (
+        "mapping-duplicate-case",
         "entries: duplicate_reference",
-        id="mapping-duplicate-case",
+        lambda m: _mapping(entries=(MAPPING.entries[0],) * 2),
     ),
-    pytest.param(
-        lambda m: PrivateMapping.from_dict(None), "mapping: invalid_document", id="mapping-doc-none"
-    ),
-    pytest.param(
-        lambda m: PrivateMapping.from_dict(_mapping_doc(extra=1)),
+    ("mapping-doc-none", "mapping: invalid_document", lambda m: PrivateMapping.from_dict(None)),
+    (
+        "mapping-doc-extra",
         "mapping: invalid_document",
-        id="mapping-doc-extra",
+        lambda m: PrivateMapping.from_dict(_mapping_doc(extra=1)),
     ),
-    pytest.param(
+    (
+        "mapping-doc-entries-mapping",
+        "entries: invalid_document",
         lambda m: PrivateMapping.from_dict(_mapping_doc(entries={})),
-        "entries: invalid_document",
-        id="mapping-doc-entries-mapping",
     ),
-    pytest.param(
+    (
+        "mapping-doc-entry-keys",
+        "entries: invalid_document",
         lambda m: PrivateMapping.from_dict(_mapping_doc(entries=[{"case_ref": "c"}])),
-        "entries: invalid_document",
-        id="mapping-doc-entry-keys",
     ),
-    pytest.param(
+    (
+        "mapping-doc-assignment-type",
+        "assignments: invalid_document",
         lambda m: PrivateMapping.from_dict(
             _mapping_doc(entries=[{"case_ref": "c", "assignments": [1, 2]}])
         ),
-        "assignments: invalid_document",
-        id="mapping-doc-assignment-type",
     ),
-    pytest.param(
-        lambda m: BlindedPacket.from_dict(_Hostile()),
+    (
+        "packet-doc-hostile-mapping",
         "packet: invalid_document",
-        id="packet-doc-hostile-mapping",
+        lambda m: BlindedPacket.from_dict(_Hostile()),
     ),
-    pytest.param(
-        lambda m: _render(submission_manifest_digests=_Hostile()),
+    (
+        "render-manifests-hostile-mapping",
         "submission_manifest_digests: invalid_keys",
-        id="render-manifests-hostile-mapping",
+        lambda m: _render(submission_manifest_digests=_Hostile()),
     ),
-    pytest.param(
-        lambda m: PrivateMapping.from_json("[1,"), "mapping: invalid_document", id="mapping-json"
-    ),
-    pytest.param(
-        lambda m: compute_mapping_commitment(MAPPING_DOC, KEY),
+    ("mapping-json", "mapping: invalid_document", lambda m: PrivateMapping.from_json("[1,")),
+    (
+        "commitment-document",
         "mapping: invalid_mapping",
-        id="commitment-document",
+        lambda m: compute_mapping_commitment(MAPPING_DOC, KEY),
     ),
     # balance and audit
-    pytest.param(
-        lambda m: balance_report([MAPPING]), "mapping: invalid_mapping", id="balance-not-mapping"
-    ),
-    pytest.param(
+    ("balance-not-mapping", "mapping: invalid_mapping", lambda m: balance_report([MAPPING])),
+    (
+        "balance-malformed-document",
+        "mapping: invalid_mapping",
         lambda m: balance_report(_mapping_doc(entries=[])),
-        "mapping: invalid_mapping",
-        id="balance-malformed-document",
     ),
-    pytest.param(
+    (
+        "audit-short-key",
+        "randomization_key: invalid_key",
         lambda m: audit_mapping(RENDERED.packets, MAPPING, KEY[:-1]),
-        "randomization_key: invalid_key",
-        id="audit-short-key",
     ),
-    pytest.param(
+    (
+        "audit-key-before-mapping",
+        "randomization_key: invalid_key",
         lambda m: audit_mapping(RENDERED.packets, None, "key"),
-        "randomization_key: invalid_key",
-        id="audit-key-before-mapping",
     ),
-    pytest.param(
+    (
+        "audit-mapping-none",
+        "mapping: invalid_mapping",
         lambda m: audit_mapping(RENDERED.packets, None, KEY),
-        "mapping: invalid_mapping",
-        id="audit-mapping-none",
     ),
-    pytest.param(
+    (
+        "audit-mapping-bad-document",
+        "mapping: invalid_mapping",
         lambda m: audit_mapping(RENDERED.packets, _mapping_doc(schema_version="x"), KEY),
-        "mapping: invalid_mapping",
-        id="audit-mapping-bad-document",
     ),
-    pytest.param(
+    (
+        "audit-mapping-before-packets",
+        "mapping: invalid_mapping",
         lambda m: audit_mapping([], "mapping", KEY),
-        "mapping: invalid_mapping",
-        id="audit-mapping-before-packets",
     ),
-]
+)
 
 
 @pytest.mark.parametrize(("action", "message"), REFUSALS)
 def test_refusals(
     action: Callable[[pytest.MonkeyPatch], object], message: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    with pytest.raises(AdjudicationError) as caught:
-        action(monkeypatch)
-    assert str(caught.value) == message
-    assert caught.value.code in AdjudicationError.codes
-    assert caught.value.__cause__ is None
+    assert_refused_as(lambda: action(monkeypatch), message, AdjudicationError)
 
 
 def test_every_code_is_exercised() -> None:
-    exercised = {param.values[1].split(": ")[1] for param in REFUSALS}
-    assert exercised == set(AdjudicationError.codes)
+    assert codes_of(REFUSALS) == set(AdjudicationError.codes)
 
 
 def test_error_class_is_wired_to_its_module() -> None:

@@ -23,6 +23,7 @@ from sealeval.session.cases import (
     is_reference,
     is_text,
 )
+from support.refusals import assert_refused_as, codes_of, refusal_table
 from support.vectors import cases, decode_input
 
 CANARY = "PHI-CANARY-7f3a-jane-doe-MRN-0042"
@@ -152,272 +153,245 @@ class _Twice(Mapping[str, str]):
         return 2
 
 
-REFUSALS: list[Any] = [
+REFUSALS = refusal_table(
     # SourceEvidence
-    pytest.param(
+    (
+        "evidence-ref-empty",
+        "evidence_ref: invalid_reference",
         lambda: SourceEvidence(evidence_ref="", content="x"),
-        "evidence_ref: invalid_reference",
-        id="evidence-ref-empty",
     ),
-    pytest.param(
+    (
+        "evidence-ref-leading-dash",
+        "evidence_ref: invalid_reference",
         lambda: SourceEvidence(evidence_ref="-x", content="x"),
-        "evidence_ref: invalid_reference",
-        id="evidence-ref-leading-dash",
     ),
-    pytest.param(
+    (
+        "evidence-ref-too-long",
+        "evidence_ref: invalid_reference",
         lambda: SourceEvidence(evidence_ref="a" * 129, content="x"),
-        "evidence_ref: invalid_reference",
-        id="evidence-ref-too-long",
     ),
-    pytest.param(
+    (
+        "evidence-ref-space",
+        "evidence_ref: invalid_reference",
         lambda: SourceEvidence(evidence_ref="a b", content="x"),
-        "evidence_ref: invalid_reference",
-        id="evidence-ref-space",
     ),
-    pytest.param(
+    (
+        "evidence-ref-trailing-newline",
+        "evidence_ref: invalid_reference",
         lambda: SourceEvidence(evidence_ref="a\n", content="x"),
-        "evidence_ref: invalid_reference",
-        id="evidence-ref-trailing-newline",
     ),
-    pytest.param(
+    (
+        "evidence-ref-non-ascii",
+        "evidence_ref: invalid_reference",
         lambda: SourceEvidence(evidence_ref="\u00e9", content="x"),
-        "evidence_ref: invalid_reference",
-        id="evidence-ref-non-ascii",
     ),
-    pytest.param(
+    (
+        "evidence-ref-str-subclass",
+        "evidence_ref: invalid_reference",
         lambda: SourceEvidence(evidence_ref=_StrSub("a"), content="x"),
-        "evidence_ref: invalid_reference",
-        id="evidence-ref-str-subclass",
     ),
-    pytest.param(
+    (
+        "evidence-ref-int",
+        "evidence_ref: invalid_reference",
         lambda: SourceEvidence(evidence_ref=1, content="x"),
-        "evidence_ref: invalid_reference",
-        id="evidence-ref-int",
     ),
-    pytest.param(
+    (
+        "content-empty",
+        "content: invalid_text",
         lambda: SourceEvidence(evidence_ref="e", content=""),
-        "content: invalid_text",
-        id="content-empty",
     ),
-    pytest.param(
+    (
+        "content-blank",
+        "content: invalid_text",
         lambda: SourceEvidence(evidence_ref="e", content=" \t\n"),
-        "content: invalid_text",
-        id="content-blank",
     ),
-    pytest.param(
+    (
+        "content-unicode-blank",
+        "content: invalid_text",
         lambda: SourceEvidence(evidence_ref="e", content="\u2003\u3000"),
-        "content: invalid_text",
-        id="content-unicode-blank",
     ),
-    pytest.param(
+    (
+        "content-too-long",
+        "content: invalid_text",
         lambda: SourceEvidence(evidence_ref="e", content="x" * 1_000_001),
-        "content: invalid_text",
-        id="content-too-long",
     ),
-    pytest.param(
+    (
+        "content-lone-surrogate",
+        "content: invalid_text",
         lambda: SourceEvidence(evidence_ref="e", content="bad \ud800"),
-        "content: invalid_text",
-        id="content-lone-surrogate",
     ),
-    pytest.param(
+    (
+        "content-bytes",
+        "content: invalid_text",
         lambda: SourceEvidence(evidence_ref="e", content=b"bytes"),
-        "content: invalid_text",
-        id="content-bytes",
     ),
-    pytest.param(
+    (
+        "evidence-doc-not-mapping",
+        "source_evidence: invalid_document",
         lambda: SourceEvidence.from_dict(["content"]),
-        "source_evidence: invalid_document",
-        id="evidence-doc-not-mapping",
     ),
-    pytest.param(
+    (
+        "evidence-doc-missing-key",
+        "source_evidence: invalid_document",
         lambda: SourceEvidence.from_dict({"content": "x"}),
-        "source_evidence: invalid_document",
-        id="evidence-doc-missing-key",
     ),
-    pytest.param(
-        lambda: SourceEvidence.from_dict({"content": "x", "evidence_ref": "e", "x": 1}),
+    (
+        "evidence-doc-extra-key",
         "source_evidence: invalid_document",
-        id="evidence-doc-extra-key",
+        lambda: SourceEvidence.from_dict({"content": "x", "evidence_ref": "e", "x": 1}),
     ),
     # RubricCriterion
-    pytest.param(
-        lambda: _criterion(criterion_ref="bad ref"),
+    (
+        "criterion-ref",
         "criterion_ref: invalid_reference",
-        id="criterion-ref",
+        lambda: _criterion(criterion_ref="bad ref"),
     ),
-    pytest.param(lambda: _criterion(question=" "), "question: invalid_text", id="question-blank"),
-    pytest.param(
-        lambda: _criterion(question="q" * 501), "question: invalid_text", id="question-too-long"
-    ),
-    pytest.param(
-        lambda: _criterion(minimum_score=True), "score_range: invalid_range", id="score-bool-min"
-    ),
-    pytest.param(
+    ("question-blank", "question: invalid_text", lambda: _criterion(question=" ")),
+    ("question-too-long", "question: invalid_text", lambda: _criterion(question="q" * 501)),
+    ("score-bool-min", "score_range: invalid_range", lambda: _criterion(minimum_score=True)),
+    (
+        "score-bool-max",
+        "score_range: invalid_range",
         lambda: _criterion(maximum_score=True, minimum_score=0),
+    ),
+    ("score-float", "score_range: invalid_range", lambda: _criterion(maximum_score=5.0)),
+    (
+        "score-negative",
         "score_range: invalid_range",
-        id="score-bool-max",
-    ),
-    pytest.param(
-        lambda: _criterion(maximum_score=5.0), "score_range: invalid_range", id="score-float"
-    ),
-    pytest.param(
         lambda: _criterion(minimum_score=-1, maximum_score=2),
-        "score_range: invalid_range",
-        id="score-negative",
     ),
-    pytest.param(
+    (
+        "score-above-ten",
+        "score_range: invalid_range",
         lambda: _criterion(minimum_score=8, maximum_score=11),
-        "score_range: invalid_range",
-        id="score-above-ten",
     ),
-    pytest.param(
+    (
+        "score-empty-range",
+        "score_range: invalid_range",
         lambda: _criterion(minimum_score=3, maximum_score=3),
-        "score_range: invalid_range",
-        id="score-empty-range",
     ),
-    pytest.param(
+    (
+        "score-inverted",
+        "score_range: invalid_range",
         lambda: _criterion(minimum_score=4, maximum_score=2),
-        "score_range: invalid_range",
-        id="score-inverted",
     ),
-    pytest.param(
+    (
+        "score-span-five",
+        "score_range: invalid_range",
         lambda: _criterion(minimum_score=0, maximum_score=5),
-        "score_range: invalid_range",
-        id="score-span-five",
     ),
-    pytest.param(
-        lambda: RubricCriterion.from_dict({"criterion_ref": "c"}),
+    (
+        "criterion-doc",
         "criterion: invalid_document",
-        id="criterion-doc",
+        lambda: RubricCriterion.from_dict({"criterion_ref": "c"}),
     ),
     # ConflictOfInterestMetadata
-    pytest.param(
-        lambda: _conflict(reviewer_ref="r/1"), "reviewer_ref: invalid_reference", id="reviewer-ref"
-    ),
-    pytest.param(
+    ("reviewer-ref", "reviewer_ref: invalid_reference", lambda: _conflict(reviewer_ref="r/1")),
+    (
+        "declaration-uppercase",
+        "declaration_digest: invalid_digest",
         lambda: _conflict(declaration_digest="sha256:" + "AB" * 32),
-        "declaration_digest: invalid_digest",
-        id="declaration-uppercase",
     ),
-    pytest.param(
+    (
+        "declaration-newline",
+        "declaration_digest: invalid_digest",
         lambda: _conflict(declaration_digest=DIGEST + "\n"),
-        "declaration_digest: invalid_digest",
-        id="declaration-newline",
     ),
-    pytest.param(
-        lambda: _conflict(status="pending"), "conflict_status: invalid_status", id="status-unknown"
-    ),
-    pytest.param(
-        lambda: _conflict(status="Cleared"), "conflict_status: invalid_status", id="status-case"
-    ),
-    pytest.param(
-        lambda: _conflict(status=None), "conflict_status: invalid_status", id="status-none"
-    ),
-    pytest.param(
+    ("status-unknown", "conflict_status: invalid_status", lambda: _conflict(status="pending")),
+    ("status-case", "conflict_status: invalid_status", lambda: _conflict(status="Cleared")),
+    ("status-none", "conflict_status: invalid_status", lambda: _conflict(status=None)),
+    (
+        "conflict-doc-status-missing",
+        "conflict_of_interest: invalid_document",
         lambda: ConflictOfInterestMetadata.from_dict(
             {"reviewer_ref": "r", "declaration_digest": DIGEST}
         ),
-        "conflict_of_interest: invalid_document",
-        id="conflict-doc-status-missing",
     ),
     # ComparisonCase
-    pytest.param(lambda: _case(case_ref="case 1"), "case_ref: invalid_reference", id="case-ref"),
-    pytest.param(
-        lambda: _case(source_evidence=()), "source_evidence: invalid_sequence", id="evidence-empty"
-    ),
-    pytest.param(
+    ("case-ref", "case_ref: invalid_reference", lambda: _case(case_ref="case 1")),
+    ("evidence-empty", "source_evidence: invalid_sequence", lambda: _case(source_evidence=())),
+    (
+        "evidence-not-sequence",
+        "source_evidence: invalid_sequence",
         lambda: _case(source_evidence=GOOD_EVIDENCE[0]),
-        "source_evidence: invalid_sequence",
-        id="evidence-not-sequence",
     ),
-    pytest.param(
+    (
+        "evidence-iterator",
+        "source_evidence: invalid_sequence",
         lambda: _case(source_evidence=iter(GOOD_EVIDENCE)),
-        "source_evidence: invalid_sequence",
-        id="evidence-iterator",
     ),
-    pytest.param(
+    (
+        "evidence-item-document",
+        "source_evidence: invalid_sequence",
         lambda: _case(source_evidence=({"evidence_ref": "e", "content": "x"},)),
-        "source_evidence: invalid_sequence",
-        id="evidence-item-document",
     ),
-    pytest.param(
-        lambda: _case(source_evidence=GOOD_EVIDENCE * 2),
+    (
+        "evidence-duplicate",
         "source_evidence: duplicate_reference",
-        id="evidence-duplicate",
+        lambda: _case(source_evidence=GOOD_EVIDENCE * 2),
     ),
-    pytest.param(
+    (
+        "outputs-not-mapping",
+        "candidate_outputs: invalid_mapping",
         lambda: _case(candidate_outputs=[("a", "x"), ("b", "y")]),
-        "candidate_outputs: invalid_mapping",
-        id="outputs-not-mapping",
     ),
-    pytest.param(
+    (
+        "outputs-one",
+        "candidate_outputs: invalid_count",
         lambda: _case(candidate_outputs={"a": "x"}),
-        "candidate_outputs: invalid_count",
-        id="outputs-one",
     ),
-    pytest.param(
+    (
+        "outputs-twenty-seven",
+        "candidate_outputs: invalid_count",
         lambda: _case(candidate_outputs={f"c{i}": "x" for i in range(27)}),
-        "candidate_outputs: invalid_count",
-        id="outputs-twenty-seven",
     ),
-    pytest.param(
+    (
+        "identity-grammar",
+        "candidate_identity: invalid_reference",
         lambda: _case(candidate_outputs={"a": "x", "b c": "y"}),
-        "candidate_identity: invalid_reference",
-        id="identity-grammar",
     ),
-    pytest.param(
+    (
+        "identity-not-str",
+        "candidate_identity: invalid_reference",
         lambda: _case(candidate_outputs={"a": "x", 2: "y"}),
-        "candidate_identity: invalid_reference",
-        id="identity-not-str",
     ),
-    pytest.param(
+    (
+        "output-blank",
+        "candidate_output: invalid_text",
         lambda: _case(candidate_outputs={"a": "x", "b": "\n"}),
-        "candidate_output: invalid_text",
-        id="output-blank",
     ),
-    pytest.param(
+    (
+        "output-none",
+        "candidate_output: invalid_text",
         lambda: _case(candidate_outputs={"a": "x", "b": None}),
-        "candidate_output: invalid_text",
-        id="output-none",
     ),
-    pytest.param(
+    (
+        "outputs-hostile-mapping",
+        "candidate_outputs: invalid_mapping",
         lambda: _case(candidate_outputs=_Hostile()),
-        "candidate_outputs: invalid_mapping",
-        id="outputs-hostile-mapping",
     ),
-    pytest.param(
+    (
+        "outputs-key-twice",
+        "candidate_outputs: invalid_mapping",
         lambda: _case(candidate_outputs=_Twice()),
-        "candidate_outputs: invalid_mapping",
-        id="outputs-key-twice",
     ),
-    pytest.param(
-        lambda: SourceEvidence.from_dict(_Hostile()),
+    (
+        "evidence-doc-hostile-mapping",
         "source_evidence: invalid_document",
-        id="evidence-doc-hostile-mapping",
+        lambda: SourceEvidence.from_dict(_Hostile()),
     ),
-    pytest.param(
-        lambda: evaluation_case_digest({"case_ref": "c"}),
-        "case: invalid_case",
-        id="digest-not-a-case",
-    ),
-    pytest.param(
-        lambda: evaluation_case_payload("c"), "case: invalid_case", id="payload-not-a-case"
-    ),
-]
+    ("digest-not-a-case", "case: invalid_case", lambda: evaluation_case_digest({"case_ref": "c"})),
+    ("payload-not-a-case", "case: invalid_case", lambda: evaluation_case_payload("c")),
+)
 
 
 @pytest.mark.parametrize(("action", "message"), REFUSALS)
 def test_refusals(action: Callable[[], object], message: str) -> None:
-    with pytest.raises(CaseError) as caught:
-        action()
-    assert str(caught.value) == message
-    assert caught.value.code in CaseError.codes
-    assert caught.value.__cause__ is None
+    assert_refused_as(action, message, CaseError)
 
 
 def test_every_code_is_exercised() -> None:
-    exercised = {param.values[1].split(": ")[1] for param in REFUSALS}
-    assert exercised == set(CaseError.codes)
+    assert codes_of(REFUSALS) == set(CaseError.codes)
 
 
 def test_error_class_is_wired_to_its_module() -> None:
