@@ -54,7 +54,7 @@ from sealeval.session.cases import (
     evaluation_case_digest,
     evaluation_case_payload,
 )
-from support.refusals import assert_refused_as, codes_of, refusal_table
+from support.refusals import assert_refused_as, codes_of, refusal_table, rows_for
 from support.vectors import PROJECT_ROOT, cases, decode_input, load
 
 VECTORS = "openmed/adjudication.json"
@@ -348,258 +348,210 @@ _CANDIDATES = tuple(PACKET.candidates)
 # (action, expected message); actions take the monkeypatch fixture.
 REFUSALS = refusal_table(
     # render, in the specified check order
-    (
-        "render-packet-set-ref-first",
+    *rows_for(
         "packet_set_ref: invalid_reference",
-        lambda m: _render(packet_set_ref="bad ref", holdout_commitment_digest="x"),
-    ),
-    (
-        "render-packet-set-ref-none",
-        "packet_set_ref: invalid_reference",
-        lambda m: _render(packet_set_ref=None),
+        render_packet_set_ref_first=lambda m: _render(
+            packet_set_ref="bad ref", holdout_commitment_digest="x"
+        ),
+        render_packet_set_ref_none=lambda m: _render(packet_set_ref=None),
     ),
     (
         "render-holdout-before-key",
-        "holdout_commitment_digest: invalid_digest",
         lambda m: _render(holdout_commitment_digest="sha256:" + "0" * 63, randomization_key=b""),
+        "holdout_commitment_digest: invalid_digest",
     ),
-    (
-        "render-key-short-before-conflict",
+    *rows_for(
         "randomization_key: invalid_key",
-        lambda m: _render(randomization_key=KEY[:31], conflict_of_interest=RECUSED),
-    ),
-    (
-        "render-key-str",
-        "randomization_key: invalid_key",
-        lambda m: _render(randomization_key=KEY.hex()),
-    ),
-    (
-        "render-key-bytearray",
-        "randomization_key: invalid_key",
-        lambda m: _render(randomization_key=bytearray(KEY)),
-    ),
-    (
-        "render-key-none",
-        "randomization_key: invalid_key",
-        lambda m: _render(randomization_key=None),
+        render_key_short_before_conflict=lambda m: _render(
+            randomization_key=KEY[:31], conflict_of_interest=RECUSED
+        ),
+        render_key_str=lambda m: _render(randomization_key=KEY.hex()),
+        render_key_bytearray=lambda m: _render(randomization_key=bytearray(KEY)),
+        render_key_none=lambda m: _render(randomization_key=None),
     ),
     (
         "render-conflict-document",
-        "conflict_of_interest: invalid_metadata",
         lambda m: _render(conflict_of_interest=CLEARED.to_dict()),
+        "conflict_of_interest: invalid_metadata",
     ),
     (
         "render-recused-before-cases",
-        "conflict_of_interest: reviewer_recused",
         lambda m: _render(conflict_of_interest=RECUSED, cases=()),
+        "conflict_of_interest: reviewer_recused",
     ),
-    ("render-cases-empty", "cases: invalid_sequence", lambda m: _render(cases=())),
-    (
-        "render-cases-too-many",
+    *rows_for(
         "cases: invalid_sequence",
-        lambda m: _render(cases=[CASES[0]] * 100_001),
-    ),
-    ("render-cases-iterator", "cases: invalid_sequence", lambda m: _render(cases=iter(CASES))),
-    (
-        "render-cases-foreign-item",
-        "cases: invalid_sequence",
-        lambda m: _render(cases=(*CASES, "case")),
+        render_cases_empty=lambda m: _render(cases=()),
+        render_cases_too_many=lambda m: _render(cases=[CASES[0]] * 100_001),
+        render_cases_iterator=lambda m: _render(cases=iter(CASES)),
+        render_cases_foreign_item=lambda m: _render(cases=(*CASES, "case")),
     ),
     (
         "render-cases-duplicate-before-rubric",
-        "cases: duplicate_reference",
         lambda m: _render(cases=(CASES[0], CASES[0]), rubric=()),
+        "cases: duplicate_reference",
     ),
-    ("render-rubric-empty", "rubric: invalid_sequence", lambda m: _render(rubric=())),
-    (
-        "render-rubric-nine",
+    *rows_for(
         "rubric: invalid_sequence",
-        lambda m: _render(
+        render_rubric_empty=lambda m: _render(rubric=()),
+        render_rubric_nine=lambda m: _render(
             rubric=tuple(dataclasses.replace(RUBRIC[0], criterion_ref=f"c{i}") for i in range(9))
         ),
-    ),
-    (
-        "render-rubric-document",
-        "rubric: invalid_sequence",
-        lambda m: _render(rubric=(RUBRIC[0].to_dict(),)),
+        render_rubric_document=lambda m: _render(rubric=(RUBRIC[0].to_dict(),)),
     ),
     (
         "render-rubric-duplicate",
-        "rubric: duplicate_reference",
         lambda m: _render(rubric=RUBRIC * 2),
+        "rubric: duplicate_reference",
     ),
-    (
-        "render-inconsistent-before-manifests",
+    *rows_for(
         "cases: inconsistent_candidates",
-        lambda m: _render(
+        render_inconsistent_before_manifests=lambda m: _render(
             cases=(*CASES, _case("case-x", ("alpha", "beta", "delta"))),
             submission_manifest_digests={},
         ),
+        render_inconsistent_fewer=lambda m: _render(
+            cases=(*CASES, _case("case-x", ("alpha", "beta")))
+        ),
     ),
-    (
-        "render-inconsistent-fewer",
-        "cases: inconsistent_candidates",
-        lambda m: _render(cases=(*CASES, _case("case-x", ("alpha", "beta")))),
-    ),
-    (
-        "render-manifests-missing",
+    *rows_for(
         "submission_manifest_digests: invalid_keys",
-        lambda m: _render(submission_manifest_digests={"alpha": MANIFESTS["alpha"]}),
-    ),
-    (
-        "render-manifests-extra",
-        "submission_manifest_digests: invalid_keys",
-        lambda m: _render(submission_manifest_digests={**MANIFESTS, "delta": MANIFESTS["alpha"]}),
-    ),
-    (
-        "render-manifests-not-mapping",
-        "submission_manifest_digests: invalid_keys",
-        lambda m: _render(submission_manifest_digests=list(MANIFESTS.items())),
+        render_manifests_missing=lambda m: _render(
+            submission_manifest_digests={"alpha": MANIFESTS["alpha"]}
+        ),
+        render_manifests_extra=lambda m: _render(
+            submission_manifest_digests={**MANIFESTS, "delta": MANIFESTS["alpha"]}
+        ),
+        render_manifests_not_mapping=lambda m: _render(
+            submission_manifest_digests=list(MANIFESTS.items())
+        ),
     ),
     (
         "render-manifest-digest",
-        "submission_manifest_digest: invalid_digest",
         lambda m: _render(submission_manifest_digests={**MANIFESTS, "beta": "sha256:x"}),
+        "submission_manifest_digest: invalid_digest",
     ),
-    ("render-unbalanced-guard", "mapping: unbalanced", _unbalanced_render),
+    ("render-unbalanced-guard", _unbalanced_render, "mapping: unbalanced"),
     # key
-    ("key-31-bytes", "randomization_key: invalid_key", lambda m: RandomizationKey(KEY[:31])),
-    (
-        "key-memoryview",
+    *rows_for(
         "randomization_key: invalid_key",
-        lambda m: RandomizationKey(memoryview(KEY)),
+        key_31_bytes=lambda m: RandomizationKey(KEY[:31]),
+        key_memoryview=lambda m: RandomizationKey(memoryview(KEY)),
     ),
     # keyed orderings
-    ("keyed-domain", "domain: invalid_domain", lambda m: keyed_hmac(KEY, "other-v1", "a")),
-    ("keyed-value", "value: invalid_reference", lambda m: keyed_hmac(KEY, "case-order-v1", "a b")),
+    ("keyed-domain", lambda m: keyed_hmac(KEY, "other-v1", "a"), "domain: invalid_domain"),
+    ("keyed-value", lambda m: keyed_hmac(KEY, "case-order-v1", "a b"), "value: invalid_reference"),
     (
         "keyed-key",
-        "randomization_key: invalid_key",
         lambda m: keyed_hmac(b"short", "case-order-v1", "a"),
+        "randomization_key: invalid_key",
     ),
     (
         "base-order-duplicate",
-        "candidate_identity: duplicate_reference",
         lambda m: candidate_base_order(KEY, ["a", "a"]),
+        "candidate_identity: duplicate_reference",
     ),
     (
         "base-order-grammar",
-        "candidate_identity: invalid_reference",
         lambda m: candidate_base_order(KEY, ["a", ""]),
+        "candidate_identity: invalid_reference",
     ),
     (
         "case-order-duplicate",
-        "cases: duplicate_reference",
         lambda m: keyed_case_order(KEY, [CASES[0], CASES[0]]),
+        "cases: duplicate_reference",
     ),
-    ("case-order-foreign", "cases: invalid_sequence", lambda m: keyed_case_order(KEY, ["case-0"])),
-    ("alias-slot-26", "slot: invalid_alias", lambda m: alias_for_slot(26)),
-    ("alias-slot-bool", "slot: invalid_alias", lambda m: alias_for_slot(True)),
+    ("case-order-foreign", lambda m: keyed_case_order(KEY, ["case-0"]), "cases: invalid_sequence"),
+    *rows_for(
+        "slot: invalid_alias",
+        alias_slot_26=lambda m: alias_for_slot(26),
+        alias_slot_bool=lambda m: alias_for_slot(True),
+    ),
     (
         "recusal-none",
-        "conflict_of_interest: invalid_metadata",
         lambda m: require_cleared_reviewer(None),
+        "conflict_of_interest: invalid_metadata",
     ),
     (
         "recusal-recused",
-        "conflict_of_interest: reviewer_recused",
         lambda m: require_cleared_reviewer(RECUSED),
+        "conflict_of_interest: reviewer_recused",
     ),
     # packets
     (
         "packet-schema",
-        "schema_version: unsupported_version",
         lambda m: _packet(schema_version=MAPPING_SCHEMA),
+        "schema_version: unsupported_version",
     ),
-    ("packet-set-ref", "packet_set_ref: invalid_reference", lambda m: _packet(packet_set_ref="")),
+    ("packet-set-ref", lambda m: _packet(packet_set_ref=""), "packet_set_ref: invalid_reference"),
     (
         "packet-holdout",
-        "holdout_commitment_digest: invalid_digest",
         lambda m: _packet(holdout_commitment_digest=None),
+        "holdout_commitment_digest: invalid_digest",
     ),
     (
         "packet-commitment",
-        "mapping_commitment: invalid_digest",
         lambda m: _packet(mapping_commitment="sha256:"),
+        "mapping_commitment: invalid_digest",
     ),
-    ("packet-case-ref", "case_ref: invalid_reference", lambda m: _packet(case_ref="a/b")),
+    ("packet-case-ref", lambda m: _packet(case_ref="a/b"), "case_ref: invalid_reference"),
     (
         "packet-recused",
-        "conflict_of_interest: reviewer_recused",
         lambda m: _packet(conflict_of_interest=RECUSED),
+        "conflict_of_interest: reviewer_recused",
     ),
     (
         "packet-conflict-type",
-        "conflict_of_interest: invalid_metadata",
         lambda m: _packet(conflict_of_interest={}),
+        "conflict_of_interest: invalid_metadata",
     ),
-    ("packet-rubric", "rubric: invalid_sequence", lambda m: _packet(rubric=())),
+    ("packet-rubric", lambda m: _packet(rubric=()), "rubric: invalid_sequence"),
     (
         "packet-evidence-duplicate",
-        "source_evidence: duplicate_reference",
         lambda m: _packet(source_evidence=(_evidence(), _evidence())),
+        "source_evidence: duplicate_reference",
     ),
     (
         "packet-evidence-empty",
-        "source_evidence: invalid_sequence",
         lambda m: _packet(source_evidence=[]),
+        "source_evidence: invalid_sequence",
     ),
-    ("packet-candidates-none", "candidates: invalid_sequence", lambda m: _packet(candidates=None)),
-    (
-        "packet-one-candidate",
+    ("packet-candidates-none", lambda m: _packet(candidates=None), "candidates: invalid_sequence"),
+    *rows_for(
         "candidates: invalid_count",
-        lambda m: _packet(candidates=_CANDIDATES[:1]),
-    ),
-    (
-        "packet-27-candidates",
-        "candidates: invalid_count",
-        lambda m: _packet(
+        packet_one_candidate=lambda m: _packet(candidates=_CANDIDATES[:1]),
+        packet_27_candidates=lambda m: _packet(
             candidates=(
                 *(BlindedCandidate(alias=alias_for_slot(i), content="x") for i in range(26)),
                 BlindedCandidate(alias="candidate-a", content="x"),
             )
         ),
     ),
-    (
-        "packet-aliases-out-of-order",
+    *rows_for(
         "alias: invalid_alias",
-        lambda m: _packet(candidates=_CANDIDATES[::-1]),
-    ),
-    (
-        "candidate-alias-grammar",
-        "alias: invalid_alias",
-        lambda m: BlindedCandidate(alias="candidate-A", content="x"),
-    ),
-    (
-        "candidate-alias-identity",
-        "alias: invalid_alias",
-        lambda m: BlindedCandidate(alias="gamma", content="x"),
+        packet_aliases_out_of_order=lambda m: _packet(candidates=_CANDIDATES[::-1]),
+        candidate_alias_grammar=lambda m: BlindedCandidate(alias="candidate-A", content="x"),
+        candidate_alias_identity=lambda m: BlindedCandidate(alias="gamma", content="x"),
     ),
     (
         "candidate-content-blank",
-        "content: invalid_text",
         lambda m: BlindedCandidate(alias="candidate-a", content="  "),
+        "content: invalid_text",
     ),
-    ("packet-doc-not-mapping", "packet: invalid_document", lambda m: BlindedPacket.from_dict([])),
-    (
-        "packet-doc-extra-key",
+    *rows_for(
         "packet: invalid_document",
-        lambda m: BlindedPacket.from_dict(_packet_doc(candidate_identity="gamma")),
+        packet_doc_not_mapping=lambda m: BlindedPacket.from_dict([]),
+        packet_doc_extra_key=lambda m: BlindedPacket.from_dict(
+            _packet_doc(candidate_identity="gamma")
+        ),
+        packet_doc_missing_key=lambda m: BlindedPacket.from_dict(
+            {k: v for k, v in PACKET_DOC.items() if k != "rubric"}
+        ),
     ),
-    (
-        "packet-doc-missing-key",
-        "packet: invalid_document",
-        lambda m: BlindedPacket.from_dict({k: v for k, v in PACKET_DOC.items() if k != "rubric"}),
-    ),
-    (
-        "packet-doc-candidates-str",
+    *rows_for(
         "candidates: invalid_document",
-        lambda m: BlindedPacket.from_dict(_packet_doc(candidates="x")),
-    ),
-    (
-        "packet-doc-candidate-identity",
-        "candidates: invalid_document",
-        lambda m: BlindedPacket.from_dict(
+        packet_doc_candidates_str=lambda m: BlindedPacket.from_dict(_packet_doc(candidates="x")),
+        packet_doc_candidate_identity=lambda m: BlindedPacket.from_dict(
             _packet_doc(
                 candidates=[{"alias": "candidate-a", "content": "x", "candidate_identity": "gamma"}]
                 * 2
@@ -608,145 +560,123 @@ REFUSALS = refusal_table(
     ),
     (
         "packet-doc-rubric-mapping",
-        "rubric: invalid_document",
         lambda m: BlindedPacket.from_dict(_packet_doc(rubric={})),
+        "rubric: invalid_document",
     ),
-    (
-        "packet-json-duplicate-key",
+    *rows_for(
         "packet: invalid_document",
-        lambda m: BlindedPacket.from_json('{"a":1,"a":2}'),
-    ),
-    (
-        "packet-json-not-utf8",
-        "packet: invalid_document",
-        lambda m: BlindedPacket.from_json(b"\xff"),
+        packet_json_duplicate_key=lambda m: BlindedPacket.from_json('{"a":1,"a":2}'),
+        packet_json_not_utf8=lambda m: BlindedPacket.from_json(b"\xff"),
     ),
     # mapping
-    ("assignment-alias", "alias: invalid_alias", lambda m: _assignment(alias="candidate-1")),
+    ("assignment-alias", lambda m: _assignment(alias="candidate-1"), "alias: invalid_alias"),
     (
         "assignment-identity",
-        "candidate_identity: invalid_reference",
         lambda m: _assignment(candidate_identity=""),
+        "candidate_identity: invalid_reference",
     ),
     (
         "assignment-output-digest",
-        "output_digest: invalid_digest",
         lambda m: _assignment(output_digest="sha256:" + "G" * 64),
+        "output_digest: invalid_digest",
     ),
     (
         "assignment-manifest-digest",
-        "submission_manifest_digest: invalid_digest",
         lambda m: _assignment(submission_manifest_digest=1),
+        "submission_manifest_digest: invalid_digest",
     ),
-    ("entry-case-ref", "case_ref: invalid_reference", lambda m: _entry(case_ref=" ")),
-    ("entry-assignments-str", "assignments: invalid_sequence", lambda m: _entry(assignments="ab")),
-    ("entry-one-assignment", "assignments: invalid_count", lambda m: _entry(assignments=_TWO[:1])),
+    ("entry-case-ref", lambda m: _entry(case_ref=" "), "case_ref: invalid_reference"),
+    ("entry-assignments-str", lambda m: _entry(assignments="ab"), "assignments: invalid_sequence"),
+    ("entry-one-assignment", lambda m: _entry(assignments=_TWO[:1]), "assignments: invalid_count"),
     (
         "entry-aliases-out-of-order",
-        "alias: invalid_alias",
         lambda m: _entry(assignments=_TWO[::-1]),
+        "alias: invalid_alias",
     ),
     (
         "entry-identity-twice",
-        "assignments: duplicate_reference",
         lambda m: _entry(assignments=(_TWO[0], dataclasses.replace(_TWO[0], alias="candidate-b"))),
+        "assignments: duplicate_reference",
     ),
     (
         "mapping-schema",
-        "schema_version: unsupported_version",
         lambda m: _mapping(schema_version=PACKET_SCHEMA),
+        "schema_version: unsupported_version",
     ),
     (
         "mapping-set-ref",
-        "packet_set_ref: invalid_reference",
         lambda m: _mapping(packet_set_ref="é"),
+        "packet_set_ref: invalid_reference",
     ),
     (
         "mapping-holdout",
-        "holdout_commitment_digest: invalid_digest",
         lambda m: _mapping(holdout_commitment_digest=HOLDOUT.upper()),
+        "holdout_commitment_digest: invalid_digest",
     ),
     (
         "mapping-commitment",
-        "mapping_commitment: invalid_digest",
         lambda m: _mapping(mapping_commitment="hmac:" + "0" * 64),
+        "mapping_commitment: invalid_digest",
     ),
-    ("mapping-no-entries", "entries: invalid_sequence", lambda m: _mapping(entries=())),
+    ("mapping-no-entries", lambda m: _mapping(entries=()), "entries: invalid_sequence"),
     (
         "mapping-duplicate-case",
-        "entries: duplicate_reference",
         lambda m: _mapping(entries=(MAPPING.entries[0],) * 2),
+        "entries: duplicate_reference",
     ),
-    ("mapping-doc-none", "mapping: invalid_document", lambda m: PrivateMapping.from_dict(None)),
-    (
-        "mapping-doc-extra",
+    *rows_for(
         "mapping: invalid_document",
-        lambda m: PrivateMapping.from_dict(_mapping_doc(extra=1)),
+        mapping_doc_none=lambda m: PrivateMapping.from_dict(None),
+        mapping_doc_extra=lambda m: PrivateMapping.from_dict(_mapping_doc(extra=1)),
     ),
-    (
-        "mapping-doc-entries-mapping",
+    *rows_for(
         "entries: invalid_document",
-        lambda m: PrivateMapping.from_dict(_mapping_doc(entries={})),
-    ),
-    (
-        "mapping-doc-entry-keys",
-        "entries: invalid_document",
-        lambda m: PrivateMapping.from_dict(_mapping_doc(entries=[{"case_ref": "c"}])),
-    ),
-    (
-        "mapping-doc-assignment-type",
-        "assignments: invalid_document",
-        lambda m: PrivateMapping.from_dict(
-            _mapping_doc(entries=[{"case_ref": "c", "assignments": [1, 2]}])
+        mapping_doc_entries_mapping=lambda m: PrivateMapping.from_dict(_mapping_doc(entries={})),
+        mapping_doc_entry_keys=lambda m: PrivateMapping.from_dict(
+            _mapping_doc(entries=[{"case_ref": "c"}])
         ),
     ),
     (
+        "mapping-doc-assignment-type",
+        lambda m: PrivateMapping.from_dict(
+            _mapping_doc(entries=[{"case_ref": "c", "assignments": [1, 2]}])
+        ),
+        "assignments: invalid_document",
+    ),
+    (
         "packet-doc-hostile-mapping",
-        "packet: invalid_document",
         lambda m: BlindedPacket.from_dict(_Hostile()),
+        "packet: invalid_document",
     ),
     (
         "render-manifests-hostile-mapping",
-        "submission_manifest_digests: invalid_keys",
         lambda m: _render(submission_manifest_digests=_Hostile()),
+        "submission_manifest_digests: invalid_keys",
     ),
-    ("mapping-json", "mapping: invalid_document", lambda m: PrivateMapping.from_json("[1,")),
+    ("mapping-json", lambda m: PrivateMapping.from_json("[1,"), "mapping: invalid_document"),
     (
         "commitment-document",
-        "mapping: invalid_mapping",
         lambda m: compute_mapping_commitment(MAPPING_DOC, KEY),
+        "mapping: invalid_mapping",
     ),
     # balance and audit
-    ("balance-not-mapping", "mapping: invalid_mapping", lambda m: balance_report([MAPPING])),
-    (
-        "balance-malformed-document",
+    *rows_for(
         "mapping: invalid_mapping",
-        lambda m: balance_report(_mapping_doc(entries=[])),
+        balance_not_mapping=lambda m: balance_report([MAPPING]),
+        balance_malformed_document=lambda m: balance_report(_mapping_doc(entries=[])),
     ),
-    (
-        "audit-short-key",
+    *rows_for(
         "randomization_key: invalid_key",
-        lambda m: audit_mapping(RENDERED.packets, MAPPING, KEY[:-1]),
+        audit_short_key=lambda m: audit_mapping(RENDERED.packets, MAPPING, KEY[:-1]),
+        audit_key_before_mapping=lambda m: audit_mapping(RENDERED.packets, None, "key"),
     ),
-    (
-        "audit-key-before-mapping",
-        "randomization_key: invalid_key",
-        lambda m: audit_mapping(RENDERED.packets, None, "key"),
-    ),
-    (
-        "audit-mapping-none",
+    *rows_for(
         "mapping: invalid_mapping",
-        lambda m: audit_mapping(RENDERED.packets, None, KEY),
-    ),
-    (
-        "audit-mapping-bad-document",
-        "mapping: invalid_mapping",
-        lambda m: audit_mapping(RENDERED.packets, _mapping_doc(schema_version="x"), KEY),
-    ),
-    (
-        "audit-mapping-before-packets",
-        "mapping: invalid_mapping",
-        lambda m: audit_mapping([], "mapping", KEY),
+        audit_mapping_none=lambda m: audit_mapping(RENDERED.packets, None, KEY),
+        audit_mapping_bad_document=lambda m: audit_mapping(
+            RENDERED.packets, _mapping_doc(schema_version="x"), KEY
+        ),
+        audit_mapping_before_packets=lambda m: audit_mapping([], "mapping", KEY),
     ),
 )
 

@@ -23,7 +23,7 @@ from sealeval.session.cases import (
     is_reference,
     is_text,
 )
-from support.refusals import assert_refused_as, codes_of, refusal_table
+from support.refusals import assert_refused_as, codes_of, refusal_table, rows_for
 from support.vectors import cases, decode_input
 
 CANARY = "PHI-CANARY-7f3a-jane-doe-MRN-0042"
@@ -155,233 +155,132 @@ class _Twice(Mapping[str, str]):
 
 REFUSALS = refusal_table(
     # SourceEvidence
-    (
-        "evidence-ref-empty",
+    *rows_for(
         "evidence_ref: invalid_reference",
-        lambda: SourceEvidence(evidence_ref="", content="x"),
+        evidence_ref_empty=lambda: SourceEvidence(evidence_ref="", content="x"),
+        evidence_ref_leading_dash=lambda: SourceEvidence(evidence_ref="-x", content="x"),
+        evidence_ref_too_long=lambda: SourceEvidence(evidence_ref="a" * 129, content="x"),
+        evidence_ref_space=lambda: SourceEvidence(evidence_ref="a b", content="x"),
+        evidence_ref_trailing_newline=lambda: SourceEvidence(evidence_ref="a\n", content="x"),
+        evidence_ref_non_ascii=lambda: SourceEvidence(evidence_ref="\u00e9", content="x"),
+        evidence_ref_str_subclass=lambda: SourceEvidence(evidence_ref=_StrSub("a"), content="x"),
+        evidence_ref_int=lambda: SourceEvidence(evidence_ref=1, content="x"),
     ),
-    (
-        "evidence-ref-leading-dash",
-        "evidence_ref: invalid_reference",
-        lambda: SourceEvidence(evidence_ref="-x", content="x"),
-    ),
-    (
-        "evidence-ref-too-long",
-        "evidence_ref: invalid_reference",
-        lambda: SourceEvidence(evidence_ref="a" * 129, content="x"),
-    ),
-    (
-        "evidence-ref-space",
-        "evidence_ref: invalid_reference",
-        lambda: SourceEvidence(evidence_ref="a b", content="x"),
-    ),
-    (
-        "evidence-ref-trailing-newline",
-        "evidence_ref: invalid_reference",
-        lambda: SourceEvidence(evidence_ref="a\n", content="x"),
-    ),
-    (
-        "evidence-ref-non-ascii",
-        "evidence_ref: invalid_reference",
-        lambda: SourceEvidence(evidence_ref="\u00e9", content="x"),
-    ),
-    (
-        "evidence-ref-str-subclass",
-        "evidence_ref: invalid_reference",
-        lambda: SourceEvidence(evidence_ref=_StrSub("a"), content="x"),
-    ),
-    (
-        "evidence-ref-int",
-        "evidence_ref: invalid_reference",
-        lambda: SourceEvidence(evidence_ref=1, content="x"),
-    ),
-    (
-        "content-empty",
+    *rows_for(
         "content: invalid_text",
-        lambda: SourceEvidence(evidence_ref="e", content=""),
+        content_empty=lambda: SourceEvidence(evidence_ref="e", content=""),
+        content_blank=lambda: SourceEvidence(evidence_ref="e", content=" \t\n"),
+        content_unicode_blank=lambda: SourceEvidence(evidence_ref="e", content="\u2003\u3000"),
+        content_too_long=lambda: SourceEvidence(evidence_ref="e", content="x" * 1_000_001),
+        content_lone_surrogate=lambda: SourceEvidence(evidence_ref="e", content="bad \ud800"),
+        content_bytes=lambda: SourceEvidence(evidence_ref="e", content=b"bytes"),
     ),
-    (
-        "content-blank",
-        "content: invalid_text",
-        lambda: SourceEvidence(evidence_ref="e", content=" \t\n"),
-    ),
-    (
-        "content-unicode-blank",
-        "content: invalid_text",
-        lambda: SourceEvidence(evidence_ref="e", content="\u2003\u3000"),
-    ),
-    (
-        "content-too-long",
-        "content: invalid_text",
-        lambda: SourceEvidence(evidence_ref="e", content="x" * 1_000_001),
-    ),
-    (
-        "content-lone-surrogate",
-        "content: invalid_text",
-        lambda: SourceEvidence(evidence_ref="e", content="bad \ud800"),
-    ),
-    (
-        "content-bytes",
-        "content: invalid_text",
-        lambda: SourceEvidence(evidence_ref="e", content=b"bytes"),
-    ),
-    (
-        "evidence-doc-not-mapping",
+    *rows_for(
         "source_evidence: invalid_document",
-        lambda: SourceEvidence.from_dict(["content"]),
-    ),
-    (
-        "evidence-doc-missing-key",
-        "source_evidence: invalid_document",
-        lambda: SourceEvidence.from_dict({"content": "x"}),
-    ),
-    (
-        "evidence-doc-extra-key",
-        "source_evidence: invalid_document",
-        lambda: SourceEvidence.from_dict({"content": "x", "evidence_ref": "e", "x": 1}),
+        evidence_doc_not_mapping=lambda: SourceEvidence.from_dict(["content"]),
+        evidence_doc_missing_key=lambda: SourceEvidence.from_dict({"content": "x"}),
+        evidence_doc_extra_key=lambda: SourceEvidence.from_dict(
+            {"content": "x", "evidence_ref": "e", "x": 1}
+        ),
     ),
     # RubricCriterion
     (
         "criterion-ref",
-        "criterion_ref: invalid_reference",
         lambda: _criterion(criterion_ref="bad ref"),
+        "criterion_ref: invalid_reference",
     ),
-    ("question-blank", "question: invalid_text", lambda: _criterion(question=" ")),
-    ("question-too-long", "question: invalid_text", lambda: _criterion(question="q" * 501)),
-    ("score-bool-min", "score_range: invalid_range", lambda: _criterion(minimum_score=True)),
-    (
-        "score-bool-max",
-        "score_range: invalid_range",
-        lambda: _criterion(maximum_score=True, minimum_score=0),
+    *rows_for(
+        "question: invalid_text",
+        question_blank=lambda: _criterion(question=" "),
+        question_too_long=lambda: _criterion(question="q" * 501),
     ),
-    ("score-float", "score_range: invalid_range", lambda: _criterion(maximum_score=5.0)),
-    (
-        "score-negative",
+    *rows_for(
         "score_range: invalid_range",
-        lambda: _criterion(minimum_score=-1, maximum_score=2),
-    ),
-    (
-        "score-above-ten",
-        "score_range: invalid_range",
-        lambda: _criterion(minimum_score=8, maximum_score=11),
-    ),
-    (
-        "score-empty-range",
-        "score_range: invalid_range",
-        lambda: _criterion(minimum_score=3, maximum_score=3),
-    ),
-    (
-        "score-inverted",
-        "score_range: invalid_range",
-        lambda: _criterion(minimum_score=4, maximum_score=2),
-    ),
-    (
-        "score-span-five",
-        "score_range: invalid_range",
-        lambda: _criterion(minimum_score=0, maximum_score=5),
+        score_bool_min=lambda: _criterion(minimum_score=True),
+        score_bool_max=lambda: _criterion(maximum_score=True, minimum_score=0),
+        score_float=lambda: _criterion(maximum_score=5.0),
+        score_negative=lambda: _criterion(minimum_score=-1, maximum_score=2),
+        score_above_ten=lambda: _criterion(minimum_score=8, maximum_score=11),
+        score_empty_range=lambda: _criterion(minimum_score=3, maximum_score=3),
+        score_inverted=lambda: _criterion(minimum_score=4, maximum_score=2),
+        score_span_five=lambda: _criterion(minimum_score=0, maximum_score=5),
     ),
     (
         "criterion-doc",
-        "criterion: invalid_document",
         lambda: RubricCriterion.from_dict({"criterion_ref": "c"}),
+        "criterion: invalid_document",
     ),
     # ConflictOfInterestMetadata
-    ("reviewer-ref", "reviewer_ref: invalid_reference", lambda: _conflict(reviewer_ref="r/1")),
-    (
-        "declaration-uppercase",
+    ("reviewer-ref", lambda: _conflict(reviewer_ref="r/1"), "reviewer_ref: invalid_reference"),
+    *rows_for(
         "declaration_digest: invalid_digest",
-        lambda: _conflict(declaration_digest="sha256:" + "AB" * 32),
+        declaration_uppercase=lambda: _conflict(declaration_digest="sha256:" + "AB" * 32),
+        declaration_newline=lambda: _conflict(declaration_digest=DIGEST + "\n"),
     ),
-    (
-        "declaration-newline",
-        "declaration_digest: invalid_digest",
-        lambda: _conflict(declaration_digest=DIGEST + "\n"),
+    *rows_for(
+        "conflict_status: invalid_status",
+        status_unknown=lambda: _conflict(status="pending"),
+        status_case=lambda: _conflict(status="Cleared"),
+        status_none=lambda: _conflict(status=None),
     ),
-    ("status-unknown", "conflict_status: invalid_status", lambda: _conflict(status="pending")),
-    ("status-case", "conflict_status: invalid_status", lambda: _conflict(status="Cleared")),
-    ("status-none", "conflict_status: invalid_status", lambda: _conflict(status=None)),
     (
         "conflict-doc-status-missing",
-        "conflict_of_interest: invalid_document",
         lambda: ConflictOfInterestMetadata.from_dict(
             {"reviewer_ref": "r", "declaration_digest": DIGEST}
         ),
+        "conflict_of_interest: invalid_document",
     ),
     # ComparisonCase
-    ("case-ref", "case_ref: invalid_reference", lambda: _case(case_ref="case 1")),
-    ("evidence-empty", "source_evidence: invalid_sequence", lambda: _case(source_evidence=())),
-    (
-        "evidence-not-sequence",
+    ("case-ref", lambda: _case(case_ref="case 1"), "case_ref: invalid_reference"),
+    *rows_for(
         "source_evidence: invalid_sequence",
-        lambda: _case(source_evidence=GOOD_EVIDENCE[0]),
-    ),
-    (
-        "evidence-iterator",
-        "source_evidence: invalid_sequence",
-        lambda: _case(source_evidence=iter(GOOD_EVIDENCE)),
-    ),
-    (
-        "evidence-item-document",
-        "source_evidence: invalid_sequence",
-        lambda: _case(source_evidence=({"evidence_ref": "e", "content": "x"},)),
+        evidence_empty=lambda: _case(source_evidence=()),
+        evidence_not_sequence=lambda: _case(source_evidence=GOOD_EVIDENCE[0]),
+        evidence_iterator=lambda: _case(source_evidence=iter(GOOD_EVIDENCE)),
+        evidence_item_document=lambda: _case(
+            source_evidence=({"evidence_ref": "e", "content": "x"},)
+        ),
     ),
     (
         "evidence-duplicate",
-        "source_evidence: duplicate_reference",
         lambda: _case(source_evidence=GOOD_EVIDENCE * 2),
+        "source_evidence: duplicate_reference",
     ),
     (
         "outputs-not-mapping",
-        "candidate_outputs: invalid_mapping",
         lambda: _case(candidate_outputs=[("a", "x"), ("b", "y")]),
-    ),
-    (
-        "outputs-one",
-        "candidate_outputs: invalid_count",
-        lambda: _case(candidate_outputs={"a": "x"}),
-    ),
-    (
-        "outputs-twenty-seven",
-        "candidate_outputs: invalid_count",
-        lambda: _case(candidate_outputs={f"c{i}": "x" for i in range(27)}),
-    ),
-    (
-        "identity-grammar",
-        "candidate_identity: invalid_reference",
-        lambda: _case(candidate_outputs={"a": "x", "b c": "y"}),
-    ),
-    (
-        "identity-not-str",
-        "candidate_identity: invalid_reference",
-        lambda: _case(candidate_outputs={"a": "x", 2: "y"}),
-    ),
-    (
-        "output-blank",
-        "candidate_output: invalid_text",
-        lambda: _case(candidate_outputs={"a": "x", "b": "\n"}),
-    ),
-    (
-        "output-none",
-        "candidate_output: invalid_text",
-        lambda: _case(candidate_outputs={"a": "x", "b": None}),
-    ),
-    (
-        "outputs-hostile-mapping",
         "candidate_outputs: invalid_mapping",
-        lambda: _case(candidate_outputs=_Hostile()),
     ),
-    (
-        "outputs-key-twice",
+    *rows_for(
+        "candidate_outputs: invalid_count",
+        outputs_one=lambda: _case(candidate_outputs={"a": "x"}),
+        outputs_twenty_seven=lambda: _case(candidate_outputs={f"c{i}": "x" for i in range(27)}),
+    ),
+    *rows_for(
+        "candidate_identity: invalid_reference",
+        identity_grammar=lambda: _case(candidate_outputs={"a": "x", "b c": "y"}),
+        identity_not_str=lambda: _case(candidate_outputs={"a": "x", 2: "y"}),
+    ),
+    *rows_for(
+        "candidate_output: invalid_text",
+        output_blank=lambda: _case(candidate_outputs={"a": "x", "b": "\n"}),
+        output_none=lambda: _case(candidate_outputs={"a": "x", "b": None}),
+    ),
+    *rows_for(
         "candidate_outputs: invalid_mapping",
-        lambda: _case(candidate_outputs=_Twice()),
+        outputs_hostile_mapping=lambda: _case(candidate_outputs=_Hostile()),
+        outputs_key_twice=lambda: _case(candidate_outputs=_Twice()),
     ),
     (
         "evidence-doc-hostile-mapping",
-        "source_evidence: invalid_document",
         lambda: SourceEvidence.from_dict(_Hostile()),
+        "source_evidence: invalid_document",
     ),
-    ("digest-not-a-case", "case: invalid_case", lambda: evaluation_case_digest({"case_ref": "c"})),
-    ("payload-not-a-case", "case: invalid_case", lambda: evaluation_case_payload("c")),
+    *rows_for(
+        "case: invalid_case",
+        digest_not_a_case=lambda: evaluation_case_digest({"case_ref": "c"}),
+        payload_not_a_case=lambda: evaluation_case_payload("c"),
+    ),
 )
 
 

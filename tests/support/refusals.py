@@ -23,6 +23,7 @@ __all__ = [
     "assert_refused_as",
     "codes_of",
     "refusal_table",
+    "rows_for",
 ]
 
 #: The marker every canary string of the suite carries.
@@ -64,8 +65,20 @@ def assert_refused(
     return error
 
 
-def refusal_table(*rows: tuple[str, str, Callable[..., object]]) -> list[Any]:
-    """Return one parametrized refusal table from rows ``(id, expected, action)``.
+def rows_for(expected: object, **variants: object) -> list[tuple[object, ...]]:
+    """Return the table rows of one rule: every variant refused the same way.
+
+    Each keyword becomes the row ``(id, variant, *expected)`` (``expected``
+    unpacked when it is a tuple), its id the keyword with ``_`` written ``-``.
+    A table is then a list of such groups and single rows, so a rule's bad
+    inputs stand together under one stated expectation.
+    """
+    tail = expected if isinstance(expected, tuple) else (expected,)
+    return [(name.replace("_", "-"), variant, *tail) for name, variant in variants.items()]
+
+
+def refusal_table(*rows: tuple[Any, ...]) -> list[Any]:
+    """Return one parametrized refusal table from rows ``(id, action, expected)``.
 
     ``expected`` is the error's exact message: ``"<field>: <code>"`` (or the
     bare code of an error without a field in its message). Each row becomes
@@ -73,7 +86,7 @@ def refusal_table(*rows: tuple[str, str, Callable[..., object]]) -> list[Any]:
     """
     ids = [row[0] for row in rows]
     assert len(set(ids)) == len(ids), "refusal table ids must be unique"
-    return [pytest.param(action, expected, id=row_id) for row_id, expected, action in rows]
+    return [pytest.param(action, expected, id=row_id) for row_id, action, expected in rows]
 
 
 def codes_of(table: Sequence[Any]) -> set[str]:
