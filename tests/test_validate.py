@@ -21,8 +21,8 @@ from sealeval.captured.receipt import ReceiptError
 from sealeval.captured.request import CapturedRequestError
 from sealeval.captured.trust import TrustInputError
 from sealeval.errors import SealevalError
+from support.refusals import CANARY
 
-CANARY = "PHI-CANARY-7f3a-jane-doe-MRN-0042"
 FIELD = "outer.inner"
 
 Check = Callable[[type[SealevalError]], object]

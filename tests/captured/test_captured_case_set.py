@@ -37,6 +37,7 @@ from support.captured_case_set import (
     _case,
     _run,
 )
+from support.refusals import CANARY
 from support.vectors import PROJECT_ROOT, cases, load
 
 CASE_SET_SCHEMA = Draft202012Validator(
@@ -53,7 +54,6 @@ RUN_SCHEMA = Draft202012Validator(
         )
     )
 )
-CANARY = "PHI-CANARY-7f3a-jane-doe-MRN-0042"
 
 _CASES_RECIPE = re.compile(
     r"(\d+) cases; case i \(0-based\) = \{id: 'c' \+ i as 5-digit zero-padded decimal, "

@@ -30,7 +30,6 @@ from sealeval.errors import CanonicalError, OutputError
 from support.captured_export import (
     _AUTOEVALS,
     ARTIFACT,
-    CANARY,
     EXPORT_REFUSALS,
     PROFILES,
     SOURCE,
@@ -40,6 +39,7 @@ from support.captured_export import (
     _Raising,
     _simple_export,
 )
+from support.refusals import CANARY
 from support.vectors import PROJECT_ROOT, cases, load
 
 CONTRACTS = PROJECT_ROOT / "contracts"

@@ -28,9 +28,9 @@ from sealeval.captured.policy import (
 )
 from sealeval.captured.scorers import NormalizedNll, RecordedScore, Scorer, ScorerError
 from sealeval.errors import CanonicalError
+from support.refusals import CANARY
 from support.vectors import PROJECT_ROOT, cases, load
 
-CANARY = "PHI-CANARY-7f3a-jane-doe-MRN-0042"
 DIGEST_A = "sha256:" + "a" * 64
 DIGEST_B = "sha256:" + "b" * 64
 DIGEST_C = "sha256:" + "c" * 64

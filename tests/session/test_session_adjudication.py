@@ -54,11 +54,10 @@ from sealeval.session.cases import (
     evaluation_case_digest,
     evaluation_case_payload,
 )
-from support.refusals import assert_refused_as, codes_of, refusal_table, rows_for
+from support.refusals import CANARY, assert_refused_as, codes_of, refusal_table, rows_for
 from support.vectors import PROJECT_ROOT, cases, decode_input, load
 
 VECTORS = "openmed/adjudication.json"
-CANARY = "PHI-CANARY-7f3a-jane-doe-MRN-0042"
 KEY = bytes(range(32))
 OTHER_KEY = bytes(range(1, 33))
 HOLDOUT = "sha256:" + "be" * 32

@@ -23,10 +23,9 @@ from sealeval.session.cases import (
     is_reference,
     is_text,
 )
-from support.refusals import assert_refused_as, codes_of, refusal_table, rows_for
+from support.refusals import CANARY, assert_refused_as, codes_of, refusal_table, rows_for
 from support.vectors import cases, decode_input
 
-CANARY = "PHI-CANARY-7f3a-jane-doe-MRN-0042"
 DIGEST = "sha256:" + "ab" * 32
 GOOD_EVIDENCE = (SourceEvidence(evidence_ref="ev-1", content="Evidence text"),)
 GOOD_OUTPUTS = {"alpha": "Output alpha", "beta": "Output beta"}

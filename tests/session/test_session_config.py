@@ -35,14 +35,8 @@ from sealeval.session.config import (
     session_clock,
 )
 from support.contracts import schema
-from support.refusals import assert_refused
-from support.session_config import (
-    CANARY,
-    OTHER_DIGEST,
-    base_document,
-    copy_bundle,
-    write_config,
-)
+from support.refusals import CANARY, assert_refused
+from support.session_config import OTHER_DIGEST, base_document, copy_bundle, write_config
 
 # ---------------------------------------------------------------------------
 # Bundle helpers (shared with test_cli_session.py)

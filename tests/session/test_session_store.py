@@ -21,6 +21,7 @@ from sealeval.session.store import (
     check_finish,
     check_save,
 )
+from support.refusals import CANARY
 from support.session_store import (
     BINDING,
     BUDGET,
@@ -40,7 +41,6 @@ from support.session_world import (
     session_key,
 )
 
-CANARY = "PHI-CANARY-7f3a-jane-doe-MRN-0042"
 KEY = session_key("store")
 
 

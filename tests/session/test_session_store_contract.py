@@ -58,6 +58,7 @@ from sealeval.session.store_factory import (
     read_session_store,
 )
 from support.postgres import fresh_database
+from support.refusals import CANARY
 from support.session_store import (
     BINDING,
     BUDGET,
@@ -81,7 +82,6 @@ from support.session_world import (
 )
 from support.vectors import PROJECT_ROOT
 
-CANARY = "PHI-CANARY-7f3a-jane-doe-MRN-0042"
 KEY = session_key("contract")
 CONTRACTS = PROJECT_ROOT / "contracts"
 
