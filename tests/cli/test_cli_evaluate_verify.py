@@ -21,9 +21,9 @@ import sealeval.cli as cli_package
 from sealeval.captured.pack_reader import read_evidence_pack
 from sealeval.captured.policy import ComparisonPolicyError
 from sealeval.captured.signing import load_verify_key
-from sealeval.cli._common import CONTEXT_SETTINGS, DECISION_ORDER_CHOICES
+from sealeval.cli._common import CONTEXT_SETTINGS, DECISION_ORDER_CHOICES, printable
 from sealeval.cli.evaluate import evaluate_command
-from sealeval.cli.verify import dump_json, printable, verify_command
+from sealeval.cli.verify import dump_json, verify_command
 from support.captured_verify import (
     VERIFY_MESSAGES,
     pack_workspace,

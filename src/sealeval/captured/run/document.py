@@ -10,16 +10,15 @@ document (parsed value / strict JSON bytes / file) and validate it once;
 from __future__ import annotations
 
 import contextlib
-import errno
 import gc
 import hashlib
 import os
-import stat
 import types
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from sealeval._fs import open_regular, read_regular, translated
 from sealeval._validate import EMPTY, check_closed
 from sealeval.canonical import DecodeLimits, decode
 from sealeval.captured.errors import CapturedRunError
@@ -365,35 +364,19 @@ def parse_run(data: bytes | bytearray | memoryview, *, limits: Limits = UNLIMITE
 
 
 def _open_regular(path: str | os.PathLike[str], field_name: str) -> int:
-    """Open a regular file for reading, refusing symlinks, FIFOs and devices."""
-    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
-    try:
-        fd = os.open(path, flags)
-    except FileNotFoundError:
-        raise CapturedRunError("not_found", field_name) from None
-    except OSError as error:
-        code = "not_regular_file" if error.errno in (errno.ELOOP, errno.EISDIR) else "unreadable"
-        raise CapturedRunError(code, field_name) from None
-    regular = stat.S_ISREG(os.fstat(fd).st_mode)
-    if regular:
-        os.set_blocking(fd, True)
-    else:
-        os.close(fd)
-        raise CapturedRunError("not_regular_file", field_name)
-    return fd
+    """Open a regular file for reading, refusing symlinks, FIFOs and devices (``sealeval._fs``)."""
+    with translated(CapturedRunError, field_name, default="unreadable"):
+        return open_regular(path)
 
 
 def read_file_bytes(path: str | os.PathLike[str], max_bytes: int, field_name: str) -> bytes:
-    """Read a whole regular file (not a symlink) of at most ``max_bytes`` bytes."""
-    fd = _open_regular(path, field_name)
-    try:
-        with os.fdopen(fd, "rb") as handle:
-            data = handle.read(max_bytes + 1)
-    except OSError:  # pragma: no cover - a read error after a successful open
-        raise CapturedRunError("unreadable", field_name) from None
-    if len(data) > max_bytes:
-        raise CapturedRunError("too_large", field_name)
-    return data
+    """Read a whole regular file (not a symlink) of at most ``max_bytes`` bytes.
+
+    The read is ``sealeval._fs.read_regular``: bounded before a byte is read
+    and stable (a file changed while read is ``unreadable``).
+    """
+    with translated(CapturedRunError, field_name, default="unreadable"):
+        return read_regular(path, limit=max_bytes)
 
 
 def read_run(path: str | os.PathLike[str], *, limits: Limits = UNLIMITED) -> Run:
