@@ -66,7 +66,8 @@ JOBS: tuple[Job, ...] = (
     ),
     Job(
         "Closed objects (exact keys, unknown and missing fields), bounded open objects, "
-        "digests, text fields, JSON values, read-only JSON copies",
+        "digests, text fields, JSON values, read-only JSON copies, a JSON document or object "
+        "decoded with the caller's error and codes",
         ("_validate.py",),
         "takes the caller's error class (and codes) as parameters; an unpaired surrogate "
         "in a text field is `invalid_json_value`",
