@@ -76,9 +76,9 @@ from sealeval.captured.signing import (
     signature_envelope,
     verify_signature_envelope,
 )
-from support.captured_request import copy_writable, oracle_loader
+from support.captured_request import oracle_loader
 from support.refusals import rows_for
-from support.vectors import PROJECT_ROOT, cases, load, vectors_dir
+from support.vectors import PROJECT_ROOT, cases, load, tree_files, vectors_dir, writable_copy
 
 V = vectors_dir() / "invarlock"
 CANARY = "CANARYq7zx"
@@ -103,18 +103,10 @@ def _pack_case(name: str) -> dict[str, Any]:
     return next(case for case in load("invarlock/packs.json")["cases"] if case["name"] == name)
 
 
-def _files(directory: Path) -> dict[str, bytes]:
-    return {
-        path.relative_to(directory).as_posix(): path.read_bytes()
-        for path in sorted(directory.rglob("*"))
-        if path.is_file()
-    }
-
-
 def _load(case: dict[str, Any], tmp_path: Path) -> tuple[CapturedRequest, bool]:
     inputs, expected = case["input"], case["expected"]
     root = tmp_path / "request"
-    copy_writable(V / inputs["request_dir"], root)
+    writable_copy(V / inputs["request_dir"], root)
     command = inputs["command"]
     output = command[command.index("--output") + 1] if "--output" in command else None
     request = load_captured_request(
@@ -165,7 +157,7 @@ def test_pack_vectors(case: dict[str, Any], tmp_path: Path) -> None:
         key = load_signing_key(V / inputs["signing_key"])
         published = build_evidence_pack(request, comparison_report=report, signing_key=key)
     # Every file byte for byte, nothing more.
-    assert _files(published.path) == _files(evidence)
+    assert tree_files(published.path) == tree_files(evidence)
     # Modes and inventory as the reference published them.
     inventory = expected["inventory_as_published"]
     assert oct(stat.S_IMODE(published.path.stat().st_mode)) == inventory["root_mode"]
@@ -256,7 +248,7 @@ RECIPIENT_MESSAGES = frozenset(
 
 def _materialize(case: dict[str, Any], tmp_path: Path) -> Path:
     """Copy the pack; restore the symlink the repository stores as a plain file."""
-    target = copy_writable(V / case["input"]["pack_dir"], tmp_path / "pack")
+    target = writable_copy(V / case["input"]["pack_dir"], tmp_path / "pack")
     note = case["input"].get("note", "")
     if "symlink" in note and not (target / "request.json").is_symlink():
         link = (target / "request.json").read_text("utf-8").strip()
@@ -307,10 +299,6 @@ def test_verify_vectors_reader_level(case: dict[str, Any], tmp_path: Path) -> No
 @pytest.fixture(scope="module")
 def signed_pack(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return _build(MAIN, tmp_path_factory.mktemp("signed")).path
-
-
-def _writable_copy(source: Path, target: Path) -> Path:
-    return copy_writable(source, target)
 
 
 def _reseal(
@@ -769,7 +757,7 @@ def test_reader_refusals(
     signed_pack: Path,
     tmp_path: Path,
 ) -> None:
-    pack = _writable_copy(signed_pack, tmp_path / "pack")
+    pack = writable_copy(signed_pack, tmp_path / "pack")
     mutate(pack)
     with pytest.raises(EvidencePackError) as caught:
         read_evidence_pack(pack)
@@ -798,7 +786,7 @@ def test_uncapped_streamed_reader_refuses_alike(
 ) -> None:
     """Every refusal of the whole-file reader is the same when run files are streamed."""
     monkeypatch.setattr(reader_module, "STREAM_MIN_BYTES", 0)
-    pack = _writable_copy(signed_pack, tmp_path / "pack")
+    pack = writable_copy(signed_pack, tmp_path / "pack")
     mutate(pack)
     if code not in _CAP_CODES:
         with pytest.raises(EvidencePackError) as caught:
@@ -913,7 +901,7 @@ def test_report_validator_is_applied(signed_pack: Path) -> None:
 def test_file_changed_while_reading(
     signed_pack: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    pack = _writable_copy(signed_pack, tmp_path / "pack")
+    pack = writable_copy(signed_pack, tmp_path / "pack")
     original = reader_module._Scanner.read
 
     def read(self: Any, name: str, snapshot: Any) -> bytes:
@@ -931,7 +919,7 @@ def test_file_changed_while_reading(
 
 
 def test_check_unchanged_detects_later_changes(signed_pack: Path, tmp_path: Path) -> None:
-    pack_dir = _writable_copy(signed_pack, tmp_path / "pack")
+    pack_dir = writable_copy(signed_pack, tmp_path / "pack")
     pack = read_evidence_pack(pack_dir)
     pack.check_unchanged()
     (pack_dir / "reports" / "extra.json").write_bytes(b"{}")
@@ -1511,7 +1499,7 @@ def test_canary_never_reaches_pack_errors_reprs_or_logs(
 ) -> None:
     caplog.set_level(logging.DEBUG)
     messages: list[str] = []
-    pack = _writable_copy(signed_pack, tmp_path / f"{CANARY}-pack")
+    pack = writable_copy(signed_pack, tmp_path / f"{CANARY}-pack")
     (pack / f"{CANARY}.txt").write_text(CANARY)
     with pytest.raises(EvidencePackError) as unknown:
         read_evidence_pack(pack)
@@ -1640,7 +1628,7 @@ def test_report_must_be_an_object() -> None:
 
 def test_snapshot_totals(signed_pack: Path) -> None:
     pack = read_evidence_pack(signed_pack)
-    assert pack.snapshot.total_bytes == sum(len(data) for data in _files(signed_pack).values())
+    assert pack.snapshot.total_bytes == sum(len(data) for data in tree_files(signed_pack).values())
 
 
 EXTRA_READER_RULES = [
@@ -1675,7 +1663,7 @@ EXTRA_READER_RULES = [
 def test_more_reader_refusals(
     mutate: Callable[[Path], Any], code: str, status: int, signed_pack: Path, tmp_path: Path
 ) -> None:
-    pack = _writable_copy(signed_pack, tmp_path / "pack")
+    pack = writable_copy(signed_pack, tmp_path / "pack")
     mutate(pack)
     with pytest.raises(EvidencePackError) as caught:
         read_evidence_pack(pack)
@@ -1686,7 +1674,7 @@ def test_more_reader_refusals(
 def test_file_replaced_while_reading(
     how: str, signed_pack: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    pack = _writable_copy(signed_pack, tmp_path / "pack")
+    pack = writable_copy(signed_pack, tmp_path / "pack")
     original = reader_module._Scanner.read
 
     def read(self: Any, name: str, snapshot: Any) -> bytes:

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,42 +24,17 @@ from sealeval.captured.pack import EvidencePackBuildError, build_evidence_pack
 from sealeval.captured.request import RunFacts, load_captured_request
 from sealeval.captured.run import UNLIMITED
 from sealeval.errors import SealevalError
-from support.vectors import vectors_dir
+from support.vectors import cases, tree_files, vectors_dir, writable_copy
 
 V = vectors_dir() / "invarlock"
 _OPTIONS: dict[str, Any] = {"max_bootstrap_draws": 10**9, "decision_order": "reference"}
 SIGNER = V / "keys" / "evidence-signer" / "private.pem"
 
 
-def _cases() -> list[Any]:
-    document = json.loads((V / "packs.json").read_bytes())
-    return [pytest.param(case, id=case["name"]) for case in document["cases"]]
-
-
-def _writable(source: Path, target: Path) -> Path:
-    shutil.copytree(source, target, symlinks=True)
-    for path in [target, *target.rglob("*")]:
-        if not path.is_symlink():
-            path.chmod(0o755 if path.is_dir() else 0o644)
-    return target
-
-
-def _files(directory: Path) -> dict[str, bytes]:
-    return {
-        path.relative_to(directory).as_posix(): path.read_bytes()
-        for path in sorted(directory.rglob("*"))
-        if path.is_file()
-    }
-
-
 @pytest.fixture
-def inside(tmp_path: Path) -> Iterator[Path]:
-    previous = Path.cwd()
-    os.chdir(tmp_path)
-    try:
-        yield tmp_path
-    finally:
-        os.chdir(previous)
+def inside(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
 
 
 @pytest.fixture
@@ -87,12 +60,12 @@ def _overrides(command: list[str]) -> dict[str, str | None]:
     }
 
 
-@pytest.mark.parametrize("case", _cases())
+@pytest.mark.parametrize("case", cases("invarlock/packs.json"))
 def test_streamed_evaluate_rebuilds_every_vector_pack(
     case: dict[str, Any], inside: Path, streamed: list[str]
 ) -> None:
     expected = case["expected"]
-    workspace = _writable(V / "packs" / case["name"], inside / case["name"])
+    workspace = writable_copy(V / "packs" / case["name"], inside / case["name"])
     request = workspace / "request" / "request.yaml"
     os.chdir(request.parent)
     command = case["input"]["command"]
@@ -114,7 +87,7 @@ def test_streamed_evaluate_rebuilds_every_vector_pack(
     evidence = result.pop("evidence")
     reference = expected["evaluate"]["stdout_json"]
     assert result == {name: value for name, value in reference.items() if name != "evidence"}
-    assert _files(request.parent / evidence) == _files(V / expected["evidence_dir"])
+    assert tree_files(request.parent / evidence) == tree_files(V / expected["evidence_dir"])
     # Whenever a side was streamed, no held comparison ran (preflight and evaluate alike).
     if any(isinstance(side, RunFacts) for side in sides):
         assert streamed == []
@@ -138,7 +111,7 @@ def _canonical(path: Path) -> bool:
 
 def test_a_text_vector_is_streamed_on_both_sides(inside: Path, streamed: list[str]) -> None:
     """A vector pack takes the streamed path end to end (the test above is not vacuous)."""
-    workspace = _writable(V / "packs" / "text-20-exact-signed", inside / "pack")
+    workspace = writable_copy(V / "packs" / "text-20-exact-signed", inside / "pack")
     request = workspace / "request" / "request.yaml"
     loaded = load_captured_request(request, limits=UNLIMITED)
     assert isinstance(loaded.baseline, RunFacts)
@@ -158,7 +131,7 @@ def _pin(workspace: Path, digest: str) -> None:
 def test_a_wrong_case_set_pin_is_refused_alike(
     pinned: str, inside: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    workspace = _writable(V / "packs" / "case-set-pinned-signed", inside / "pack")
+    workspace = writable_copy(V / "packs" / "case-set-pinned-signed", inside / "pack")
     _pin(workspace, pinned)
     request = workspace / "request" / "request.yaml"
     outcomes: list[tuple[str, str | None, type[Exception]]] = []
@@ -175,7 +148,7 @@ def test_a_wrong_case_set_pin_is_refused_alike(
 def test_the_pinned_case_set_is_checked_on_streamed_runs(
     inside: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    workspace = _writable(V / "packs" / "case-set-pinned-signed", inside / "pack")
+    workspace = writable_copy(V / "packs" / "case-set-pinned-signed", inside / "pack")
     request = workspace / "request" / "request.yaml"
     monkeypatch.setattr(files_module, "STREAM_MIN_BYTES", 0)
     loaded = load_captured_request(request, limits=UNLIMITED)
@@ -189,7 +162,7 @@ def test_mixed_sides_compare_streamed_with_the_same_report(
     inside: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """One held run and one streamed run give the in-memory report's bytes."""
-    workspace = _writable(V / "packs" / "text-200-multi-signed", inside / "pack")
+    workspace = writable_copy(V / "packs" / "text-200-multi-signed", inside / "pack")
     request = workspace / "request" / "request.yaml"
     held = load_captured_request(request, limits=UNLIMITED)
     monkeypatch.setattr(files_module, "STREAM_MIN_BYTES", 0)
@@ -204,7 +177,7 @@ def test_mixed_sides_compare_streamed_with_the_same_report(
 def test_a_run_changed_after_its_pass_is_refused_and_nothing_published(
     inside: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    workspace = _writable(V / "packs" / "text-20-exact-signed", inside / "pack")
+    workspace = writable_copy(V / "packs" / "text-20-exact-signed", inside / "pack")
     request = workspace / "request" / "request.yaml"
     monkeypatch.setattr(files_module, "STREAM_MIN_BYTES", 0)
     loaded = load_captured_request(request, limits=UNLIMITED)
@@ -244,7 +217,7 @@ def _uncapped() -> Any:
 def test_native_adapters_still_load_held_runs(
     inside: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    workspace = _writable(V / "packs" / "native-jsonl-signed", inside / "pack")
+    workspace = writable_copy(V / "packs" / "native-jsonl-signed", inside / "pack")
     request = workspace / "request" / "request.yaml"
     monkeypatch.setattr(files_module, "STREAM_MIN_BYTES", 0)
     loaded = load_captured_request(

@@ -29,9 +29,8 @@ from support.captured_verify import (
     pack_workspace,
     private_cases,
     private_load,
-    writable_copy,
 )
-from support.vectors import vectors_dir
+from support.vectors import vectors_dir, writable_copy
 
 V = vectors_dir() / "invarlock"
 MAIN = "text-20-exact-signed"
