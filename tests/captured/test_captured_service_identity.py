@@ -29,7 +29,7 @@ from support.captured_service_identity import (
     valid_identity,
 )
 from support.refusals import assert_refused
-from support.vectors import PROJECT_ROOT, cases, load
+from support.vectors import PROJECT_ROOT, cases, load, reference_code
 
 CONTRACTS = PROJECT_ROOT / "contracts"
 IDENTITY_SCHEMA = json.loads(
@@ -83,13 +83,7 @@ _MESSAGE_CODES: tuple[tuple[str, str, str], ...] = (
 
 
 def message_code(message: str) -> str:
-    matches = [
-        code
-        for prefix, fragment, code in _MESSAGE_CODES
-        if message.startswith(prefix) and fragment in message
-    ]
-    assert len(matches) == 1, "vector error message not understood"
-    return matches[0]
+    return reference_code(message, _MESSAGE_CODES)
 
 
 def _make(case_input: dict[str, Any]) -> Any:

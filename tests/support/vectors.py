@@ -15,6 +15,7 @@ import functools
 import json
 import os
 import shutil
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -93,3 +94,20 @@ def tree_files(directory: Path) -> dict[str, bytes]:
         for path in sorted(directory.rglob("*"))
         if path.is_file()
     }
+
+
+def reference_code(message: str, shapes: Iterable[tuple[str, ...]]) -> str:
+    """Map a reference's error message to sealeval's closed code by the message's shape.
+
+    ``shapes`` holds rows ``(prefix, code)`` or ``(prefix, fragment, code)``: a
+    row matches a message that starts with ``prefix`` and holds ``fragment``.
+    Exactly one row must match (else the test fails: a message not understood),
+    so ids, counts and values inside the message never matter.
+    """
+    matches = [
+        shape[-1]
+        for shape in shapes
+        if message.startswith(shape[0]) and (len(shape) == 2 or shape[1] in message)
+    ]
+    assert len(matches) == 1, "vector error message not understood"
+    return matches[0]
