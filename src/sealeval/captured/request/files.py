@@ -146,8 +146,13 @@ class RunLoader(Protocol):
     of the raw file bytes, within ``limits``.
     """
 
-    def __call__(self, path: Path, side: SourceSpec, *, limits: Limits) -> Run:
-        """Return the loaded run (raise a :class:`~sealeval.errors.SealevalError` to refuse)."""
+    def __call__(self, path: Path, side: SourceSpec, *, limits: Limits) -> Run | RunFacts:
+        """Return the loaded run (raise a :class:`~sealeval.errors.SealevalError` to refuse).
+
+        A loader may return the :class:`RunFacts` of a canonical run it
+        imported to a private file instead of a held run (a large side read
+        without a record cap); the facts then own that file's descriptor.
+        """
         ...
 
 
@@ -226,7 +231,7 @@ def _load_side(
         if run_loader is None:
             raise CapturedRequestError("adapter_unavailable", f"comparison.{spec.side}.adapter")
         run = run_loader(root / spec.path, spec, limits=limits)
-        if not isinstance(run, Run):
+        if not isinstance(run, Run | RunFacts):
             raise CapturedRequestError("invalid_type", where)
         return run
     try:

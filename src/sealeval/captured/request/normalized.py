@@ -34,6 +34,7 @@ from sealeval.captured.request.schema import (
 )
 from sealeval.captured.run import (
     Run,
+    RunHeader,
     run_from_document,
 )
 from sealeval.captured.run_facts import RunFacts
@@ -175,13 +176,15 @@ def _same(left: object, right: object) -> bool:
     )
 
 
-def _run_identities(run: Run | RunFacts) -> dict[str, Any]:
-    identity = run.service_identity
+def _run_identities(header: RunHeader) -> dict[str, Any]:
+    identity = header.service_identity
     return {
-        "source": run.source.to_dict(),
-        "run_id": run.run_id,
-        "artifact_digest": run.artifact_digest,
-        "score_provenance": {key: value.to_dict() for key, value in run.score_provenance.items()},
+        "source": header.source.to_dict(),
+        "run_id": header.run_id,
+        "artifact_digest": header.artifact_digest,
+        "score_provenance": {
+            key: value.to_dict() for key, value in header.score_provenance.items()
+        },
         "service_identity": None if identity is None else identity.to_dict(),
     }
 
@@ -190,10 +193,10 @@ def _check_declared(spec: Mapping[str, Any], where: str, run: Run | RunFacts) ->
     """Require a non-``invarlock`` side's declared identities to equal the run's."""
     if (
         any(member not in spec for member in ("source", "run_id", "artifact_digest"))
-        or run.source_digest is None
+        or run.header.source_digest is None
     ):
         raise CapturedRequestError("identity_required", where)
-    actual_values = _run_identities(run)
+    actual_values = _run_identities(run.header)
     for member in IDENTITIES:
         declared = spec.get(member, {} if member == "score_provenance" else None)
         if not _same(declared, actual_values[member]):
