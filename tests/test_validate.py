@@ -343,7 +343,7 @@ _FAMILY_CODES = [
 @pytest.mark.parametrize(
     ("error", "other", "not_object", "not_canonical"),
     _FAMILY_CODES,
-    ids=lambda e: getattr(e, "__name__", ""),
+    ids=[error.__name__ for error, *_ in _FAMILY_CODES],
 )
 def test_decode_object_takes_the_callers_limits_codes_and_canonical_rule(
     error: type[SealevalError], other: str, not_object: str, not_canonical: str
