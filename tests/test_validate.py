@@ -28,9 +28,9 @@ from sealeval.captured.pack_reader import EvidencePackError
 from sealeval.captured.receipt import ReceiptError
 from sealeval.captured.request import CapturedRequestError
 from sealeval.captured.trust import TrustInputError
-from sealeval.errors import CanonicalError, SealevalError
+from sealeval.errors import CanonicalError, ManifestError, SealevalError
+from support.refusals import CANARY, assert_refused
 
-CANARY = "PHI-CANARY-7f3a-jane-doe-MRN-0042"
 FIELD = "outer.inner"
 
 Check = Callable[[type[SealevalError]], object]
@@ -361,8 +361,8 @@ def test_decode_object_takes_the_callers_limits_codes_and_canonical_rule(
         (b'["' + canary + b'"]\n', not_object, encode_invarlock),
         (b'{"a":"' + canary + b'"}\n', other, _refusing_encoder),
     ):
-        with pytest.raises(SealevalError) as caught:
-            _validate.decode_object(
+        failure = assert_refused(
+            lambda data=data, canonical=canonical: _validate.decode_object(
                 data,
                 FIELD,
                 error=error,
@@ -372,14 +372,40 @@ def test_decode_object_takes_the_callers_limits_codes_and_canonical_rule(
                 object_code=not_object,
                 canonical=canonical,
                 canonical_code=not_canonical,
-            )
-        assert type(caught.value) is error
-        assert (caught.value.code, caught.value.field) == (code, FIELD)
-        assert caught.value.__cause__ is None
-        assert CANARY not in str(caught.value)
+            ),
+            code,
+            FIELD,
+        )
+        assert type(failure) is error
+        assert failure.__cause__ is None
     accepted = b'{"a":[1],"b":"' + canary + b'"}\n'
     for canonical in (None, encode_invarlock):
         document = _validate.decode_object(
             accepted, FIELD, error=error, limit=shallow, canonical=canonical
         )
         assert document == {"a": [1], "b": CANARY}
+
+
+@pytest.mark.parametrize(
+    ("error", "code"),
+    [(ManifestError, "invalid_document"), (ReceiptError, "invalid_json")],
+    ids=["default-code", "chosen-code"],
+)
+def test_decode_document_refuses_with_one_code_and_keeps_any_value(
+    error: type[SealevalError], code: str
+) -> None:
+    for data in (
+        b'{"a": 1, "a": "' + CANARY.encode() + b'"}',
+        "[NaN]",
+        b"\xef\xbb\xbf{}",
+        '"' + CANARY + '" x',
+        "",
+    ):
+        failure = assert_refused(
+            lambda data=data: _validate.decode_document(data, FIELD, error=error, code=code),
+            code,
+            FIELD,
+        )
+        assert type(failure) is error
+        assert failure.__cause__ is None
+    assert _validate.decode_document('[1, {"a": null}]', FIELD, error=error) == [1, {"a": None}]

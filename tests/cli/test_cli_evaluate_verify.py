@@ -21,17 +21,16 @@ import sealeval.cli as cli_package
 from sealeval.captured.pack_reader import read_evidence_pack
 from sealeval.captured.policy import ComparisonPolicyError
 from sealeval.captured.signing import load_verify_key
-from sealeval.cli._common import CONTEXT_SETTINGS, DECISION_ORDER_CHOICES
+from sealeval.cli._common import CONTEXT_SETTINGS, DECISION_ORDER_CHOICES, printable
 from sealeval.cli.evaluate import evaluate_command
-from sealeval.cli.verify import dump_json, printable, verify_command
+from sealeval.cli.verify import dump_json, verify_command
 from support.captured_verify import (
     VERIFY_MESSAGES,
     pack_workspace,
     private_cases,
     private_load,
-    writable_copy,
 )
-from support.vectors import vectors_dir
+from support.vectors import vectors_dir, writable_copy
 
 V = vectors_dir() / "invarlock"
 MAIN = "text-20-exact-signed"
