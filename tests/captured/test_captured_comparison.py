@@ -31,12 +31,8 @@ from sealeval.captured.comparison import parallel as comparison_parallel
 from sealeval.captured.intervals import seed_row, shake256_bootstrap_interval
 from sealeval.captured.policy import ComparisonPolicyError, parse_comparison_policy
 from sealeval.errors import SealevalError
-from support.captured_comparison import (
-    CANARY,
-    _runtime_deviation,
-    map_reference_error,
-    vector_run,
-)
+from support.captured_comparison import _runtime_deviation, map_reference_error, vector_run
+from support.refusals import CANARY
 from support.vectors import PROJECT_ROOT, cases, load, vectors_dir
 
 VECTORS = "invarlock/comparisons.json"

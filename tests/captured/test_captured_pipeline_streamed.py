@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -34,42 +32,17 @@ from sealeval.captured.request import (
 )
 from sealeval.captured.run import INVARLOCK_LIMITS, UNLIMITED, Limits, Run
 from sealeval.errors import SealevalError
-from support.vectors import vectors_dir
+from support.vectors import cases, tree_files, vectors_dir, writable_copy
 
 V = vectors_dir() / "invarlock"
 _OPTIONS: dict[str, Any] = {"max_bootstrap_draws": 10**9, "decision_order": "reference"}
 SIGNER = V / "keys" / "evidence-signer" / "private.pem"
 
 
-def _cases() -> list[Any]:
-    document = json.loads((V / "packs.json").read_bytes())
-    return [pytest.param(case, id=case["name"]) for case in document["cases"]]
-
-
-def _writable(source: Path, target: Path) -> Path:
-    shutil.copytree(source, target, symlinks=True)
-    for path in [target, *target.rglob("*")]:
-        if not path.is_symlink():
-            path.chmod(0o755 if path.is_dir() else 0o644)
-    return target
-
-
-def _files(directory: Path) -> dict[str, bytes]:
-    return {
-        path.relative_to(directory).as_posix(): path.read_bytes()
-        for path in sorted(directory.rglob("*"))
-        if path.is_file()
-    }
-
-
 @pytest.fixture
-def inside(tmp_path: Path) -> Iterator[Path]:
-    previous = Path.cwd()
-    os.chdir(tmp_path)
-    try:
-        yield tmp_path
-    finally:
-        os.chdir(previous)
+def inside(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
 
 
 @pytest.fixture
@@ -96,12 +69,12 @@ def _overrides(command: list[str]) -> dict[str, str | None]:
     }
 
 
-@pytest.mark.parametrize("case", _cases())
+@pytest.mark.parametrize("case", cases("invarlock/packs.json"))
 def test_streamed_evaluate_rebuilds_every_vector_pack(
     case: dict[str, Any], inside: Path, streamed: list[str]
 ) -> None:
     expected = case["expected"]
-    workspace = _writable(V / "packs" / case["name"], inside / case["name"])
+    workspace = writable_copy(V / "packs" / case["name"], inside / case["name"])
     request = workspace / "request" / "request.yaml"
     os.chdir(request.parent)
     command = case["input"]["command"]
@@ -123,7 +96,7 @@ def test_streamed_evaluate_rebuilds_every_vector_pack(
     evidence = result.pop("evidence")
     reference = expected["evaluate"]["stdout_json"]
     assert result == {name: value for name, value in reference.items() if name != "evidence"}
-    assert _files(request.parent / evidence) == _files(V / expected["evidence_dir"])
+    assert tree_files(request.parent / evidence) == tree_files(V / expected["evidence_dir"])
     # Whenever a side was streamed, no held comparison ran (preflight and evaluate alike).
     if any(isinstance(side, RunFacts) for side in sides):
         assert streamed == []
@@ -151,7 +124,7 @@ def _canonical(path: Path) -> bool:
 
 def test_a_text_vector_is_streamed_on_both_sides(inside: Path, streamed: list[str]) -> None:
     """A vector pack takes the streamed path end to end (the test above is not vacuous)."""
-    workspace = _writable(V / "packs" / "text-20-exact-signed", inside / "pack")
+    workspace = writable_copy(V / "packs" / "text-20-exact-signed", inside / "pack")
     request = workspace / "request" / "request.yaml"
     loaded = load_captured_request(request, limits=UNLIMITED)
     assert isinstance(loaded.baseline, RunFacts)
@@ -171,7 +144,7 @@ def _pin(workspace: Path, digest: str) -> None:
 def test_a_wrong_case_set_pin_is_refused_alike(
     pinned: str, inside: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    workspace = _writable(V / "packs" / "case-set-pinned-signed", inside / "pack")
+    workspace = writable_copy(V / "packs" / "case-set-pinned-signed", inside / "pack")
     _pin(workspace, pinned)
     request = workspace / "request" / "request.yaml"
     outcomes: list[tuple[str, str | None, type[Exception]]] = []
@@ -188,7 +161,7 @@ def test_a_wrong_case_set_pin_is_refused_alike(
 def test_the_pinned_case_set_is_checked_on_streamed_runs(
     inside: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    workspace = _writable(V / "packs" / "case-set-pinned-signed", inside / "pack")
+    workspace = writable_copy(V / "packs" / "case-set-pinned-signed", inside / "pack")
     request = workspace / "request" / "request.yaml"
     monkeypatch.setattr(files_module, "STREAM_MIN_BYTES", 0)
     loaded = load_captured_request(request, limits=UNLIMITED)
@@ -202,7 +175,7 @@ def test_mixed_sides_compare_streamed_with_the_same_report(
     inside: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """One held run and one streamed run give the in-memory report's bytes."""
-    workspace = _writable(V / "packs" / "text-200-multi-signed", inside / "pack")
+    workspace = writable_copy(V / "packs" / "text-200-multi-signed", inside / "pack")
     request = workspace / "request" / "request.yaml"
     held = load_captured_request(request, limits=UNLIMITED)
     monkeypatch.setattr(files_module, "STREAM_MIN_BYTES", 0)
@@ -217,7 +190,7 @@ def test_mixed_sides_compare_streamed_with_the_same_report(
 def test_a_run_changed_after_its_pass_is_refused_and_nothing_published(
     inside: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    workspace = _writable(V / "packs" / "text-20-exact-signed", inside / "pack")
+    workspace = writable_copy(V / "packs" / "text-20-exact-signed", inside / "pack")
     request = workspace / "request" / "request.yaml"
     monkeypatch.setattr(files_module, "STREAM_MIN_BYTES", 0)
     loaded = load_captured_request(request, limits=UNLIMITED)
@@ -257,7 +230,7 @@ def _uncapped() -> Any:
 def test_native_sides_are_held_below_the_threshold_or_within_a_record_cap(
     inside: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    workspace = _writable(V / "packs" / "native-jsonl-signed", inside / "pack")
+    workspace = writable_copy(V / "packs" / "native-jsonl-signed", inside / "pack")
     request = workspace / "request" / "request.yaml"
     loader = evaluate_module.run_loader()
     small = load_captured_request(request, limits=UNLIMITED, run_loader=loader)
@@ -293,7 +266,7 @@ def test_the_private_import_folder_is_0700_and_removed(
         return original(path, destination, **kwargs)
 
     monkeypatch.setattr(evaluate_module, "import_run_streaming", spied)
-    workspace = _writable(V / "packs" / "native-hosted-signed", inside / "pack")
+    workspace = writable_copy(V / "packs" / "native-hosted-signed", inside / "pack")
     request = workspace / "request" / "request.yaml"
     phases: list[str] = []
     evaluate_request(
@@ -328,7 +301,7 @@ def _refusal(request: Path) -> tuple[str, str | None, str]:
 def test_native_refusals_are_those_of_the_held_path(
     damage: Any, inside: Path, private_tmp: Path, monkeypatch: pytest.MonkeyPatch, canary: str
 ) -> None:
-    workspace = _writable(V / "packs" / "native-jsonl-signed", inside / "pack")
+    workspace = writable_copy(V / "packs" / "native-jsonl-signed", inside / "pack")
     request = workspace / "request" / "request.yaml"
     native = request.parent / "inputs" / "native-subject.jsonl"
     native.write_text(damage(native.read_text(encoding="utf-8"), canary), encoding="utf-8")
@@ -344,7 +317,7 @@ def test_native_refusals_are_those_of_the_held_path(
 
 def test_a_streamed_native_run_must_bind_the_declared_projection(inside: Path) -> None:
     """Every record of an imported run is checked against the declared projection."""
-    workspace = _writable(V / "packs" / "native-projected-signed", inside / "pack")
+    workspace = writable_copy(V / "packs" / "native-projected-signed", inside / "pack")
     request = workspace / "request" / "request.yaml"
 
     def unprojected(path: Path, side: SourceSpec, *, limits: Limits) -> RunFacts:
@@ -375,7 +348,7 @@ def test_a_streamed_native_run_must_bind_the_declared_projection(inside: Path) -
 def test_no_private_temporary_folder_is_refused_without_a_path(
     inside: Path, streamed: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    workspace = _writable(V / "packs" / "native-jsonl-signed", inside / "pack")
+    workspace = writable_copy(V / "packs" / "native-jsonl-signed", inside / "pack")
     request = workspace / "request" / "request.yaml"
     missing = inside / "no-such-tmp"
     monkeypatch.setattr(tempfile, "tempdir", str(missing))

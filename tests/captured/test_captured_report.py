@@ -68,12 +68,12 @@ from sealeval.captured.service_identity import ServiceIdentity
 from sealeval.captured.signing import load_signing_key
 from sealeval.cli.report import check_destinations, report_command
 from sealeval.errors import OutputError
+from support.refusals import CANARY
 from support.vectors import cases, load, vectors_dir
 
 VECTORS = vectors_dir() / "invarlock"
 PACKS = VECTORS / "packs"
 PACK_NAMES = sorted(path.name for path in PACKS.iterdir() if (path / "evidence").is_dir())
-CANARY = "PHI-CANARY-7f3a-jane-doe-MRN-0042"
 
 #: Vector cases carrying invarlock's HTML: sealeval's HTML deliberately differs
 #: (docs/reports.md, docs/decisions/compat.md); their facts are asserted instead.

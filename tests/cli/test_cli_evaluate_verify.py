@@ -21,17 +21,16 @@ import sealeval.cli as cli_package
 from sealeval.captured.pack_reader import read_evidence_pack
 from sealeval.captured.policy import ComparisonPolicyError
 from sealeval.captured.signing import load_verify_key
-from sealeval.cli._common import CONTEXT_SETTINGS, DECISION_ORDER_CHOICES
+from sealeval.cli._common import CONTEXT_SETTINGS, DECISION_ORDER_CHOICES, printable
 from sealeval.cli.evaluate import evaluate_command
-from sealeval.cli.verify import dump_json, printable, verify_command
+from sealeval.cli.verify import dump_json, verify_command
 from support.captured_verify import (
     VERIFY_MESSAGES,
     pack_workspace,
     private_cases,
     private_load,
-    writable_copy,
 )
-from support.vectors import vectors_dir
+from support.vectors import vectors_dir, writable_copy
 
 V = vectors_dir() / "invarlock"
 MAIN = "text-20-exact-signed"
@@ -961,3 +960,10 @@ def test_uncapped_native_sides_are_imported_streamed_with_the_same_pack(
         }
 
     assert files(cwd / "request" / "held") == files(cwd / "request" / "streamed")
+
+
+def test_printable_escapes_by_one_pinned_unicode_version() -> None:
+    """U+0897 (Unicode 16.0) is unassigned in 15.0.0 and escaped on every interpreter."""
+    assert printable("a\u0897b") == "a\\u0897b"
+    assert printable("name\u200b\n") == "name\\u200b\\u000a"
+    assert printable("caf\u00e9") == "caf\u00e9"

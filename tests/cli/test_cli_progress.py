@@ -19,7 +19,8 @@ from sealeval.captured.evaluate import evaluate_request
 from sealeval.captured.pack_reader import REFERENCE_PACK_LIMITS
 from sealeval.captured.verify import verify_evidence_pack
 from support.captured_verify import pack_workspace, recipient_for
-from support.session_config import CANARY, canary_bundle
+from support.refusals import CANARY
+from support.session_config import canary_bundle
 from support.terminal import on_pipe, on_terminal, sealeval_argv
 from support.vectors import load, vectors_dir
 

@@ -16,13 +16,8 @@ from sealeval.cli.session import read_store, run_attempt, session
 from sealeval.session import config as config_module
 from sealeval.session.budget import LedgerUsage
 from sealeval.session.record import EvaluationSessionError
-from support.session_config import (
-    CANARY,
-    base_document,
-    canary_bundle,
-    copy_bundle,
-    write_config,
-)
+from support.refusals import CANARY
+from support.session_config import base_document, canary_bundle, copy_bundle, write_config
 
 
 @pytest.fixture(autouse=True)

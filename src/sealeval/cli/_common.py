@@ -11,6 +11,7 @@ from typing import IO, Any, Final, ParamSpec, TypeVar
 
 import click
 
+from sealeval._unicode import pinned_tables
 from sealeval.cli._remedies import FIXED_LIMIT
 from sealeval.errors import SealevalError, UsageError
 
@@ -22,6 +23,7 @@ __all__ = [
     "closed_usage_errors",
     "decision_order_option",
     "fail",
+    "printable",
     "refusal_line",
     "refusals_exit",
     "refusals_naming",
@@ -44,6 +46,28 @@ EXIT_ERROR: Final = 2
 
 P = ParamSpec("P")
 R = TypeVar("R")
+
+
+#: Unicode general categories :func:`printable` escapes (controls, format, surrogates,
+#: private use, unassigned, line and paragraph separators).
+_UNPRINTABLE: Final = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
+#: Categories come from one pinned Unicode version, so that a message is the
+#: same bytes on every interpreter (a character newer than it is escaped).
+_PRINTABLE_UNICODE: Final = "15.0.0"
+
+
+def printable(text: str) -> str:
+    r"""Return user-supplied text (policy names, paths) for a terminal, invisible ones escaped.
+
+    Every control, format, surrogate, private-use, unassigned or separator
+    character becomes ``\uXXXX``, so a name cannot move the cursor, hide text
+    or break a line.
+    """
+    tables = pinned_tables(_PRINTABLE_UNICODE)
+    assert tables is not None  # the version ships with the package
+    return "".join(
+        f"\\u{ord(char):04x}" if tables.category(char) in _UNPRINTABLE else char for char in text
+    )
 
 
 #: Remedies shared by the captured commands, by closed code (options only, never values).

@@ -43,7 +43,6 @@ import math
 import os
 import re
 import sys
-import unicodedata
 from pathlib import Path
 from typing import Any, Final
 
@@ -88,7 +87,13 @@ from sealeval.captured.report.wording import (
 )
 from sealeval.captured.run import COMPAT_MAX_BYTES, Limits, Run, RunReader, read_file_bytes
 from sealeval.captured.run.reader import read_run_file
-from sealeval.cli._common import CONTEXT_SETTINGS, EXIT_ERROR, EXIT_OK, shared_remedy
+from sealeval.cli._common import (
+    CONTEXT_SETTINGS,
+    EXIT_ERROR,
+    EXIT_OK,
+    printable,
+    shared_remedy,
+)
 from sealeval.cli._remedies import limit_remedy
 from sealeval.errors import CanonicalError, SealevalError
 
@@ -98,7 +103,6 @@ __all__ = ["EXIT_POLICY_NOT_PASSED", "compare_command", "refusal_lines"]
 EXIT_POLICY_NOT_PASSED: Final = 7
 _DRAWS: Final = re.compile(r"[0-9]{1,30}")
 _MAX_EXTENSION_BYTES: Final = 65_536
-_UNPRINTABLE: Final = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
 
 
 class _RefusalError(Exception):
@@ -371,11 +375,7 @@ def _check_order(decision_order: str) -> None:
 
 def _printable(text: str) -> Text:
     """Policy text for the terminal: control and format characters escaped, no markup."""
-    shown = "".join(
-        f"\\u{ord(char):04x}" if unicodedata.category(char) in _UNPRINTABLE else char
-        for char in text
-    )
-    return Text(shown)
+    return Text(printable(text))
 
 
 #: Output width when standard output is not a terminal and ``COLUMNS`` is not set.

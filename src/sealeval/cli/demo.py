@@ -22,7 +22,7 @@ from rich.console import Console
 from rich.rule import Rule
 from rich.table import Table
 
-from sealeval.canonical import encode_openmed
+from sealeval.canonical import decode, encode_openmed
 from sealeval.captured.signing import load_verify_key
 from sealeval.cli._common import CONTEXT_SETTINGS, EXIT_NEGATIVE, is_terminal, refusals_exit
 from sealeval.cli.session import describe_outcome, read_store, run_attempt
@@ -321,7 +321,7 @@ def _captured_section(console: Console, out: Path) -> bool:
     )
     codes.append(code)
     try:
-        result = json.loads(output)
+        result = decode(output)
         anchors = {
             "baseline_run_digest": result["baseline_run_digest"],
             "subject_run_digest": result["subject_run_digest"],

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sealeval._fs import open_regular, translated
+from sealeval._fs import open_regular, read_regular, translated
 from sealeval._validate import EMPTY, check_closed
 from sealeval.canonical import DecodeLimits, decode
 from sealeval.captured.errors import CapturedRunError
@@ -378,16 +378,13 @@ def open_run_file(path: str | os.PathLike[str], field_name: str) -> int:
 
 
 def read_file_bytes(path: str | os.PathLike[str], max_bytes: int, field_name: str) -> bytes:
-    """Read a whole regular file (not a symlink) of at most ``max_bytes`` bytes."""
-    fd = open_run_file(path, field_name)
-    try:
-        with os.fdopen(fd, "rb") as handle:
-            data = handle.read(max_bytes + 1)
-    except OSError:  # pragma: no cover - a read error after a successful open
-        raise CapturedRunError("unreadable", field_name) from None
-    if len(data) > max_bytes:
-        raise CapturedRunError("too_large", field_name)
-    return data
+    """Read a whole regular file (not a symlink) of at most ``max_bytes`` bytes.
+
+    The read is :func:`sealeval._fs.read_regular`: bounded before a byte is
+    read and stable (a file changed while read is ``unreadable``).
+    """
+    with translated(CapturedRunError, field_name):
+        return read_regular(path, limit=max_bytes)
 
 
 def read_run(path: str | os.PathLike[str], *, limits: Limits = UNLIMITED) -> Run:
