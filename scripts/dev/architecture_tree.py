@@ -183,7 +183,6 @@ ALLOWED: dict[str, dict[str, str]] = {
     "json.JSONDecoder": {
         "captured/importers/jsonl.py": "evaluator exports (I1): per-line decoding with the "
         "importers' own codes; to fold onto `canonical.decode`",
-        "captured/importers/native/_common.py": "evaluator exports (I1): as above",
         "captured/run/reader.py": "streamed run reader (B): raw record spans are decoded "
         "once by position; to fold onto `canonical.decode`",
     },
