@@ -1,7 +1,8 @@
 """Regenerators of openmed's governance vector files (openmed venv; public functions only).
 
-``feedback_budget.json`` (``FeedbackBudgetPolicy``, ``FeedbackBudgetLedger``) and
-``forensics.json`` (``scan_overlap_forensics``), used by ``regenerate_openmed.py``. Each
+``feedback_budget.json`` (``FeedbackBudgetPolicy``, ``FeedbackBudgetLedger``),
+``forensics.json`` (``scan_overlap_forensics``) and ``adjudication.json``
+(``render_blinded_adjudication_packets``), used by ``regenerate_openmed.py``. Each
 ``run_*`` function replays one case's input with the reference and returns its expected
 output (or ``None`` for a case the public API cannot replay, which is copied unchanged);
 each ``vary_*`` function returns the case's input with other digests, ids and orders,
@@ -16,6 +17,15 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from openmed.eval.governance.blinded_adjudication import (
+    ComparisonCase,
+    ConflictOfInterestMetadata,
+    RubricCriterion,
+    SourceEvidence,
+    render_blinded_adjudication_packets,
+    validate_packet_balance,
+    verify_sealed_identity_mapping,
+)
 from openmed.eval.governance.feedback_budget import FeedbackBudgetLedger, FeedbackBudgetPolicy
 from openmed.eval.governance.holdout_commitment import (
     HOLDOUT_MANIFEST_KINDS,
@@ -222,4 +232,96 @@ def forensics_facts(expected: dict[str, Any]) -> Any:
         "signal_counts": report["signal_counts"],
         "interpretation": report["interpretation"],
         "checks": sorted(json.dumps(signal["check"]) for signal in report["signals"]),
+    }
+
+
+# -- adjudication.json ---------------------------------------------------------------------
+
+
+def adjudication_case(value: Any) -> Any:
+    """Build a ``ComparisonCase`` from a case document (a non-object is passed through raw)."""
+    if not isinstance(value, dict):
+        return value
+    evidence = value.get("source_evidence")
+    if isinstance(evidence, list):
+        evidence = [SourceEvidence(**item) if isinstance(item, dict) else item for item in evidence]
+    return ComparisonCase(
+        case_ref=value.get("case_ref"),
+        source_evidence=evidence,
+        candidate_outputs=value.get("candidate_outputs"),
+    )
+
+
+def run_adjudication(data: Any) -> dict[str, Any] | None:
+    """Run one ``adjudication.json`` render case.
+
+    The case-digest and keyed-order cases name helpers openmed does not export, and the audit
+    and balance cases hold tampered copies of rendered packets and mappings that no public
+    function re-derives: ``None`` (copied unchanged).
+    """
+    if data["op"] != "render":
+        return None
+
+    def act() -> dict[str, Any]:
+        rubric = data["rubric"]
+        if isinstance(rubric, list):
+            rubric = [
+                RubricCriterion(**item) if isinstance(item, dict) else item for item in rubric
+            ]
+        conflict = data["conflict_of_interest"]
+        if isinstance(conflict, dict):
+            conflict = ConflictOfInterestMetadata(**conflict)
+        cases = data["cases"]
+        if isinstance(cases, list):
+            cases = [adjudication_case(item) for item in cases]
+        key = data["randomization_key"]
+        packets, mapping = render_blinded_adjudication_packets(
+            packet_set_ref=data["packet_set_ref"],
+            cases=cases,
+            rubric=rubric,
+            conflict_of_interest=conflict,
+            holdout_commitment_digest=data["holdout_commitment_digest"],
+            submission_manifest_digests=data["submission_manifest_digests"],
+            randomization_key=key,
+        )
+        return {
+            "packets": [packet.to_dict() for packet in packets],
+            "packets_canonical": [packet.to_json() for packet in packets],
+            "mapping": mapping.to_private_dict(),
+            "mapping_canonical": mapping.to_private_json(),
+            "balance": validate_packet_balance(mapping).to_dict(),
+            "audit": verify_sealed_identity_mapping(packets, mapping, key).to_dict(),
+        }
+
+    return refusal(act)
+
+
+def vary_adjudication(case: dict[str, Any], seed: int) -> Any:
+    """Return a render case's input with other digests and another randomization key.
+
+    The new key is drawn (seeded) from the old one with the same length, so two cases that
+    shared a key still share one, a case whose key differed still differs, and a key that was
+    too short stays too short; the packets' order and aliases follow the new key.
+    """
+    given = case["input"]
+    if given["op"] != "render":
+        return given
+    new = DigestRenamer(seed).rename(given)
+    key = given.get("randomization_key")
+    if isinstance(key, dict) and set(key) == {"$bytes_hex"}:
+        draw = random.Random(f"adjudication-key-{seed}-{key['$bytes_hex']}")
+        length = len(key["$bytes_hex"]) // 2
+        new["randomization_key"] = {"$bytes_hex": draw.randbytes(length).hex()}
+    return new
+
+
+def adjudication_facts(expected: dict[str, Any]) -> Any:
+    """Return what a render's variation must keep: the refusal, or counts and verdicts."""
+    if "error_code" in expected:
+        return expected
+    return {
+        "case_refs": sorted(packet["case_ref"] for packet in expected["packets"]),
+        "aliases": [len(packet["candidates"]) for packet in expected["packets"]],
+        "balanced": expected["balance"]["balanced"],
+        "audit": expected["audit"],
     }

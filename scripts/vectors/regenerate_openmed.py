@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import openmed_adapters as adapters
 import openmed_governance as governance
 from openmed.eval.governance.holdout_commitment import (
     commit_holdout_manifests,
@@ -241,6 +242,10 @@ REGENERATORS: dict[str, Regenerator] = {
     "holdout.json": Regenerator(holdout_proof),
     "session_record.json": Regenerator(session_record),
     "feedback_budget.json": Regenerator(governance.run_budget, governance.vary_budget),
+    "adapters_json_source.json": Regenerator(adapters.run_json_source, adapters.vary_json_source),
+    "adjudication.json": Regenerator(
+        governance.run_adjudication, governance.vary_adjudication, governance.adjudication_facts
+    ),
     "forensics.json": Regenerator(
         governance.run_forensics, governance.vary_forensics, governance.forensics_facts
     ),
