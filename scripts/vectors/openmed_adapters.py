@@ -41,7 +41,7 @@ def run_json_source(data: Any) -> dict[str, Any]:
     return refusal(act)
 
 
-def vary_json_source(case: dict[str, Any], seed: int) -> Any:
+def vary_json_source(case: dict[str, Any], seed: int, _cases: list[Any]) -> Any:
     """Return a JSON-source case's input with every well-formed digest renamed.
 
     The digests inside the serialized report text are renamed in place (its layout, key order

@@ -118,7 +118,7 @@ def band(boundaries: Any, score: Any) -> dict[str, Any]:
     return {"coarse_band": decision.coarse_band}
 
 
-def vary_budget(case: dict[str, Any], seed: int) -> Any:
+def vary_budget(case: dict[str, Any], seed: int, _cases: list[Any]) -> Any:
     """Return a budget case's input with other digests; a ``band`` case gets another score.
 
     A band case's score is drawn (seeded) inside the same band of the same boundaries, or at
@@ -187,7 +187,7 @@ def recommit(commitment: Any, seed: int, renamer: DigestRenamer) -> Any:
     return commit_holdout_manifests(version, manifests).to_dict()
 
 
-def vary_forensics(case: dict[str, Any], seed: int) -> Any:
+def vary_forensics(case: dict[str, Any], seed: int, _cases: list[Any]) -> Any:
     """Return a scan's input with other digests, canary numbers and item orders.
 
     Every list of items is permuted (seeded), so the signals' ``submission:N`` and
@@ -296,7 +296,7 @@ def run_adjudication(data: Any) -> dict[str, Any] | None:
     return refusal(act)
 
 
-def vary_adjudication(case: dict[str, Any], seed: int) -> Any:
+def vary_adjudication(case: dict[str, Any], seed: int, _cases: list[Any]) -> Any:
     """Return a render case's input with other digests and another randomization key.
 
     The new key is drawn (seeded) from the old one with the same length, so two cases that

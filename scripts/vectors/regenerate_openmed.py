@@ -31,11 +31,7 @@ from typing import Any
 
 import openmed_adapters as adapters
 import openmed_governance as governance
-from openmed.eval.governance.holdout_commitment import (
-    commit_holdout_manifests,
-    create_inclusion_proof,
-    verify_inclusion_proof,
-)
+import openmed_holdout as holdout
 from openmed.eval.suites.agent_release import MetricEvidence, evaluate_agent_release_gates
 from openmed.eval.workflows.sealed_manifest import (
     SealedWorkflowManifest,
@@ -129,28 +125,6 @@ def gates_error(data: Any) -> dict[str, Any]:
     return outcome(act)
 
 
-def holdout_proof(data: Any) -> dict[str, Any] | None:
-    """Run one ``holdout.json`` proof case (None for the ops the public API cannot replay).
-
-    The leaf, node and commit cases carry preimages and Merkle levels that openmed computes
-    only in private helpers, and the verify cases carry commitment documents whose digests
-    only those helpers can recompute: they are copied unchanged.
-    """
-    if data["op"] != "proof":
-        return None
-
-    def act() -> dict[str, Any]:
-        commitment = commit_holdout_manifests(data["holdout_version"], data["manifests"])
-        items = data.get("item_digests_override", data["manifests"].get(data["manifest_kind"]))
-        proof = create_inclusion_proof(commitment, data["manifest_kind"], data["item_index"], items)
-        return {
-            "proof": document(proof),
-            "verification": verify_inclusion_proof(commitment, proof).to_dict(),
-        }
-
-    return outcome(act)
-
-
 def tuples(value: Any) -> Any:
     """Return ``value`` with every list a tuple (how the record's steps are given)."""
     if isinstance(value, list):
@@ -229,7 +203,7 @@ class Regenerator:
     """
 
     run: Callable[[Any], dict[str, Any] | None]
-    vary: Callable[[Case, int], Any] | None = None
+    vary: Callable[[Case, int, list[Case]], Any] | None = None
     facts: Callable[[Any], Any] | None = None
 
 
@@ -239,7 +213,7 @@ REGENERATORS: dict[str, Regenerator] = {
     "manifest_verify.json": Regenerator(manifest_verify),
     "gates_reports.json": Regenerator(gates_report),
     "gates_errors.json": Regenerator(gates_error),
-    "holdout.json": Regenerator(holdout_proof),
+    "holdout.json": Regenerator(holdout.run_holdout, holdout.vary_holdout),
     "session_record.json": Regenerator(session_record),
     "feedback_budget.json": Regenerator(governance.run_budget, governance.vary_budget),
     "adapters_json_source.json": Regenerator(adapters.run_json_source, adapters.vary_json_source),
@@ -284,7 +258,7 @@ def regenerate_file(source: Path, output: Path, name: str, seed: int) -> int:
         if replayed != case["expected"]:
             raise SystemExit(f"openmed/{name} {case['name']}: the reference does not reproduce")
         if regenerator.vary is not None:
-            given = reseal(case["input"], regenerator.vary(case, seed))
+            given = reseal(case["input"], regenerator.vary(case, seed, original["cases"]))
         elif case["input"].get("op") == "from_json" and isinstance(case["input"].get("json"), str):
             given = rename_record_text(case, renamer)
         else:
