@@ -68,7 +68,8 @@ def inside(tmp_path: Path) -> Iterator[Path]:
 @pytest.mark.parametrize("case", _cases())
 def test_the_library_rebuilds_every_vector_pack(case: dict[str, Any], inside: Path) -> None:
     expected = case["expected"]
-    workspace = _writable(V / "packs" / case["name"], inside / case["name"])
+    pack = V / Path(case["input"]["request_dir"]).parent  # the case names its request
+    workspace = _writable(pack, inside / case["name"])
     request = workspace / "request" / "request.yaml"
     os.chdir(request.parent)  # overrides are relative to the caller's directory, as on the CLI
     command = case["input"]["command"]
