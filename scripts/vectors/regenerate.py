@@ -12,8 +12,10 @@ inputs our tests have never seen. It then regenerates ``requests.json``
 (``invarlock_requests.py``), ``evaluator_exports.json`` (``invarlock_exports.py``) and
 ``adapters.json`` (``invarlock_adapters.py``) the same way, and ``packs.json`` with the
 reference's CLI (``invarlock_packs.py``: ``invarlock evaluate`` over renamed request
-directories, published under ``packs/alt-*``). Files it does not regenerate are
-copied unchanged; ``regenerate_openmed.py`` (openmed venv) then rewrites the openmed files.
+directories, published under ``packs/alt-*``) and ``verify.json``'s cases on those packs
+(``invarlock_verify.py``: ``invarlock verify`` with trust inputs that follow the pack).
+Files it does not regenerate are copied unchanged; ``regenerate_openmed.py`` (openmed venv)
+then rewrites the openmed files.
 docs/vectors.md lists what is regenerated and what cannot be.
 
 It runs inside the reference venv (``.interop/invarlock-venv/bin/python``), never imports
@@ -38,6 +40,7 @@ from invarlock_adapters import regenerate_adapters
 from invarlock_exports import regenerate_exports
 from invarlock_packs import regenerate_packs
 from invarlock_requests import regenerate_requests
+from invarlock_verify import regenerate_verify
 from renaming import Rewriter, canonical_text
 
 #: Runs whose records carry a planted defect at a fixed position keep their size.
@@ -158,6 +161,8 @@ def main() -> int:
     print(f"invarlock/adapters.json: {count} cases regenerated, {kept} copied")
     count, kept = regenerate_packs(source, output, arguments.seed)
     print(f"invarlock/packs.json: {count} cases regenerated, {kept} copied")
+    count, kept = regenerate_verify(source, output, arguments.seed)
+    print(f"invarlock/verify.json: {count} cases regenerated, {kept} copied")
     print(f"alternate vectors: {output}")
     return 0
 
