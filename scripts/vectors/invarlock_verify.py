@@ -119,10 +119,9 @@ def same_outcome(old: dict[str, Any], new: dict[str, Any]) -> bool:
     )
 
 
-def regenerate_verify(source: Path, output: Path, seed: int) -> tuple[int, int]:
-    """Regenerate ``invarlock/verify.json``; return (regenerated, copied) case counts."""
-    folder = source / "invarlock"
-    packs_old = json.loads((folder / "packs.json").read_text("utf-8"))["cases"]
+def moved_packs(source: Path, output: Path) -> dict[str, tuple[str, dict[str, str]]]:
+    """Return shared pack folder -> (regenerated pack folder, digest alignment)."""
+    packs_old = json.loads((source / "invarlock" / "packs.json").read_text("utf-8"))["cases"]
     packs_new = json.loads((output / "invarlock" / "packs.json").read_text("utf-8"))["cases"]
     moved: dict[str, tuple[str, dict[str, str]]] = {}
     for old, new in zip(packs_old, packs_new, strict=True):
@@ -130,6 +129,13 @@ def regenerate_verify(source: Path, output: Path, seed: int) -> tuple[int, int]:
         new_root = str(Path(new["input"]["request_dir"]).parent)
         if old_root != new_root:
             moved[old_root] = (new_root, alignment(old["expected"], new["expected"]))
+    return moved
+
+
+def regenerate_verify(source: Path, output: Path, seed: int) -> tuple[int, int]:
+    """Regenerate ``invarlock/verify.json``; return (regenerated, copied) case counts."""
+    folder = source / "invarlock"
+    moved = moved_packs(source, output)
     renamer = DigestRenamer(seed)
     for old_root, (new_root, aligned) in moved.items():
         write_trust(folder / old_root, output / "invarlock" / new_root, aligned, renamer)

@@ -13,7 +13,8 @@ inputs our tests have never seen. It then regenerates ``requests.json``
 ``adapters.json`` (``invarlock_adapters.py``) the same way, and ``packs.json`` with the
 reference's CLI (``invarlock_packs.py``: ``invarlock evaluate`` over renamed request
 directories, published under ``packs/alt-*``) and ``verify.json``'s cases on those packs
-(``invarlock_verify.py``: ``invarlock verify`` with trust inputs that follow the pack).
+(``invarlock_verify.py``: ``invarlock verify`` with trust inputs that follow the pack) and
+``report.json``'s (``invarlock_report.py``: ``invarlock report``).
 Files it does not regenerate are copied unchanged; ``regenerate_openmed.py`` (openmed venv)
 then rewrites the openmed files.
 docs/vectors.md lists what is regenerated and what cannot be.
@@ -39,6 +40,7 @@ from invarlock.engine import compare_runs  # the reference, in its own venv
 from invarlock_adapters import regenerate_adapters
 from invarlock_exports import regenerate_exports
 from invarlock_packs import regenerate_packs
+from invarlock_report import regenerate_report
 from invarlock_requests import regenerate_requests
 from invarlock_verify import regenerate_verify
 from renaming import Rewriter, canonical_text
@@ -163,6 +165,8 @@ def main() -> int:
     print(f"invarlock/packs.json: {count} cases regenerated, {kept} copied")
     count, kept = regenerate_verify(source, output, arguments.seed)
     print(f"invarlock/verify.json: {count} cases regenerated, {kept} copied")
+    count, kept = regenerate_report(source, output, arguments.seed)
+    print(f"invarlock/report.json: {count} cases regenerated, {kept} copied")
     print(f"alternate vectors: {output}")
     return 0
 
