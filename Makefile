@@ -127,7 +127,8 @@ VECTORS_ALT_TESTS := tests/captured/test_captured_comparison.py tests/cli/test_c
   tests/session/test_session_adjudication.py tests/gates/test_gates_json_source.py \
   tests/captured/test_captured_pack.py tests/cli/test_cli_evaluate_verify.py \
   tests/captured/test_captured_pipeline.py tests/captured/test_captured_pipeline_streamed.py \
-  tests/captured/test_captured_verify.py tests/captured/test_captured_report.py
+  tests/captured/test_captured_verify.py tests/captured/test_captured_report.py \
+  tests/captured/test_captured_receipt.py
 vectors-alt: $(DEV_STAMP) $(INTEROP_INVARLOCK)/bin/python $(INTEROP_OPENMED)/bin/python
 	@alt=$$(mktemp -d) && trap 'rm -rf "$$alt"' EXIT && \
 	  $(INTEROP_INVARLOCK)/bin/python scripts/vectors/regenerate.py --vectors $(VECTORS_SOURCE) \

@@ -14,7 +14,8 @@ inputs our tests have never seen. It then regenerates ``requests.json``
 reference's CLI (``invarlock_packs.py``: ``invarlock evaluate`` over renamed request
 directories, published under ``packs/alt-*``) and ``verify.json``'s cases on those packs
 (``invarlock_verify.py``: ``invarlock verify`` with trust inputs that follow the pack) and
-``report.json``'s (``invarlock_report.py``: ``invarlock report``).
+``report.json``'s (``invarlock_report.py``: ``invarlock report``) and ``receipts.json``'s
+(``invarlock_receipts.py``: ``verify_signed_verification_receipt`` on the new receipts).
 Files it does not regenerate are copied unchanged; ``regenerate_openmed.py`` (openmed venv)
 then rewrites the openmed files.
 docs/vectors.md lists what is regenerated and what cannot be.
@@ -40,6 +41,7 @@ from invarlock.engine import compare_runs  # the reference, in its own venv
 from invarlock_adapters import regenerate_adapters
 from invarlock_exports import regenerate_exports
 from invarlock_packs import regenerate_packs
+from invarlock_receipts import regenerate_receipts
 from invarlock_report import regenerate_report
 from invarlock_requests import regenerate_requests
 from invarlock_verify import regenerate_verify
@@ -165,6 +167,8 @@ def main() -> int:
     print(f"invarlock/packs.json: {count} cases regenerated, {kept} copied")
     count, kept = regenerate_verify(source, output, arguments.seed)
     print(f"invarlock/verify.json: {count} cases regenerated, {kept} copied")
+    count, kept = regenerate_receipts(source, output, arguments.seed)
+    print(f"invarlock/receipts.json: {count} cases regenerated, {kept} copied")
     count, kept = regenerate_report(source, output, arguments.seed)
     print(f"invarlock/report.json: {count} cases regenerated, {kept} copied")
     print(f"alternate vectors: {output}")
