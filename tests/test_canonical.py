@@ -435,3 +435,52 @@ def test_default_limits_refuse_the_amplification_probe_in_bounded_memory() -> No
         tracemalloc.stop()
     assert caught.value.code == "too_many_containers"
     assert peak < 4 * len(data)  # decoding would have cost about 20x the input
+
+
+def _lazy(value: Any, wrap: bool) -> Any:
+    """Replace the arrays of ``value``'s outer containers by OpenmedItems (items kept whole)."""
+    if isinstance(value, list):
+        return canonical.OpenmedItems(iter(value)) if wrap else [_lazy(v, True) for v in value]
+    if isinstance(value, dict):
+        return {key: _lazy(item, wrap) for key, item in value.items()}
+    return value
+
+
+@settings(max_examples=60, deadline=None)
+@given(value=_json_values, wrap=st.booleans())
+def test_digest_openmed_items_equals_the_whole_texts_digest(value: Any, wrap: bool) -> None:
+    assert canonical.digest_openmed_items(_lazy(value, wrap)) == canonical.digest_openmed(value)
+
+
+@pytest.mark.parametrize(
+    ("value", "code"),
+    [
+        pytest.param([canonical.OpenmedItems([math.nan])], "non_finite", id="item_non_finite"),
+        pytest.param({"a": canonical.OpenmedItems(["\ud800"])}, "unpaired_surrogate", id="item"),
+        pytest.param({1: canonical.OpenmedItems([])}, "non_string_key", id="key"),
+        pytest.param([canonical.OpenmedItems([object()])], "unsupported_type", id="type"),
+    ],
+)
+def test_digest_openmed_items_refuses_like_digest_openmed(value: Any, code: str) -> None:
+    with pytest.raises(CanonicalError) as caught:
+        canonical.digest_openmed_items(value)
+    assert caught.value.code == code
+
+
+def test_digest_openmed_items_never_builds_the_arrays_text() -> None:
+    """The peak of a 4 MiB array of items stays near one item, not the array."""
+    item = "x" * 65_536
+
+    def items() -> Any:
+        return (item for _ in range(64))
+
+    tracemalloc.start()
+    try:
+        canonical.digest_openmed_items([canonical.OpenmedItems(items())])
+        _current, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 1_048_576
+    assert canonical.digest_openmed_items([canonical.OpenmedItems(items())]) == (
+        canonical.digest_openmed([list(items())])
+    )

@@ -32,7 +32,7 @@ import json
 import math
 import re
 import types
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -42,10 +42,12 @@ __all__ = [
     "DEFAULT_LIMITS",
     "DIGEST_PATTERN",
     "DecodeLimits",
+    "OpenmedItems",
     "decode",
     "digest_bytes",
     "digest_invarlock",
     "digest_openmed",
+    "digest_openmed_items",
     "encode_invarlock",
     "encode_openmed",
     "frozen_canonical",
@@ -164,6 +166,70 @@ def encode_invarlock(value: object) -> bytes:
 def digest_openmed(value: object) -> str:
     """Return ``sha256:<hex>`` of the openmed canonical text of ``value``."""
     return digest_bytes(encode_openmed(value).encode("ascii"))
+
+
+class OpenmedItems:
+    """An array inside a value given to :func:`digest_openmed_items`, encoded item by item.
+
+    ``items`` is iterated once; each item is checked and encoded alone (its
+    text is hashed, then dropped), so the array's text is never built whole.
+    An item must not itself contain an :class:`OpenmedItems`.
+    """
+
+    __slots__ = ("items",)
+
+    def __init__(self, items: Iterable[object]) -> None:
+        """Wrap ``items`` (any iterable; consumed by the digest)."""
+        self.items = items
+
+
+def _openmed_pieces(value: object, depth: int) -> Iterator[str]:
+    """Yield the openmed canonical text of ``value`` in pieces (:func:`digest_openmed_items`)."""
+    kind = type(value)
+    if isinstance(value, OpenmedItems) or kind is list or kind is tuple:
+        if depth >= MAX_ENCODE_DEPTH:
+            raise CanonicalError("too_deep")
+        lazy = isinstance(value, OpenmedItems)
+        members: Iterable[object] = value.items if isinstance(value, OpenmedItems) else value  # type: ignore[assignment]
+        yield "["
+        for index, item in enumerate(members):
+            if index:
+                yield ","
+            if lazy:
+                _check_value(item, depth + 1)
+                yield _encode(_ASCII_ENCODER, item)
+            else:
+                yield from _openmed_pieces(item, depth + 1)
+        yield "]"
+    elif isinstance(value, Mapping):
+        if depth >= MAX_ENCODE_DEPTH:
+            raise CanonicalError("too_deep")
+        if any(type(key) is not str for key in value):
+            raise CanonicalError("non_string_key")
+        yield "{"
+        for index, key in enumerate(sorted(value)):
+            _check_string(key)
+            yield ("," if index else "") + _ASCII_ENCODER.encode(key) + ":"
+            yield from _openmed_pieces(value[key], depth + 1)
+        yield "}"
+    else:
+        _check_value(value, depth)
+        yield _encode(_ASCII_ENCODER, value)
+
+
+def digest_openmed_items(value: object) -> str:
+    """Return :func:`digest_openmed` of ``value`` without building its whole text.
+
+    ``value`` is a JSON value whose arrays may be given as
+    :class:`OpenmedItems`: their items are encoded and hashed one at a time.
+    The digest equals ``digest_openmed`` of the same value with every
+    :class:`OpenmedItems` replaced by the list of its items; refusals are the
+    same codes (:class:`~sealeval.errors.CanonicalError`).
+    """
+    hasher = hashlib.sha256()
+    for piece in _openmed_pieces(value, 0):
+        hasher.update(piece.encode("ascii"))
+    return "sha256:" + hasher.hexdigest()
 
 
 def digest_invarlock(value: object) -> str:

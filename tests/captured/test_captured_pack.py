@@ -29,6 +29,7 @@ from jsonschema import Draft202012Validator
 
 import sealeval.captured.pack as pack_module
 import sealeval.captured.pack_reader as reader_module
+import sealeval.captured.pack_reader.scan as scan_module
 import sealeval.captured.signing as signing_module
 from sealeval._fs import FileSystemError
 from sealeval._fs import _write as fs_module
@@ -911,13 +912,13 @@ def test_uncapped_streamed_read_equals_the_whole_file_read(
     assert whole.limits is REFERENCE_PACK_LIMITS
     monkeypatch.setattr(reader_module, "STREAM_MIN_BYTES", 0)
     calls: list[str] = []
-    original = reader_module.read_canonical_run
+    original = scan_module.read_canonical_run
 
     def counted(source: Any, **kwargs: Any) -> Any:
         calls.append("streamed")
         return original(source, **kwargs)
 
-    monkeypatch.setattr(reader_module, "read_canonical_run", counted)
+    monkeypatch.setattr(scan_module, "read_canonical_run", counted)
     streamed = read_evidence_pack(signed_pack, limits=UNCAPPED_PACK_LIMITS)
     assert calls == ["streamed", "streamed"]
     assert streamed.limits is UNCAPPED_PACK_LIMITS
@@ -939,14 +940,14 @@ def test_streamed_run_falls_back_or_detects_a_change(
     def refuse(source: Any, **kwargs: Any) -> Any:
         raise CapturedRunError("not_canonical", "run")
 
-    monkeypatch.setattr(reader_module, "read_canonical_run", refuse)
+    monkeypatch.setattr(scan_module, "read_canonical_run", refuse)
     fallback = read_evidence_pack(signed_pack, limits=UNCAPPED_PACK_LIMITS)
     assert fallback.baseline.digest == whole.baseline.digest
 
     def other(source: Any, **kwargs: Any) -> Any:
         return whole.subject  # parsed bytes that hash differently: the file changed
 
-    monkeypatch.setattr(reader_module, "read_canonical_run", other)
+    monkeypatch.setattr(scan_module, "read_canonical_run", other)
     with pytest.raises(EvidencePackError) as caught:
         read_evidence_pack(signed_pack, limits=UNCAPPED_PACK_LIMITS)
     assert (caught.value.code, caught.value.status) == ("file_changed", 6)
@@ -993,7 +994,7 @@ def test_file_changed_while_reading(
     signed_pack: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     pack = _writable_copy(signed_pack, tmp_path / "pack")
-    original = reader_module._Scanner.read
+    original = scan_module.Scanner.read
 
     def read(self: Any, name: str, snapshot: Any) -> bytes:
         if name == "records/subject.json":
@@ -1002,7 +1003,7 @@ def test_file_changed_while_reading(
             os.utime(pack / name, ns=(1, 1))
         return original(self, name, snapshot)
 
-    monkeypatch.setattr(reader_module._Scanner, "read", read)
+    monkeypatch.setattr(scan_module.Scanner, "read", read)
     with pytest.raises(EvidencePackError) as caught:
         read_evidence_pack(pack)
     assert (caught.value.code, caught.value.status) == ("file_changed", 6)
@@ -1758,7 +1759,7 @@ def test_file_replaced_while_reading(
     how: str, signed_pack: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     pack = _writable_copy(signed_pack, tmp_path / "pack")
-    original = reader_module._Scanner.read
+    original = scan_module.Scanner.read
 
     def read(self: Any, name: str, snapshot: Any) -> bytes:
         if name == "inputs/policy.json":
@@ -1767,7 +1768,7 @@ def test_file_replaced_while_reading(
                 (pack / name).symlink_to(pack / "request.json")
         return original(self, name, snapshot)
 
-    monkeypatch.setattr(reader_module._Scanner, "read", read)
+    monkeypatch.setattr(scan_module.Scanner, "read", read)
     with pytest.raises(EvidencePackError) as caught:
         read_evidence_pack(pack)
     assert (caught.value.code, caught.value.status) == ("file_changed", 6)

@@ -62,7 +62,7 @@ from sealeval.captured.report import (
 )
 from sealeval.captured.request import load_captured_request
 from sealeval.captured.run import Run
-from sealeval.captured.run_outline import RunOutline
+from sealeval.captured.run_facts import RunFacts
 from sealeval.captured.scorers import score
 from sealeval.captured.service_identity import ServiceIdentity
 from sealeval.captured.signing import load_signing_key
@@ -100,8 +100,8 @@ def _outlined(name: str) -> EvidencePack:
         pack = read_evidence_pack(
             PACKS / name / "evidence", limits=UNCAPPED_PACK_LIMITS, runs="outline"
         )
-    assert isinstance(pack.baseline, RunOutline)
-    assert isinstance(pack.subject, RunOutline)
+    assert isinstance(pack.baseline, RunFacts)
+    assert isinstance(pack.subject, RunFacts)
     return pack
 
 

@@ -87,6 +87,7 @@ def test_session_run_progress_never_shows_case_content(tmp_path: Path) -> None:
     assert status == 0
     assert _label("cases") in shown
     assert _label("forensics") in shown
+    assert _label("adjudication") in shown
     assert CANARY.encode() not in shown
     assert str(tmp_path).encode() not in shown
     other = canary_bundle(tmp_path / "other")
