@@ -6,14 +6,17 @@ regenerates the invarlock files). For every openmed file named in ``REGENERATORS
 1. replays every case of the shared file with the reference and refuses to go on unless the
    reference reproduces the case's ``expected`` exactly (so the call below is the one the
    reference's generator made);
-2. renames every well-formed digest of the case's input (component digests, candidate and
-   evidence digests, holdout item digests), re-seals a manifest whose seal was valid, and asks
+2. varies the case's input -- by default renames every well-formed digest (component
+   digests, candidate and evidence digests) and re-seals a manifest whose seal was valid; a
+   file's ``Regenerator.vary`` does more (other randomization keys, item orders, canary
+   numbers, band scores, re-committed holdouts, aligned verify documents) -- and asks
    openmed 3.1.0 for the new ``expected``;
-3. refuses a case whose outcome changed kind (a success became a refusal or the closed code
-   changed): renaming must not change what a case tests.
+3. refuses a case whose outcome changed (``Regenerator.facts``: by default everything but
+   the digests): varying must not change what a case tests.
 
-It never imports sealeval and uses only openmed's public functions (the ones
-``scripts/interop/openmed_reference_side.py`` uses, plus the holdout commitment API).
+It never imports sealeval and uses only openmed's public functions (the sealed manifest,
+release gates, session record, holdout commitment, feedback budget, overlap forensics,
+blinded adjudication and JSON-source adapter APIs). ``--only FILE`` regenerates one file.
 
 Usage: python regenerate_openmed.py --vectors ../shared/vectors --output DIR [--seed N]
 (``DIR`` is the tree ``regenerate.py`` wrote; the files are rewritten in place.)
