@@ -24,7 +24,11 @@ from renaming import DIGEST, DigestRenamer
 
 
 def check(folder: Path, given: dict[str, Any]) -> dict[str, Any]:
-    """Run one receipt case with the files under ``folder``; return its expected output."""
+    """Run one receipt case with the files under ``folder``; return its expected output.
+
+    The paths are made absolute: the reference refuses a path with a parent traversal.
+    """
+    folder = folder.resolve()
     result = verify_signed_verification_receipt(
         folder / given["receipt"],
         folder / given["pack_dir"],
