@@ -122,7 +122,13 @@ VECTORS_ALT_TESTS := tests/captured/test_captured_comparison.py tests/cli/test_c
   tests/captured/test_captured_export.py tests/captured/test_captured_importers.py \
   tests/cli/test_cli_import.py tests/manifest/test_manifest_sealed.py tests/gates/test_gates.py \
   tests/session/test_session_holdout.py tests/session/test_session_record.py \
-  tests/test_contracts.py tests/test_canonical.py tests/attest/test_attest.py tests/cli/test_attest_cli.py
+  tests/test_contracts.py tests/test_canonical.py tests/attest/test_attest.py tests/cli/test_attest_cli.py \
+  tests/session/test_session_budget.py tests/session/test_session_forensics.py \
+  tests/session/test_session_adjudication.py tests/gates/test_gates_json_source.py \
+  tests/captured/test_captured_pack.py tests/cli/test_cli_evaluate_verify.py \
+  tests/captured/test_captured_pipeline.py tests/captured/test_captured_pipeline_streamed.py \
+  tests/captured/test_captured_verify.py tests/captured/test_captured_report.py \
+  tests/captured/test_captured_receipt.py
 vectors-alt: $(DEV_STAMP) $(INTEROP_INVARLOCK)/bin/python $(INTEROP_OPENMED)/bin/python
 	@alt=$$(mktemp -d) && trap 'rm -rf "$$alt"' EXIT && \
 	  $(INTEROP_INVARLOCK)/bin/python scripts/vectors/regenerate.py --vectors $(VECTORS_SOURCE) \

@@ -10,12 +10,18 @@ invarlock 0.17.1's own ``compare_runs`` for every expected report or refusal. Ev
 id, draw count, digest and interval in the new file is therefore the reference's output for
 inputs our tests have never seen. It then regenerates ``requests.json``
 (``invarlock_requests.py``), ``evaluator_exports.json`` (``invarlock_exports.py``) and
-``adapters.json`` (``invarlock_adapters.py``) the same way. Files it does not regenerate are
-copied unchanged; ``regenerate_openmed.py`` (openmed venv) then rewrites the openmed files.
+``adapters.json`` (``invarlock_adapters.py``) the same way, and ``packs.json`` with the
+reference's CLI (``invarlock_packs.py``: ``invarlock evaluate`` over renamed request
+directories, published under ``packs/alt-*``) and ``verify.json``'s cases on those packs
+(``invarlock_verify.py``: ``invarlock verify`` with trust inputs that follow the pack) and
+``report.json``'s (``invarlock_report.py``: ``invarlock report``) and ``receipts.json``'s
+(``invarlock_receipts.py``: ``verify_signed_verification_receipt`` on the new receipts).
+Files it does not regenerate are copied unchanged; ``regenerate_openmed.py`` (openmed venv)
+then rewrites the openmed files.
 docs/vectors.md lists what is regenerated and what cannot be.
 
 It runs inside the reference venv (``.interop/invarlock-venv/bin/python``), never imports
-sealeval, and uses only the reference's public facade ``invarlock.engine``.
+sealeval, and uses only the reference's public facade ``invarlock.engine`` and its CLI.
 
 Usage: python regenerate.py --vectors ../shared/vectors --output DIR [--seed N]
 """
@@ -34,7 +40,11 @@ from typing import Any
 from invarlock.engine import compare_runs  # the reference, in its own venv
 from invarlock_adapters import regenerate_adapters
 from invarlock_exports import regenerate_exports
+from invarlock_packs import regenerate_packs
+from invarlock_receipts import regenerate_receipts
+from invarlock_report import regenerate_report
 from invarlock_requests import regenerate_requests
+from invarlock_verify import regenerate_verify
 from renaming import Rewriter, canonical_text
 
 #: Runs whose records carry a planted defect at a fixed position keep their size.
@@ -153,6 +163,14 @@ def main() -> int:
     print(f"invarlock/evaluator_exports.json: {count} cases regenerated, {kept} copied")
     count, kept = regenerate_adapters(source, output, arguments.seed)
     print(f"invarlock/adapters.json: {count} cases regenerated, {kept} copied")
+    count, kept = regenerate_packs(source, output, arguments.seed)
+    print(f"invarlock/packs.json: {count} cases regenerated, {kept} copied")
+    count, kept = regenerate_verify(source, output, arguments.seed)
+    print(f"invarlock/verify.json: {count} cases regenerated, {kept} copied")
+    count, kept = regenerate_receipts(source, output, arguments.seed)
+    print(f"invarlock/receipts.json: {count} cases regenerated, {kept} copied")
+    count, kept = regenerate_report(source, output, arguments.seed)
+    print(f"invarlock/report.json: {count} cases regenerated, {kept} copied")
     print(f"alternate vectors: {output}")
     return 0
 

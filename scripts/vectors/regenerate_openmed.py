@@ -6,14 +6,17 @@ regenerates the invarlock files). For every openmed file named in ``REGENERATORS
 1. replays every case of the shared file with the reference and refuses to go on unless the
    reference reproduces the case's ``expected`` exactly (so the call below is the one the
    reference's generator made);
-2. renames every well-formed digest of the case's input (component digests, candidate and
-   evidence digests, holdout item digests), re-seals a manifest whose seal was valid, and asks
+2. varies the case's input -- by default renames every well-formed digest (component
+   digests, candidate and evidence digests) and re-seals a manifest whose seal was valid; a
+   file's ``Regenerator.vary`` does more (other randomization keys, item orders, canary
+   numbers, band scores, re-committed holdouts, aligned verify documents) -- and asks
    openmed 3.1.0 for the new ``expected``;
-3. refuses a case whose outcome changed kind (a success became a refusal or the closed code
-   changed): renaming must not change what a case tests.
+3. refuses a case whose outcome changed (``Regenerator.facts``: by default everything but
+   the digests): varying must not change what a case tests.
 
-It never imports sealeval and uses only openmed's public functions (the ones
-``scripts/interop/openmed_reference_side.py`` uses, plus the holdout commitment API).
+It never imports sealeval and uses only openmed's public functions (the sealed manifest,
+release gates, session record, holdout commitment, feedback budget, overlap forensics,
+blinded adjudication and JSON-source adapter APIs). ``--only FILE`` regenerates one file.
 
 Usage: python regenerate_openmed.py --vectors ../shared/vectors --output DIR [--seed N]
 (``DIR`` is the tree ``regenerate.py`` wrote; the files are rewritten in place.)
@@ -25,14 +28,13 @@ import argparse
 import json
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from openmed.eval.governance.holdout_commitment import (
-    commit_holdout_manifests,
-    create_inclusion_proof,
-    verify_inclusion_proof,
-)
+import openmed_adapters as adapters
+import openmed_governance as governance
+import openmed_holdout as holdout
 from openmed.eval.suites.agent_release import MetricEvidence, evaluate_agent_release_gates
 from openmed.eval.workflows.sealed_manifest import (
     SealedWorkflowManifest,
@@ -40,6 +42,7 @@ from openmed.eval.workflows.sealed_manifest import (
     verify_at_evaluation_start,
 )
 from openmed.eval.workflows.session import SessionRecord
+from openmed_governance import document
 from renaming import DIGEST, DigestRenamer
 
 Case = dict[str, Any]
@@ -56,19 +59,6 @@ def decode(value: Any) -> Any:
     if isinstance(value, list):
         return [decode(item) for item in value]
     return value
-
-
-def document(result: Any) -> dict[str, Any]:
-    """Return the ``{canonical, parsed}`` form of a reference object.
-
-    An object without ``to_json`` is encoded in openmed's canonical form (sorted keys, no
-    whitespace, ASCII escapes); the replay of the shared file checks that this is its form.
-    """
-    parsed = result.to_dict()
-    if hasattr(result, "to_json"):
-        return {"canonical": result.to_json(), "parsed": parsed}
-    text = json.dumps(parsed, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
-    return {"canonical": text, "parsed": parsed}
 
 
 def outcome(action: Callable[[], Any]) -> dict[str, Any]:
@@ -134,28 +124,6 @@ def gates_error(data: Any) -> dict[str, Any]:
         return document(
             evaluate_agent_release_gates(evidence, candidate_digest=data["candidate_digest"])
         )
-
-    return outcome(act)
-
-
-def holdout_proof(data: Any) -> dict[str, Any] | None:
-    """Run one ``holdout.json`` proof case (None for the ops the public API cannot replay).
-
-    The leaf, node and commit cases carry preimages and Merkle levels that openmed computes
-    only in private helpers, and the verify cases carry commitment documents whose digests
-    only those helpers can recompute: they are copied unchanged.
-    """
-    if data["op"] != "proof":
-        return None
-
-    def act() -> dict[str, Any]:
-        commitment = commit_holdout_manifests(data["holdout_version"], data["manifests"])
-        items = data.get("item_digests_override", data["manifests"].get(data["manifest_kind"]))
-        proof = create_inclusion_proof(commitment, data["manifest_kind"], data["item_index"], items)
-        return {
-            "proof": document(proof),
-            "verification": verify_inclusion_proof(commitment, proof).to_dict(),
-        }
 
     return outcome(act)
 
@@ -228,14 +196,36 @@ def reseal(original: Any, renamed: Any) -> Any:
     return renamed
 
 
-#: file -> the reference call of one case.
-REGENERATORS: dict[str, Callable[[Any], dict[str, Any] | None]] = {
-    "manifest_seal.json": manifest_seal,
-    "manifest_verify.json": manifest_verify,
-    "gates_reports.json": gates_report,
-    "gates_errors.json": gates_error,
-    "holdout.json": holdout_proof,
-    "session_record.json": session_record,
+@dataclass(frozen=True)
+class Regenerator:
+    """How one file is regenerated.
+
+    ``run`` is the reference call of a case; ``vary`` returns a case's varied input (default:
+    rename every digest, reseal a valid manifest); ``facts`` is what the variation must keep
+    of the expected output (default: everything but digests).
+    """
+
+    run: Callable[[Any], dict[str, Any] | None]
+    vary: Callable[[Case, int, list[Case]], Any] | None = None
+    facts: Callable[[Any], Any] | None = None
+
+
+#: file -> how its cases are regenerated.
+REGENERATORS: dict[str, Regenerator] = {
+    "manifest_seal.json": Regenerator(manifest_seal),
+    "manifest_verify.json": Regenerator(manifest_verify),
+    "gates_reports.json": Regenerator(gates_report),
+    "gates_errors.json": Regenerator(gates_error),
+    "holdout.json": Regenerator(holdout.run_holdout, holdout.vary_holdout),
+    "session_record.json": Regenerator(session_record),
+    "feedback_budget.json": Regenerator(governance.run_budget, governance.vary_budget),
+    "adapters_json_source.json": Regenerator(adapters.run_json_source, adapters.vary_json_source),
+    "adjudication.json": Regenerator(
+        governance.run_adjudication, governance.vary_adjudication, governance.adjudication_facts
+    ),
+    "forensics.json": Regenerator(
+        governance.run_forensics, governance.vary_forensics, governance.forensics_facts
+    ),
 }
 
 
@@ -256,7 +246,9 @@ def skeleton(value: Any) -> Any:
 
 def regenerate_file(source: Path, output: Path, name: str, seed: int) -> int:
     """Regenerate ``openmed/<name>`` into ``output``; return the number of renamed cases."""
-    run = REGENERATORS[name]
+    regenerator = REGENERATORS[name]
+    run = regenerator.run
+    facts = regenerator.facts or skeleton
     original = json.loads((source / "openmed" / name).read_text("utf-8"))
     renamer = DigestRenamer(seed)
     cases = []
@@ -268,12 +260,14 @@ def regenerate_file(source: Path, output: Path, name: str, seed: int) -> int:
             continue
         if replayed != case["expected"]:
             raise SystemExit(f"openmed/{name} {case['name']}: the reference does not reproduce")
-        if case["input"].get("op") == "from_json" and isinstance(case["input"].get("json"), str):
+        if regenerator.vary is not None:
+            given = reseal(case["input"], regenerator.vary(case, seed, original["cases"]))
+        elif case["input"].get("op") == "from_json" and isinstance(case["input"].get("json"), str):
             given = rename_record_text(case, renamer)
         else:
             given = reseal(case["input"], renamer.rename(case["input"]))
         expected = run(decode(given))
-        if expected is None or skeleton(expected) != skeleton(case["expected"]):
+        if expected is None or facts(expected) != facts(case["expected"]):
             raise SystemExit(f"openmed/{name} {case['name']}: renaming changed the outcome")
         cases.append({"name": case["name"], "input": given, "expected": expected})
         renamed += given != case["input"]  # a case without digests has nothing to rename
@@ -290,10 +284,13 @@ def main() -> int:
     parser.add_argument("--vectors", type=Path, required=True, help="the shared vector tree")
     parser.add_argument("--output", type=Path, required=True, help="the tree regenerate.py wrote")
     parser.add_argument("--seed", type=int, default=7, help="seed of the renaming")
+    parser.add_argument(
+        "--only", action="append", choices=sorted(REGENERATORS), help="regenerate only this file"
+    )
     arguments = parser.parse_args()
     if not (arguments.output / "openmed").is_dir():
         parser.error("--output must be the tree regenerate.py wrote")
-    for name in REGENERATORS:
+    for name in arguments.only or REGENERATORS:
         count = regenerate_file(arguments.vectors, arguments.output, name, arguments.seed)
         print(f"openmed/{name}: {count} cases regenerated (seed {arguments.seed})")
     return 0

@@ -1065,8 +1065,9 @@ def test_build_refusals(
 def test_build_refuses_runs_over_the_record_cap(
     loaded_main: tuple[CapturedRequest, bytes], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # The reference's cap is 50,000; a cap of 19 exercises the same rule on 20 records.
-    limits = dataclasses.replace(REFERENCE_PACK_LIMITS, max_records=19)
+    # The reference's cap is 50,000; a cap one below the run's size exercises the same rule.
+    size = len(loaded_main[0].baseline.records)
+    limits = dataclasses.replace(REFERENCE_PACK_LIMITS, max_records=size - 1)
     with pytest.raises(EvidencePackBuildError) as caught:
         _prepare(loaded_main, limits=limits)
     assert (caught.value.code, caught.value.field) == ("too_many_records", "baseline")

@@ -74,7 +74,8 @@ def test_streamed_evaluate_rebuilds_every_vector_pack(
     case: dict[str, Any], inside: Path, streamed: list[str]
 ) -> None:
     expected = case["expected"]
-    workspace = writable_copy(V / "packs" / case["name"], inside / case["name"])
+    pack = V / Path(case["input"]["request_dir"]).parent  # the case names its request
+    workspace = writable_copy(pack, inside / case["name"])
     request = workspace / "request" / "request.yaml"
     os.chdir(request.parent)
     command = case["input"]["command"]

@@ -42,8 +42,20 @@ SCHEMA = Draft202012Validator(
         ).read_text("utf-8")
     )
 )
-MAIN_RECEIPT = V / "packs" / MAIN / "verify" / "trust-profile.receipt.json"
-REJECTION_RECEIPT = V / "packs" / MAIN / "verify" / "tamper-edited-subject-record.receipt.json"
+#: The first receipts.json case names the main pack and its receipt (a regenerated vector
+#: tree publishes them elsewhere than packs/<MAIN>/).
+_MAIN_CASE = json.loads((V / "receipts.json").read_bytes())["cases"][0]["input"]
+MAIN_RECEIPT = V / _MAIN_CASE["receipt"]
+MAIN_EVIDENCE = V / _MAIN_CASE["pack_dir"]
+MAIN_PACK = _MAIN_CASE["pack_dir"].split("/")[1]
+#: The rejection receipt's case (about the tampered copy of the shared main pack).
+_REJECTION_CASE = next(
+    case["input"]
+    for case in json.loads((V / "receipts.json").read_bytes())["cases"]
+    if case["input"]["pack_dir"] == "see note"
+)
+REJECTION_RECEIPT = V / _REJECTION_CASE["receipt"]
+REJECTION_EVIDENCE = V / Path(_REJECTION_CASE["receipt"]).parents[1] / "evidence"
 
 #: Every distinct reference message of receipts.json -> (our code, field).
 RECEIPT_MESSAGES = {
@@ -84,10 +96,8 @@ def test_receipt_vectors(case: dict[str, Any]) -> None:
     if inputs["pack_dir"] == "see note":
         # The rejection receipt is about the tampered pack, whose manifest is untouched:
         # it verifies against either directory.
-        packs = [
-            V / "packs" / MAIN / "tampered" / "edited-subject-record",
-            V / "packs" / MAIN / "evidence",
-        ]
+        root = V / Path(inputs["receipt"]).parents[1]  # the pack folder of the receipt
+        packs = [root / "tampered" / "edited-subject-record", root / "evidence"]
     else:
         packs = [V / inputs["pack_dir"]]
     for pack in packs:
@@ -266,7 +276,7 @@ def test_valid_rejection_variants(path: str, value: Any) -> None:
 
 
 def test_issue_is_deterministic_and_refuses_unidentified_outcomes(tmp_path: Path) -> None:
-    work = pack_workspace(MAIN, tmp_path)
+    work = pack_workspace(MAIN_PACK, tmp_path)
     recipient = recipient_for(work / "evidence", work / "trust", tmp_path)
     outcome = verify_evidence_pack(work / "evidence", recipient)
     first = issue_receipt(outcome, recipient)
@@ -311,14 +321,12 @@ def test_publish_is_no_clobber_with_private_modes(tmp_path: Path) -> None:
 # ---------------------------------------------------------------------------
 # Re-verification: every refusal, in order
 
-MAIN_EXPECTATIONS = _expectations(
-    json.loads((V / "receipts.json").read_bytes())["cases"][0]["input"]
-)
+MAIN_EXPECTATIONS = _expectations(_MAIN_CASE)
 
 
 def _check(receipt: Path | bytes, evidence: Path | None = None, **overrides: Any) -> ReceiptCheck:
     values = {**MAIN_EXPECTATIONS, **overrides}
-    return verify_receipt(receipt, evidence=evidence or V / "packs" / MAIN / "evidence", **values)
+    return verify_receipt(receipt, evidence=evidence or MAIN_EVIDENCE, **values)
 
 
 def _code(result: ReceiptCheck) -> tuple[str | None, str | None]:
@@ -361,7 +369,7 @@ def test_policy_and_expectation_refusals(tmp_path: Path) -> None:
         "invalid_expectation",
         "trust_profile_digest",
     )
-    policy = read_evidence_pack(V / "packs" / MAIN / "evidence").policy
+    policy = read_evidence_pack(MAIN_EVIDENCE).policy
     assert _check(MAIN_RECEIPT, policy=policy).ok
 
 
@@ -411,17 +419,24 @@ def test_anchor_verifier_and_signature_refusals() -> None:
         "statement.verifier.trust_profile_digest",
     )
     document = _valid(REJECTION_RECEIPT)
+    rejection = {"evidence": REJECTION_EVIDENCE, **_expectations(_REJECTION_CASE)}
     flipped = _set(document, "statement.verdict.verification_status", 4)
-    assert _code(_check(encode_invarlock(flipped))) == ("signature_invalid", "signature.value")
+    assert _code(_check(encode_invarlock(flipped), **rejection)) == (
+        "signature_invalid",
+        "signature.value",
+    )
     zeroed = _set(document, "signature.value", "A" * 86 + "==")
-    assert _code(_check(encode_invarlock(zeroed))) == ("signature_invalid", "signature.value")
+    assert _code(_check(encode_invarlock(zeroed), **rejection)) == (
+        "signature_invalid",
+        "signature.value",
+    )
     rsa_free = _set(document, "signature.public_key.value", "not a key")
-    assert _code(_check(encode_invarlock(rsa_free))) == (
+    assert _code(_check(encode_invarlock(rsa_free), **rejection)) == (
         "verifier_key_unauthorized",
         "signature.public_key",
     )
     declared = _set(document, "statement.verifier.signing_key_fingerprint", "sha256:" + "5" * 64)
-    assert _code(_check(encode_invarlock(declared))) == (
+    assert _code(_check(encode_invarlock(declared), **rejection)) == (
         "verifier_key_unauthorized",
         "signature.public_key",
     )
@@ -438,7 +453,7 @@ def _forged_positive(pack: Path, statement_edit: dict[str, Any] | None = None) -
 def test_positive_receipt_requires_a_consistent_pack(tmp_path: Path) -> None:
     unsigned = V / "packs" / "text-20-exact-unsigned" / "evidence"
     assert _code(_check(_forged_positive(unsigned), evidence=unsigned)) == ("pack_mismatch", "pack")
-    work = pack_workspace(MAIN, tmp_path)
+    work = pack_workspace(MAIN_PACK, tmp_path)
     evidence = work / "evidence"
     manifest = json.loads((evidence / "manifest.json").read_bytes())
     for edit in (
@@ -510,7 +525,7 @@ def test_receipt_errors_never_echo_values(tmp_path: Path) -> None:
 
 def _edited_copy(tmp_path: Path) -> Path:
     copy = tmp_path / "evidence"
-    shutil.copytree(V / "packs" / MAIN / "evidence", copy)
+    shutil.copytree(MAIN_EVIDENCE, copy)
     subject = copy / "records" / "subject.json"
     subject.chmod(0o644)
     data = bytearray(subject.read_bytes())

@@ -335,10 +335,19 @@ def test_normalization_is_key_order_invariant(rng: random.Random) -> None:
 
 _SEGMENT = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789-_", min_size=1, max_size=12)
 
-_PACK_REQUEST = V / "packs" / "text-20-exact-signed" / "request"
+_PACK_REQUEST_CASE = "text-20-exact-signed"
+
+
+def _pack_request() -> Path:
+    """The request directory the ``packs.json`` case names (regenerated trees move it)."""
+    case = next(
+        case for case in load("invarlock/packs.json")["cases"] if case["name"] == _PACK_REQUEST_CASE
+    )
+    return V / case["input"]["request_dir"]
 
 
 def _write_request(root: Path, baseline: str, subject: str, policy: str) -> None:
+    request = _pack_request()
     for reference, source in (
         (baseline, "inputs/baseline.json"),
         (subject, "inputs/subject.json"),
@@ -346,8 +355,8 @@ def _write_request(root: Path, baseline: str, subject: str, policy: str) -> None
     ):
         target = root / reference
         target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(_PACK_REQUEST / source, target)
-    text = (_PACK_REQUEST / "request.yaml").read_text("utf-8")
+        shutil.copyfile(request / source, target)
+    text = (request / "request.yaml").read_text("utf-8")
     text = text.replace('"inputs/baseline.json"', json.dumps(baseline))
     text = text.replace('"inputs/subject.json"', json.dumps(subject))
     text = text.replace('"policy.json"', json.dumps(policy))
@@ -364,9 +373,7 @@ def test_request_digest_is_relocation_invariant(
     first: list[str], second: list[str], inner: list[str]
 ) -> None:
     expected = next(
-        case
-        for case in load("invarlock/packs.json")["cases"]
-        if case["name"] == "text-20-exact-signed"
+        case for case in load("invarlock/packs.json")["cases"] if case["name"] == _PACK_REQUEST_CASE
     )["expected"]["evaluate"]["stdout_json"]
     with tempfile.TemporaryDirectory() as scratch:
         here = Path(scratch, "a", *first)
@@ -979,7 +986,7 @@ def test_canary_never_reaches_errors_reprs_or_logs(
     caplog.set_level(logging.DEBUG)
     messages: list[str] = []
     root = tmp_path / f"{CANARY}-root"
-    writable_copy(_PACK_REQUEST, root)
+    writable_copy(_pack_request(), root)
     text = (root / "request.yaml").read_text("utf-8")
     for broken in (
         text.replace("inputs/baseline.json", f"{CANARY}/baseline.json"),

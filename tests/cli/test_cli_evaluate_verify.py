@@ -375,9 +375,9 @@ def test_verify_never_echoes_canaries(main: Path) -> None:
 # evaluate: packs.json (every pack rebuilt byte for byte through the command)
 
 
-def _request_workspace(name: str, tmp_path: Path) -> Path:
-    """``packs/<name>`` copied writable (evidence removed), the signer key as signer.pem."""
-    cwd = writable_copy(V / "packs" / name, tmp_path / name)
+def _request_workspace(name: str, tmp_path: Path, pack: Path | None = None) -> Path:
+    """``packs/<name>`` (or ``pack``) copied writable, the signer key as signer.pem."""
+    cwd = writable_copy(pack or V / "packs" / name, tmp_path / name)
     shutil.copyfile(SIGNER, cwd / "request" / "signer.pem")
     return cwd / "request"
 
@@ -393,7 +393,8 @@ def _pack_files(directory: Path) -> dict[str, bytes]:
 @pytest.mark.parametrize("case", private_cases("invarlock/packs.json"))
 def test_evaluate_pack_vectors(case: dict[str, Any], tmp_path: Path) -> None:
     inputs, expected = case["input"], case["expected"]
-    request_dir = _request_workspace(case["name"], tmp_path)
+    pack = V / Path(inputs["request_dir"]).parent  # the case names its request
+    request_dir = _request_workspace(case["name"], tmp_path, pack)
     os.chdir(request_dir)
     args = inputs["command"][1:]
     preflight = _invoke(evaluate_command, [*args, "--preflight"])
