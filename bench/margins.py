@@ -10,12 +10,14 @@ Runs, one after the other and each against the reference in the same run:
   pair with an ``exact_match`` and a ``token_f1`` policy, reports
   byte-identical; the fastest of N per side.
 
-and prints one table: each ratio (reference time / sealeval time), its
-target (``verify`` and ``evaluate`` at least 10x, ``compare`` with
+and prints one table: each ratio (reference time / sealeval time; wall
+time, what a user waits for, and CPU time, user + system of the command and
+of the bootstrap workers it waited for, the steadier figure on a busy host),
+its target (``verify`` and ``evaluate`` at least 10x, ``compare`` with
 ``token_f1`` at least 15x; ``import`` is ``bench/import.py``'s) and the load
 average before and after, since on a shared machine the other jobs slow both
-sides. Exit status 0 when every target is met and every output was
-byte-identical.
+sides. Exit status 0 when every wall-time target is met and every output
+was byte-identical.
 
 The reference virtualenv is the one those scripts use
 (``bench/.work/invarlock-venv``; created when missing).
@@ -32,12 +34,34 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-#: (label, script, pattern of the ratio in its output, target)
+#: (label, script, pattern of its wall and CPU ratios in that script's output, target)
 MARGINS = (
-    ("evaluate", "pack.py", r"^\s+evaluate\s.*ratio\s+([\d.]+)x", 10.0),
-    ("verify", "pack.py", r"^\s+verify\s.*ratio\s+([\d.]+)x", 10.0),
-    ("compare exact_match", "compare.py", r"exact_match.*?time ratio ([\d.]+)x", 10.0),
-    ("compare token_f1", "compare.py", r"token_f1.*?time ratio ([\d.]+)x", 15.0),
+    (
+        "evaluate",
+        "pack.py",
+        r"^\s+evaluate\s+sealeval.*?\sratio\s+(?P<wall>[\d.]+)x.*?CPU ratio\s+(?P<cpu>[\d.]+)x",
+        10.0,
+    ),
+    (
+        "verify",
+        "pack.py",
+        r"^\s+verify\s+sealeval.*?\sratio\s+(?P<wall>[\d.]+)x.*?CPU ratio\s+(?P<cpu>[\d.]+)x",
+        10.0,
+    ),
+    (
+        "compare exact_match",
+        "compare.py",
+        r"^exact_match \([^\n]*\n(?:[^\n]*\n)*?[^\n]*CPU ratio (?P<cpu>[\d.]+)x\n"
+        r"\s+time ratio (?P<wall>[\d.]+)x",
+        10.0,
+    ),
+    (
+        "compare token_f1",
+        "compare.py",
+        r"^token_f1 \([^\n]*\n(?:[^\n]*\n)*?[^\n]*CPU ratio (?P<cpu>[\d.]+)x\n"
+        r"\s+time ratio (?P<wall>[\d.]+)x",
+        15.0,
+    ),
 )
 
 
@@ -68,13 +92,15 @@ def main() -> int:
             identical = False
     print(f"load average at end: {_load()}")
     print(f"\nspeed margins against invarlock 0.17.1 (fastest of {args.repeat}, 50,000 records)")
+    print(f"  {'command':20} {'wall':>7} {'CPU':>7}   target")
     met = True
     for label, script, pattern, target in MARGINS:
-        found = re.search(pattern, outputs[script], re.MULTILINE | re.DOTALL)
-        ratio = float(found.group(1)) if found else 0.0
-        met = met and ratio >= target
-        verdict = "met" if ratio >= target else "SHORT"
-        print(f"  {label:20} {ratio:6.1f}x   target >= {target:4.0f}x   {verdict}")
+        found = re.search(pattern, outputs[script], re.MULTILINE)
+        wall = float(found.group("wall")) if found else 0.0
+        cpu = float(found.group("cpu")) if found else 0.0
+        met = met and wall >= target
+        verdict = "met" if wall >= target else ("CPU only" if cpu >= target else "SHORT")
+        print(f"  {label:20} {wall:6.1f}x {cpu:6.1f}x   >= {target:2.0f}x  {verdict}")
     print(f"  outputs byte-identical: {identical}")
     return 0 if met and identical else 1
 
