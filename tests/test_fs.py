@@ -291,6 +291,33 @@ def test_create_exclusive_refuses_existing(tmp_path: Path) -> None:
     assert stat.S_IMODE((tmp_path / "k").stat().st_mode) == 0o600
 
 
+def test_create_directory_is_exclusive_exact_and_never_follows(tmp_path: Path) -> None:
+    (tmp_path / "target").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "target")
+    fd = _fs.open_directory(tmp_path)
+    old_umask = os.umask(0o077)
+    try:
+        made = _fs.create_directory("made", dir_fd=fd, mode=0o750)
+        try:
+            assert _fs.list_names(made) == []
+            assert stat.S_ISDIR(os.fstat(made).st_mode)
+        finally:
+            os.close(made)
+        for existing in ("made", "link", "target"):
+            with pytest.raises(FileSystemError) as error:
+                _fs.create_directory(existing, dir_fd=fd)
+            assert (_code(error), error.value.field) == ("output_exists", "output")
+        with pytest.raises(FileSystemError) as error:
+            _fs.create_directory("missing/child", dir_fd=fd)
+        assert _code(error) == "output_unwritable"
+        assert sorted(_fs.list_names(fd)) == ["link", "made", "target"]
+    finally:
+        os.umask(old_umask)
+        os.close(fd)
+    assert stat.S_IMODE((tmp_path / "made").stat().st_mode) == 0o750  # the umask did not narrow it
+    assert list((tmp_path / "target").iterdir()) == []
+
+
 def _swap_parent(base: str, stop_after: float) -> None:
     real = os.path.join(base, "real")
     outside = os.path.join(base, "outside")

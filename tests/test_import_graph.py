@@ -4,8 +4,10 @@ The graph is built from the source (AST), not from ``sys.modules``: every
 ``import`` / ``from ... import`` anywhere in a module — at module level, inside
 a function, under ``if TYPE_CHECKING:`` — is an edge from that module to the
 ``sealeval`` module it names (``from pkg import name`` points at ``pkg.name``
-when that is a module, else at ``pkg``). A deferred import that only hides a
-cycle from the interpreter is therefore still a cycle here.
+when that is a module, else at ``pkg``). A module that imports by name
+(``importlib.import_module``: a lazy face's table, the CLI's command table)
+has an edge to every package module it names in a string. A deferred import
+that only hides a cycle from the interpreter is therefore still a cycle here.
 """
 
 from __future__ import annotations
@@ -43,9 +45,14 @@ def _edges(
     module: str, path: Path, is_package: bool, modules: dict[str, tuple[Path, bool]]
 ) -> set[str]:
     package = module if is_package else module.rpartition(".")[0]
+    root_name = module.partition(".")[0]
     targets: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
-        if isinstance(node, ast.Import):
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    by_name = False
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr == "import_module":
+            by_name = True
+        elif isinstance(node, ast.Import):
             for alias in node.names:
                 resolved = _resolve(alias.name, modules)
                 if resolved is not None:
@@ -61,6 +68,18 @@ def _edges(
                 resolved = candidate if candidate in modules else _resolve(source, modules)
                 if resolved is not None:
                     targets.add(resolved)
+    if by_name:
+        # A module importing by name (``importlib.import_module``: a lazy face's
+        # table, the CLI's command table) imports every package module it names
+        # in a string: an edge like any import.
+        targets |= {
+            node.value
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and node.value.startswith(f"{root_name}.")
+            and node.value in modules
+        }
     targets.discard(module)
     return targets
 
@@ -129,6 +148,9 @@ def test_graph_covers_the_whole_package() -> None:
     # The graph sees real edges, deferred ones included.
     assert "sealeval.gates.adversarial.corpus" in graph["sealeval.gates.adversarial.suite"]
     assert "sealeval.canonical" in graph["sealeval.gates.adversarial.report"]
+    # ... and the lazy tables: the faces and the CLI import their homes by name.
+    assert "sealeval.captured.verify" in graph["sealeval.captured"]
+    assert "sealeval.cli.demo" in graph["sealeval.cli"]
 
 
 def test_no_import_cycle() -> None:
@@ -157,6 +179,13 @@ def _write(root: Path, name: str, text: str) -> None:
         ),
         pytest.param("from . import a\n", [["pkg.a", "pkg.b"]], id="relative-module"),
         pytest.param("from .a import x\n", [["pkg.a", "pkg.b"]], id="relative-name"),
+        pytest.param(
+            "import importlib\nHOMES = {'x': 'pkg.a'}\n"
+            "def f():\n    return importlib.import_module(HOMES['x'])\n",
+            [["pkg.a", "pkg.b"]],
+            id="imported-by-name",
+        ),
+        pytest.param("module = 'pkg.a'\n", [], id="a-name-not-imported"),
         pytest.param("import json\n", [], id="no-cycle"),
     ],
 )

@@ -16,8 +16,7 @@ from sealeval._progress import (
     planned_draws_line,
     terminal_progress,
 )
-
-CANARY = "PHI-CANARY-7f3a-jane-doe-MRN-0042"
+from support.refusals import CANARY
 
 
 class _Clock:

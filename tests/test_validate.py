@@ -20,9 +20,9 @@ from sealeval.captured.pack_reader import EvidencePackError
 from sealeval.captured.receipt import ReceiptError
 from sealeval.captured.request import CapturedRequestError
 from sealeval.captured.trust import TrustInputError
-from sealeval.errors import SealevalError
+from sealeval.errors import ManifestError, SealevalError
+from support.refusals import CANARY, assert_refused
 
-CANARY = "PHI-CANARY-7f3a-jane-doe-MRN-0042"
 FIELD = "outer.inner"
 
 Check = Callable[[type[SealevalError]], object]
@@ -319,3 +319,28 @@ def test_decode_object_maps_the_decoders_codes_to_the_callers(error: type[Sealev
         assert caught.value.__cause__ is None
         assert CANARY not in str(caught.value)
     assert _validate.decode_object(b'{"a": [1]}', FIELD, error=error, limit=64) == {"a": [1]}
+
+
+@pytest.mark.parametrize(
+    ("error", "code"),
+    [(ManifestError, "invalid_document"), (ReceiptError, "invalid_json")],
+    ids=["default-code", "chosen-code"],
+)
+def test_decode_document_refuses_with_one_code_and_keeps_any_value(
+    error: type[SealevalError], code: str
+) -> None:
+    for data in (
+        b'{"a": 1, "a": "' + CANARY.encode() + b'"}',
+        "[NaN]",
+        b"\xef\xbb\xbf{}",
+        '"' + CANARY + '" x',
+        "",
+    ):
+        failure = assert_refused(
+            lambda data=data: _validate.decode_document(data, FIELD, error=error, code=code),
+            code,
+            FIELD,
+        )
+        assert type(failure) is error
+        assert failure.__cause__ is None
+    assert _validate.decode_document('[1, {"a": null}]', FIELD, error=error) == [1, {"a": None}]

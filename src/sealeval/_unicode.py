@@ -33,10 +33,11 @@ from __future__ import annotations
 
 import bisect
 import functools
-import json
 import unicodedata
 from importlib import resources
 from typing import Any, Final, Literal
+
+from sealeval.canonical import decode
 
 __all__ = [
     "FORMS",
@@ -223,7 +224,7 @@ def _load(version: str) -> _Data:
         raw = stream.read(_MAX_TABLE_BYTES + 1)
     if len(raw) > _MAX_TABLE_BYTES:
         raise ValueError("unicode tables: over the size limit")
-    document = json.loads(raw)
+    document = decode(raw)
     if not isinstance(document, dict):
         raise ValueError("unicode tables: not an object")  # noqa: TRY004 - package data
     return _Data(version, document)

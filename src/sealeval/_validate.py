@@ -54,6 +54,7 @@ __all__ = [
     "check_members",
     "check_string_map",
     "check_text",
+    "decode_document",
     "decode_object",
     "freeze_json",
     "plain_json",
@@ -429,6 +430,24 @@ STRICT_JSON_CODES: Final[Mapping[str, str]] = types.MappingProxyType(
         "duplicate_key": "duplicate_key",
     }
 )
+
+
+def decode_document(
+    data: bytes | bytearray | memoryview | str,
+    field: str,
+    *,
+    error: ErrorClass,
+    code: str = "invalid_document",
+) -> Any:
+    """Strictly decode one JSON document; any decoder refusal is ``error(code, field)``.
+
+    For a ``from_json`` that hands the value on to its ``from_dict`` (which
+    checks the shape); the decoder's own code is dropped, never chained.
+    """
+    try:
+        return decode(data)
+    except CanonicalError:
+        raise error(code, field) from None
 
 
 def decode_object(

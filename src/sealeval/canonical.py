@@ -22,7 +22,9 @@ configured size, depth, string-length, container and item limits (the last
 two checked on the bytes before decoding) are refused with a closed
 :class:`~sealeval.errors.CanonicalError` code. The decoded value uses ``dict``,
 ``list``, ``str``, ``int``, ``float``, ``bool`` and ``None``; integers and
-floats keep their distinction (``1`` vs ``1.0``).
+floats keep their distinction (``1`` vs ``1.0``). ``decode(..., lax=True)``
+is the same decoder with Python's own leniency for readers that must refuse
+those values later with their own codes, as a reference implementation does.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ import json
 import math
 import re
 import types
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -42,10 +44,12 @@ __all__ = [
     "DEFAULT_LIMITS",
     "DIGEST_PATTERN",
     "DecodeLimits",
+    "OpenmedItems",
     "decode",
     "digest_bytes",
     "digest_invarlock",
     "digest_openmed",
+    "digest_openmed_items",
     "encode_invarlock",
     "encode_openmed",
     "frozen_canonical",
@@ -166,6 +170,70 @@ def digest_openmed(value: object) -> str:
     return digest_bytes(encode_openmed(value).encode("ascii"))
 
 
+class OpenmedItems:
+    """An array inside a value given to :func:`digest_openmed_items`, encoded item by item.
+
+    ``items`` is iterated once; each item is checked and encoded alone (its
+    text is hashed, then dropped), so the array's text is never built whole.
+    An item must not itself contain an :class:`OpenmedItems`.
+    """
+
+    __slots__ = ("items",)
+
+    def __init__(self, items: Iterable[object]) -> None:
+        """Wrap ``items`` (any iterable; consumed by the digest)."""
+        self.items = items
+
+
+def _openmed_pieces(value: object, depth: int) -> Iterator[str]:
+    """Yield the openmed canonical text of ``value`` in pieces (:func:`digest_openmed_items`)."""
+    kind = type(value)
+    if isinstance(value, OpenmedItems) or kind is list or kind is tuple:
+        if depth >= MAX_ENCODE_DEPTH:
+            raise CanonicalError("too_deep")
+        lazy = isinstance(value, OpenmedItems)
+        members: Iterable[object] = value.items if isinstance(value, OpenmedItems) else value  # type: ignore[assignment]
+        yield "["
+        for index, item in enumerate(members):
+            if index:
+                yield ","
+            if lazy:
+                _check_value(item, depth + 1)
+                yield _encode(_ASCII_ENCODER, item)
+            else:
+                yield from _openmed_pieces(item, depth + 1)
+        yield "]"
+    elif isinstance(value, Mapping):
+        if depth >= MAX_ENCODE_DEPTH:
+            raise CanonicalError("too_deep")
+        if any(type(key) is not str for key in value):
+            raise CanonicalError("non_string_key")
+        yield "{"
+        for index, key in enumerate(sorted(value)):
+            _check_string(key)
+            yield ("," if index else "") + _ASCII_ENCODER.encode(key) + ":"
+            yield from _openmed_pieces(value[key], depth + 1)
+        yield "}"
+    else:
+        _check_value(value, depth)
+        yield _encode(_ASCII_ENCODER, value)
+
+
+def digest_openmed_items(value: object) -> str:
+    """Return :func:`digest_openmed` of ``value`` without building its whole text.
+
+    ``value`` is a JSON value whose arrays may be given as
+    :class:`OpenmedItems`: their items are encoded and hashed one at a time.
+    The digest equals ``digest_openmed`` of the same value with every
+    :class:`OpenmedItems` replaced by the list of its items; refusals are the
+    same codes (:class:`~sealeval.errors.CanonicalError`).
+    """
+    hasher = hashlib.sha256()
+    for piece in _openmed_pieces(value, 0):
+        hasher.update(piece.encode("ascii"))
+    return "sha256:" + hasher.hexdigest()
+
+
 def digest_invarlock(value: object) -> str:
     """Return ``sha256:<hex>`` of the invarlock canonical bytes of ``value``."""
     return digest_bytes(encode_invarlock(value))
@@ -234,6 +302,12 @@ _DECODER: Final = json.JSONDecoder(
 )
 
 
+_LAX_CONSTANTS: Final = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+_LAX_DECODER: Final = json.JSONDecoder(
+    object_pairs_hook=_pairs_to_dict, parse_constant=_LAX_CONSTANTS.__getitem__, strict=True
+)
+
+
 def _check_depth(value: object, max_depth: int) -> None:
     """Refuse ``too_deep`` as :func:`_walk_decoded` does, visiting containers only.
 
@@ -255,10 +329,22 @@ def _check_depth(value: object, max_depth: int) -> None:
         level = deeper
 
 
+def _check_decoded_string(text: str, max_len: int, surrogates: bool) -> None:
+    if len(text) > max_len:
+        raise CanonicalError("string_too_long")
+    if not surrogates:
+        _check_string(text)
+
+
 def _walk_decoded(
-    value: object, limits: DecodeLimits, check_depth: bool, check_strings: bool
+    value: object,
+    limits: DecodeLimits,
+    check_depth: bool,
+    check_strings: bool,
+    *,
+    surrogates: bool = False,
 ) -> None:
-    """Check depth, string length and surrogates over a decoded value, iteratively."""
+    """Check depth, string length and (unless ``surrogates``) surrogates, iteratively."""
     if not check_strings:
         _check_depth(value, limits.max_depth)
         return
@@ -268,10 +354,7 @@ def _walk_decoded(
         item, depth = stack.pop()
         kind = type(item)
         if kind is str:
-            if check_strings:
-                if len(item) > max_len:  # type: ignore[arg-type]
-                    raise CanonicalError("string_too_long")
-                _check_string(item)  # type: ignore[arg-type]
+            _check_decoded_string(item, max_len, surrogates)  # type: ignore[arg-type]
         elif kind is list:
             if check_depth and depth >= limits.max_depth:
                 raise CanonicalError("too_deep")
@@ -280,10 +363,7 @@ def _walk_decoded(
             if check_depth and depth >= limits.max_depth:
                 raise CanonicalError("too_deep")
             for key, child in item.items():  # type: ignore[attr-defined]
-                if check_strings:
-                    if len(key) > max_len:
-                        raise CanonicalError("string_too_long")
-                    _check_string(key)
+                _check_decoded_string(key, max_len, surrogates)
                 stack.append((child, depth + 1))
 
 
@@ -306,14 +386,33 @@ def _check_counts(raw: bytes, limits: DecodeLimits) -> None:
         raise CanonicalError("too_many_items")
 
 
+def _raw_bytes(data: bytes | bytearray | memoryview | str, lax: bool) -> bytes:
+    """Return the bytes to bound and count (a raw surrogate passes only in lax mode)."""
+    if not isinstance(data, str):
+        return bytes(data)
+    try:
+        return data.encode("utf-8", "surrogatepass" if lax else "strict")
+    except UnicodeEncodeError:
+        raise CanonicalError("not_utf8") from None
+
+
 def decode(
-    data: bytes | bytearray | memoryview | str, *, limits: DecodeLimits = DEFAULT_LIMITS
+    data: bytes | bytearray | memoryview | str,
+    *,
+    limits: DecodeLimits = DEFAULT_LIMITS,
+    lax: bool = False,
 ) -> Any:
     """Strictly decode one JSON document.
 
     Args:
         data: the document as bytes (must be UTF-8) or as text.
         limits: size, depth and string-length limits.
+        lax: keep what Python's ``json`` module accepts and a later check must
+            refuse: ``NaN``/``Infinity``/``-Infinity`` and overflowing numbers
+            become non-finite floats, unpaired surrogates (escaped, or raw in
+            text input) are kept. Duplicate keys, the grammar and every limit
+            are still refused (the size limit counts UTF-8 bytes, a raw
+            surrogate as three).
 
     Returns:
         The decoded value (``dict``, ``list``, ``str``, ``int``, ``float``,
@@ -322,24 +421,21 @@ def decode(
     Raises:
         CanonicalError: with one of the decoding codes; never echoes the input.
     """
-    if isinstance(data, str):
-        try:
-            raw = data.encode("utf-8")
-        except UnicodeEncodeError:
-            raise CanonicalError("not_utf8") from None
-    else:
-        raw = bytes(data)
+    raw = _raw_bytes(data, lax)
     if len(raw) > limits.max_bytes:
         raise CanonicalError("too_large")
     if raw.startswith(_BOM):
         raise CanonicalError("byte_order_mark")
     _check_counts(raw, limits)
+    if lax and isinstance(data, str):
+        text = data
+    else:
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise CanonicalError("not_utf8") from None
     try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise CanonicalError("not_utf8") from None
-    try:
-        value = _DECODER.decode(text)
+        value = (_LAX_DECODER if lax else _DECODER).decode(text)
     except CanonicalError as error:
         raise CanonicalError(error.code) from None
     except RecursionError:
@@ -351,9 +447,10 @@ def decode(
         raise CanonicalError("integer_too_long") from None
     # The walk is skipped when the bytes alone prove it cannot fail.
     check_depth = raw.count(b"[") + raw.count(b"{") > limits.max_depth
-    check_strings = len(raw) > limits.max_string_length or _SURROGATE_ESCAPE.search(raw) is not None
+    long_text = len(raw) > limits.max_string_length
+    check_strings = long_text or (not lax and _SURROGATE_ESCAPE.search(raw) is not None)
     if check_depth or check_strings:
-        _walk_decoded(value, limits, check_depth, check_strings)
+        _walk_decoded(value, limits, check_depth, check_strings, surrogates=lax)
     return value
 
 

@@ -37,7 +37,8 @@ from support.captured_case_set import (
     _case,
     _run,
 )
-from support.vectors import PROJECT_ROOT, cases, load
+from support.refusals import CANARY
+from support.vectors import PROJECT_ROOT, cases, load, reference_code
 
 CASE_SET_SCHEMA = Draft202012Validator(
     json.loads(
@@ -53,7 +54,6 @@ RUN_SCHEMA = Draft202012Validator(
         )
     )
 )
-CANARY = "PHI-CANARY-7f3a-jane-doe-MRN-0042"
 
 _CASES_RECIPE = re.compile(
     r"(\d+) cases; case i \(0-based\) = \{id: 'c' \+ i as 5-digit zero-padded decimal, "
@@ -100,13 +100,7 @@ _MESSAGE_CODES: tuple[tuple[str, str, str], ...] = (
 
 
 def message_code(message: str) -> str:
-    matches = [
-        code
-        for prefix, fragment, code in _MESSAGE_CODES
-        if message.startswith(prefix) and fragment in message
-    ]
-    assert len(matches) == 1, "vector error message not understood"
-    return matches[0]
+    return reference_code(message, _MESSAGE_CODES)
 
 
 def _action(case_input: dict[str, Any]) -> Callable[[], Any]:

@@ -31,12 +31,8 @@ from sealeval.captured.comparison import parallel as comparison_parallel
 from sealeval.captured.intervals import seed_row, shake256_bootstrap_interval
 from sealeval.captured.policy import ComparisonPolicyError, parse_comparison_policy
 from sealeval.errors import SealevalError
-from support.captured_comparison import (
-    CANARY,
-    _runtime_deviation,
-    map_reference_error,
-    vector_run,
-)
+from support.captured_comparison import _runtime_deviation, map_reference_error, vector_run
+from support.refusals import CANARY
 from support.vectors import PROJECT_ROOT, cases, load, vectors_dir
 
 VECTORS = "invarlock/comparisons.json"
@@ -638,7 +634,7 @@ def test_seed_rows_match_the_primitive() -> None:
     records.extend(odd.records)
     assert len(records) > 100
     for record in records:
-        assert comparison_pairing._seed_row(record) == seed_row(record)
+        assert comparison_pairing.record_seed_row(record) == seed_row(record)
 
 
 def _synthetic_scores(size: int, seed: int, distinct: int) -> tuple[Run, Run]:
@@ -671,7 +667,7 @@ def test_parallel_bootstrap_is_bit_identical(monkeypatch: pytest.MonkeyPatch) ->
             right = np.clip(left + rng.integers(-3, 4, size) / (values - 1), 0.0, 1.0)
             seed = f"sha256:{int(rng.integers(0, 2**62)):064x}"
             expected = shake256_bootstrap_interval(left, right, seed)
-            assert comparison_parallel._shake_interval(left, right, seed, 2) == expected
+            assert comparison_parallel.shake_interval(left, right, seed, 2) == expected
             grouped = comparison_parallel._grouped(right - left)
             assert grouped is not None
             # the worker path itself (no silent fallback)
@@ -680,7 +676,7 @@ def test_parallel_bootstrap_is_bit_identical(monkeypatch: pytest.MonkeyPatch) ->
     left = rng.random(400)
     right = rng.random(400)
     seed = "sha256:" + "f" * 64
-    assert comparison_parallel._shake_interval(left, right, seed, 2) == shake256_bootstrap_interval(
+    assert comparison_parallel.shake_interval(left, right, seed, 2) == shake256_bootstrap_interval(
         left, right, seed
     )
 
@@ -697,7 +693,7 @@ def test_parallel_bootstrap_falls_back_when_workers_cannot_start(
     left = np.arange(100) / 99.0
     right = left[::-1].copy()
     seed = "sha256:" + "e" * 64
-    assert comparison_parallel._shake_interval(left, right, seed, 2) == shake256_bootstrap_interval(
+    assert comparison_parallel.shake_interval(left, right, seed, 2) == shake256_bootstrap_interval(
         left, right, seed
     )
 

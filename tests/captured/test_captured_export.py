@@ -30,7 +30,6 @@ from sealeval.errors import CanonicalError, OutputError
 from support.captured_export import (
     _AUTOEVALS,
     ARTIFACT,
-    CANARY,
     EXPORT_REFUSALS,
     PROFILES,
     SOURCE,
@@ -40,7 +39,8 @@ from support.captured_export import (
     _Raising,
     _simple_export,
 )
-from support.vectors import PROJECT_ROOT, cases, load
+from support.refusals import CANARY
+from support.vectors import PROJECT_ROOT, cases, load, reference_code
 
 CONTRACTS = PROJECT_ROOT / "contracts"
 EXPORT_SCHEMA = Draft202012Validator(
@@ -62,9 +62,7 @@ _MESSAGE_CODES = (
 
 
 def message_code(message: str) -> str:
-    matches = [code for prefix, code in _MESSAGE_CODES if message.startswith(prefix)]
-    assert len(matches) == 1, "vector error message not understood"
-    return matches[0]
+    return reference_code(message, _MESSAGE_CODES)
 
 
 def test_profiles_cover_all_evaluators() -> None:

@@ -22,11 +22,8 @@ from sealeval.captured.extended import (
 from sealeval.captured.inference import adjust_p_values, mcnemar_p_value
 from sealeval.captured.intervals import PairedCounts
 from sealeval.captured.policy import parse_comparison_policy
-from support.captured_extended import (
-    CANARY,
-    _policy,
-    _runs,
-)
+from support.captured_extended import _policy, _runs
+from support.refusals import CANARY
 from support.vectors import PROJECT_ROOT
 
 

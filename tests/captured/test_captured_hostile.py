@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 
 import sealeval.captured.pack_reader as reader_module
+import sealeval.captured.pack_reader.scan as scan_module
 from sealeval.captured import staging
 from sealeval.captured.comparison import DEFAULT_MAX_BOOTSTRAP_DRAWS
 from sealeval.captured.pack_reader import ROLE_PATHS
@@ -99,20 +100,20 @@ def test_verify_authenticates_before_reading_any_payload(
     recipient = _recipient(cwd, trust, tmp_path)
     read: list[str] = []
     decoded: list[str] = []
-    original_read = reader_module._Scanner.read
-    original_decode = reader_module._strict_object
+    original_read = scan_module.Scanner.read
+    original_decode = reader_module.decode_object
 
     def spy_read(self: Any, name: str, snapshot: Any) -> bytes:
         read.append(name)
         data: bytes = original_read(self, name, snapshot)
         return data
 
-    def spy_decode(data: bytes, limit: int | None, where: str) -> dict[str, Any]:
+    def spy_decode(data: bytes, where: str, **options: Any) -> dict[str, Any]:
         decoded.append(where)
-        return original_decode(data, limit, where)
+        return original_decode(data, where, **options)
 
-    monkeypatch.setattr(reader_module._Scanner, "read", spy_read)
-    monkeypatch.setattr(reader_module, "_strict_object", spy_decode)
+    monkeypatch.setattr(scan_module.Scanner, "read", spy_read)
+    monkeypatch.setattr(reader_module, "decode_object", spy_decode)
     tracemalloc.start()
     try:
         outcome = verify_evidence_pack(cwd / "evidence", recipient)

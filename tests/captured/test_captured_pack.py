@@ -29,6 +29,7 @@ from jsonschema import Draft202012Validator
 
 import sealeval.captured.pack as pack_module
 import sealeval.captured.pack_reader as reader_module
+import sealeval.captured.pack_reader.scan as scan_module
 import sealeval.captured.signing as signing_module
 from sealeval._fs import FileSystemError
 from sealeval._fs import _write as fs_module
@@ -76,8 +77,9 @@ from sealeval.captured.signing import (
     signature_envelope,
     verify_signature_envelope,
 )
-from support.captured_request import copy_writable, oracle_loader
-from support.vectors import PROJECT_ROOT, cases, load, vectors_dir
+from support.captured_request import oracle_loader
+from support.refusals import rows_for
+from support.vectors import PROJECT_ROOT, cases, load, tree_files, vectors_dir, writable_copy
 
 V = vectors_dir() / "invarlock"
 CANARY = "CANARYq7zx"
@@ -102,18 +104,10 @@ def _pack_case(name: str) -> dict[str, Any]:
     return next(case for case in load("invarlock/packs.json")["cases"] if case["name"] == name)
 
 
-def _files(directory: Path) -> dict[str, bytes]:
-    return {
-        path.relative_to(directory).as_posix(): path.read_bytes()
-        for path in sorted(directory.rglob("*"))
-        if path.is_file()
-    }
-
-
 def _load(case: dict[str, Any], tmp_path: Path) -> tuple[CapturedRequest, bool]:
     inputs, expected = case["input"], case["expected"]
     root = tmp_path / "request"
-    copy_writable(V / inputs["request_dir"], root)
+    writable_copy(V / inputs["request_dir"], root)
     command = inputs["command"]
     output = command[command.index("--output") + 1] if "--output" in command else None
     request = load_captured_request(
@@ -164,7 +158,7 @@ def test_pack_vectors(case: dict[str, Any], tmp_path: Path) -> None:
         key = load_signing_key(V / inputs["signing_key"])
         published = build_evidence_pack(request, comparison_report=report, signing_key=key)
     # Every file byte for byte, nothing more.
-    assert _files(published.path) == _files(evidence)
+    assert tree_files(published.path) == tree_files(evidence)
     # Modes and inventory as the reference published them.
     inventory = expected["inventory_as_published"]
     assert oct(stat.S_IMODE(published.path.stat().st_mode)) == inventory["root_mode"]
@@ -255,7 +249,7 @@ RECIPIENT_MESSAGES = frozenset(
 
 def _materialize(case: dict[str, Any], tmp_path: Path) -> Path:
     """Copy the pack; restore the symlink the repository stores as a plain file."""
-    target = copy_writable(V / case["input"]["pack_dir"], tmp_path / "pack")
+    target = writable_copy(V / case["input"]["pack_dir"], tmp_path / "pack")
     note = case["input"].get("note", "")
     if "symlink" in note and not (target / "request.json").is_symlink():
         link = (target / "request.json").read_text("utf-8").strip()
@@ -306,10 +300,6 @@ def test_verify_vectors_reader_level(case: dict[str, Any], tmp_path: Path) -> No
 @pytest.fixture(scope="module")
 def signed_pack(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return _build(MAIN, tmp_path_factory.mktemp("signed")).path
-
-
-def _writable_copy(source: Path, target: Path) -> Path:
-    return copy_writable(source, target)
 
 
 def _reseal(
@@ -484,23 +474,14 @@ R = [
     # identification (no manifest digest: no receipt)
     ("manifest-missing", lambda p: (p / "manifest.json").unlink(), "manifest_missing", 4, False),
     ("manifest-symlink", _symlink("manifest.json"), "unsafe_entry", 4, False),
-    (
-        "manifest-over-256k",
-        _raw("manifest.json", b" " * 262_145, reseal=False),
-        "too_large",
-        4,
-        False,
-    ),
-    (
-        "manifest-over-64k",
-        lambda p: (p / "manifest.json").write_bytes(
+    *rows_for(
+        ("too_large", 4, False),
+        manifest_over_256k=_raw("manifest.json", b" " * 262_145, reseal=False),
+        manifest_over_64k=lambda p: (p / "manifest.json").write_bytes(
             b'{"format":"invarlock/evidence-pack-v2","kind":"captured","x":"'
             + b"y" * 70_000
             + b'"}\n'
         ),
-        "too_large",
-        4,
-        False,
     ),
     (
         "manifest-duplicate-key",
@@ -509,19 +490,10 @@ R = [
         4,
         False,
     ),
-    (
-        "manifest-nan",
-        _raw("manifest.json", b'{"format":NaN}', reseal=False),
-        "non_finite_number",
-        4,
-        False,
-    ),
-    (
-        "manifest-overflow",
-        _raw("manifest.json", b'{"format":1e400}', reseal=False),
-        "non_finite_number",
-        4,
-        False,
+    *rows_for(
+        ("non_finite_number", 4, False),
+        manifest_nan=_raw("manifest.json", b'{"format":NaN}', reseal=False),
+        manifest_overflow=_raw("manifest.json", b'{"format":1e400}', reseal=False),
     ),
     (
         "manifest-invalid-json",
@@ -549,8 +521,11 @@ R = [
         4,
         True,
     ),
-    ("manifest-unknown-member", _manifest_edit(_set("note", 1)), "unknown_field", 4, True),
-    ("manifest-unknown-role", _manifest_edit(_set("files.extra", {})), "unknown_field", 4, True),
+    *rows_for(
+        ("unknown_field", 4, True),
+        manifest_unknown_member=_manifest_edit(_set("note", 1)),
+        manifest_unknown_role=_manifest_edit(_set("files.extra", {})),
+    ),
     (
         "manifest-missing-member",
         _manifest_edit(lambda d: d.pop("comparison_id")),
@@ -565,19 +540,10 @@ R = [
         4,
         True,
     ),
-    (
-        "manifest-path-traversal",
-        _manifest_edit(_set("files.request.path", "../request.json")),
-        "path_traversal",
-        4,
-        True,
-    ),
-    (
-        "manifest-absolute-path",
-        _manifest_edit(_set("files.policy.path", "/etc/passwd")),
-        "path_traversal",
-        4,
-        True,
+    *rows_for(
+        ("path_traversal", 4, True),
+        manifest_path_traversal=_manifest_edit(_set("files.request.path", "../request.json")),
+        manifest_absolute_path=_manifest_edit(_set("files.policy.path", "/etc/passwd")),
     ),
     (
         "manifest-other-path",
@@ -601,49 +567,43 @@ R = [
         True,
     ),
     # inventory
-    ("extra-root-file", _raw("notes.txt", b"x", reseal=False), "unknown_entry", 4, True),
-    ("extra-directory", lambda p: (p / "records" / "more").mkdir(), "unknown_entry", 4, True),
-    ("unexpected-signature-file", _extra_signature, "unknown_entry", 4, True),
-    ("payload-symlink", _symlink("request.json"), "unsafe_entry", 4, True),
-    ("payload-fifo", _fifo, "unsafe_entry", 4, True),
-    (
-        "directory-symlink",
-        lambda p: (shutil.rmtree(p / "reports"), (p / "reports").symlink_to(p / "inputs")),
-        "unsafe_entry",
-        4,
-        True,
+    *rows_for(
+        ("unknown_entry", 4, True),
+        extra_root_file=_raw("notes.txt", b"x", reseal=False),
+        extra_directory=lambda p: (p / "records" / "more").mkdir(),
+        unexpected_signature_file=_extra_signature,
     ),
-    (
-        "directory-is-file",
-        lambda p: (shutil.rmtree(p / "reports"), (p / "reports").write_bytes(b"x")),
-        "unsafe_entry",
-        4,
-        True,
+    *rows_for(
+        ("unsafe_entry", 4, True),
+        payload_symlink=_symlink("request.json"),
+        payload_fifo=_fifo,
+        directory_symlink=lambda p: (
+            shutil.rmtree(p / "reports"),
+            (p / "reports").symlink_to(p / "inputs"),
+        ),
+        directory_is_file=lambda p: (
+            shutil.rmtree(p / "reports"),
+            (p / "reports").write_bytes(b"x"),
+        ),
     ),
-    (
-        "missing-payload",
-        lambda p: (p / "records" / "subject.json").unlink(),
-        "missing_entry",
-        4,
-        True,
+    *rows_for(
+        ("missing_entry", 4, True),
+        missing_payload=lambda p: (p / "records" / "subject.json").unlink(),
+        missing_ledger=lambda p: (p / "checksums.sha256").unlink(),
+        missing_directory=lambda p: shutil.rmtree(p / "reports"),
     ),
-    ("missing-ledger", lambda p: (p / "checksums.sha256").unlink(), "missing_entry", 4, True),
-    ("missing-directory", lambda p: shutil.rmtree(p / "reports"), "missing_entry", 4, True),
-    ("request-over-1mib", _sparse({"request.json": 1_048_577}), "too_large", 4, True),
-    ("run-over-128mib", _sparse({"records/baseline.json": 134_217_729}), "too_large", 4, True),
-    ("ledger-over-64k", _sparse({"checksums.sha256": 65_537}), "too_large", 4, True),
-    (
-        "total-over-384mib",
-        _sparse(
+    *rows_for(
+        ("too_large", 4, True),
+        request_over_1mib=_sparse({"request.json": 1_048_577}),
+        run_over_128mib=_sparse({"records/baseline.json": 134_217_729}),
+        ledger_over_64k=_sparse({"checksums.sha256": 65_537}),
+        total_over_384mib=_sparse(
             {
                 "inputs/policy.json": 134_217_728,
                 "records/baseline.json": 134_217_728,
                 "records/subject.json": 134_217_728,
             }
         ),
-        "too_large",
-        4,
-        True,
     ),
     # signature
     (
@@ -670,60 +630,29 @@ R = [
         4,
         True,
     ),
-    (
-        "signature-wrong-algorithm",
-        _signature_edit(_set("algorithm", "rsa")),
-        "invalid_field",
-        4,
-        True,
+    *rows_for(
+        ("invalid_field", 4, True),
+        signature_wrong_algorithm=_signature_edit(_set("algorithm", "rsa")),
+        signature_wrong_encoding=_signature_edit(_set("signature.encoding", "hex")),
+        signature_value_not_string=_signature_edit(_set("public_key.value", 1)),
     ),
-    (
-        "signature-wrong-encoding",
-        _signature_edit(_set("signature.encoding", "hex")),
-        "invalid_field",
-        4,
-        True,
-    ),
-    (
-        "signature-value-not-string",
-        _signature_edit(_set("public_key.value", 1)),
-        "invalid_field",
-        4,
-        True,
-    ),
-    (
-        "signature-bad-base64",
-        _signature_edit(_set("signature.value", "!" * 86 + "==")),
-        "signature_invalid",
-        6,
-        True,
-    ),
-    (
-        "signature-base64-whitespace",
-        _signature_edit(
+    *rows_for(
+        ("signature_invalid", 6, True),
+        signature_bad_base64=_signature_edit(_set("signature.value", "!" * 86 + "==")),
+        signature_base64_whitespace=_signature_edit(
             lambda d: d["signature"].update(
                 value=d["signature"]["value"][:40] + "\n" + d["signature"]["value"][41:]
             )
         ),
-        "signature_invalid",
-        6,
-        True,
+        signature_pem_garbage=_signature_edit(_set("public_key.value", "not a key")),
+        signature_wrong_key=_other_public_key,
     ),
-    (
-        "signature-pem-garbage",
-        _signature_edit(_set("public_key.value", "not a key")),
-        "signature_invalid",
-        6,
-        True,
-    ),
-    ("signature-wrong-key", _other_public_key, "signature_invalid", 6, True),
-    ("signature-other-signer", _resign_other, "signer_mismatch", 6, True),
-    (
-        "signature-fingerprint-differs",
-        _signature_edit(_set("signing_key_fingerprint", "sha256:" + "0" * 64)),
-        "signer_mismatch",
-        6,
-        True,
+    *rows_for(
+        ("signer_mismatch", 6, True),
+        signature_other_signer=_resign_other,
+        signature_fingerprint_differs=_signature_edit(
+            _set("signing_key_fingerprint", "sha256:" + "0" * 64)
+        ),
     ),
     # payloads
     (
@@ -751,40 +680,21 @@ R = [
     ("payload-not-utf8", _raw("request.json", b'{"a":"\xff"}\n'), "not_utf8", 4, True),
     ("payload-not-canonical", _indent("inputs/policy.json"), "not_canonical", 4, True),
     ("run-over-50000-records", _many_records, "too_many_records", 4, True),
-    (
-        "run-invalid",
-        _edit_json("records/baseline.json", lambda v: {**v, "format": "x"}),
-        "invalid_payload",
-        4,
-        True,
+    *rows_for(
+        ("invalid_payload", 4, True),
+        run_invalid=_edit_json("records/baseline.json", lambda v: {**v, "format": "x"}),
+        policy_invalid=_edit_json("inputs/policy.json", lambda v: {**v, "format": "x"}),
+        report_invalid=_edit_json(
+            "reports/evaluation.report.json", lambda v: {**v, "decision": "maybe"}
+        ),
     ),
-    (
-        "policy-invalid",
-        _edit_json("inputs/policy.json", lambda v: {**v, "format": "x"}),
-        "invalid_payload",
-        4,
-        True,
-    ),
-    (
-        "report-invalid",
-        _edit_json("reports/evaluation.report.json", lambda v: {**v, "decision": "maybe"}),
-        "invalid_payload",
-        4,
-        True,
-    ),
-    (
-        "ledger-line",
-        _raw("checksums.sha256", b"0" * 64 + b"  request.json\n", reseal=False),
-        "ledger_mismatch",
-        6,
-        True,
-    ),
-    (
-        "ledger-rebuilt-differs",
-        lambda p: (_raw("checksums.sha256", b"x\n", reseal=False)(p), _reseal_ledger_digest(p)),
-        "ledger_mismatch",
-        6,
-        True,
+    *rows_for(
+        ("ledger_mismatch", 6, True),
+        ledger_line=_raw("checksums.sha256", b"0" * 64 + b"  request.json\n", reseal=False),
+        ledger_rebuilt_differs=lambda p: (
+            _raw("checksums.sha256", b"x\n", reseal=False)(p),
+            _reseal_ledger_digest(p),
+        ),
     ),
     (
         "request-digest",
@@ -848,7 +758,7 @@ def test_reader_refusals(
     signed_pack: Path,
     tmp_path: Path,
 ) -> None:
-    pack = _writable_copy(signed_pack, tmp_path / "pack")
+    pack = writable_copy(signed_pack, tmp_path / "pack")
     mutate(pack)
     with pytest.raises(EvidencePackError) as caught:
         read_evidence_pack(pack)
@@ -877,7 +787,7 @@ def test_uncapped_streamed_reader_refuses_alike(
 ) -> None:
     """Every refusal of the whole-file reader is the same when run files are streamed."""
     monkeypatch.setattr(reader_module, "STREAM_MIN_BYTES", 0)
-    pack = _writable_copy(signed_pack, tmp_path / "pack")
+    pack = writable_copy(signed_pack, tmp_path / "pack")
     mutate(pack)
     if code not in _CAP_CODES:
         with pytest.raises(EvidencePackError) as caught:
@@ -911,13 +821,13 @@ def test_uncapped_streamed_read_equals_the_whole_file_read(
     assert whole.limits is REFERENCE_PACK_LIMITS
     monkeypatch.setattr(reader_module, "STREAM_MIN_BYTES", 0)
     calls: list[str] = []
-    original = reader_module.read_canonical_run
+    original = scan_module.read_canonical_run
 
     def counted(source: Any, **kwargs: Any) -> Any:
         calls.append("streamed")
         return original(source, **kwargs)
 
-    monkeypatch.setattr(reader_module, "read_canonical_run", counted)
+    monkeypatch.setattr(scan_module, "read_canonical_run", counted)
     streamed = read_evidence_pack(signed_pack, limits=UNCAPPED_PACK_LIMITS)
     assert calls == ["streamed", "streamed"]
     assert streamed.limits is UNCAPPED_PACK_LIMITS
@@ -939,14 +849,14 @@ def test_streamed_run_falls_back_or_detects_a_change(
     def refuse(source: Any, **kwargs: Any) -> Any:
         raise CapturedRunError("not_canonical", "run")
 
-    monkeypatch.setattr(reader_module, "read_canonical_run", refuse)
+    monkeypatch.setattr(scan_module, "read_canonical_run", refuse)
     fallback = read_evidence_pack(signed_pack, limits=UNCAPPED_PACK_LIMITS)
     assert fallback.baseline.digest == whole.baseline.digest
 
     def other(source: Any, **kwargs: Any) -> Any:
         return whole.subject  # parsed bytes that hash differently: the file changed
 
-    monkeypatch.setattr(reader_module, "read_canonical_run", other)
+    monkeypatch.setattr(scan_module, "read_canonical_run", other)
     with pytest.raises(EvidencePackError) as caught:
         read_evidence_pack(signed_pack, limits=UNCAPPED_PACK_LIMITS)
     assert (caught.value.code, caught.value.status) == ("file_changed", 6)
@@ -992,8 +902,8 @@ def test_report_validator_is_applied(signed_pack: Path) -> None:
 def test_file_changed_while_reading(
     signed_pack: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    pack = _writable_copy(signed_pack, tmp_path / "pack")
-    original = reader_module._Scanner.read
+    pack = writable_copy(signed_pack, tmp_path / "pack")
+    original = scan_module.Scanner.read
 
     def read(self: Any, name: str, snapshot: Any) -> bytes:
         if name == "records/subject.json":
@@ -1002,7 +912,7 @@ def test_file_changed_while_reading(
             os.utime(pack / name, ns=(1, 1))
         return original(self, name, snapshot)
 
-    monkeypatch.setattr(reader_module._Scanner, "read", read)
+    monkeypatch.setattr(scan_module.Scanner, "read", read)
     with pytest.raises(EvidencePackError) as caught:
         read_evidence_pack(pack)
     assert (caught.value.code, caught.value.status) == ("file_changed", 6)
@@ -1010,7 +920,7 @@ def test_file_changed_while_reading(
 
 
 def test_check_unchanged_detects_later_changes(signed_pack: Path, tmp_path: Path) -> None:
-    pack_dir = _writable_copy(signed_pack, tmp_path / "pack")
+    pack_dir = writable_copy(signed_pack, tmp_path / "pack")
     pack = read_evidence_pack(pack_dir)
     pack.check_unchanged()
     (pack_dir / "reports" / "extra.json").write_bytes(b"{}")
@@ -1096,17 +1006,26 @@ def _report_with(report: bytes, **changes: Any) -> bytes:
 
 
 BUILD_REFUSALS = [
-    ("both-modes", lambda r: {"unsigned": True}, "signing_mode"),
-    ("no-mode", lambda r: {"signing_key": None}, "signing_mode"),
-    ("key-not-a-key", lambda r: {"signing_key": "key.pem"}, "invalid_type"),
-    ("report-not-bytes", lambda r: {"comparison_report": "{}"}, "invalid_type"),
+    *rows_for(
+        "signing_mode",
+        both_modes=lambda r: {"unsigned": True},
+        no_mode=lambda r: {"signing_key": None},
+    ),
+    *rows_for(
+        "invalid_type",
+        key_not_a_key=lambda r: {"signing_key": "key.pem"},
+        report_not_bytes=lambda r: {"comparison_report": "{}"},
+    ),
     (
         "runs-swapped",
         lambda r: {"baseline": r[0].subject, "subject": r[0].baseline},
         "request_mismatch",
     ),
-    ("report-not-json", lambda r: {"comparison_report": b"{"}, "invalid_report"),
-    ("report-not-object", lambda r: {"comparison_report": b"[]\n"}, "invalid_report"),
+    *rows_for(
+        "invalid_report",
+        report_not_json=lambda r: {"comparison_report": b"{"},
+        report_not_object=lambda r: {"comparison_report": b"[]\n"},
+    ),
     (
         "report-not-canonical",
         lambda r: {"comparison_report": json.dumps(json.loads(r[1]), indent=1).encode()},
@@ -1581,7 +1500,7 @@ def test_canary_never_reaches_pack_errors_reprs_or_logs(
 ) -> None:
     caplog.set_level(logging.DEBUG)
     messages: list[str] = []
-    pack = _writable_copy(signed_pack, tmp_path / f"{CANARY}-pack")
+    pack = writable_copy(signed_pack, tmp_path / f"{CANARY}-pack")
     (pack / f"{CANARY}.txt").write_text(CANARY)
     with pytest.raises(EvidencePackError) as unknown:
         read_evidence_pack(pack)
@@ -1710,7 +1629,7 @@ def test_report_must_be_an_object() -> None:
 
 def test_snapshot_totals(signed_pack: Path) -> None:
     pack = read_evidence_pack(signed_pack)
-    assert pack.snapshot.total_bytes == sum(len(data) for data in _files(signed_pack).values())
+    assert pack.snapshot.total_bytes == sum(len(data) for data in tree_files(signed_pack).values())
 
 
 EXTRA_READER_RULES = [
@@ -1745,7 +1664,7 @@ EXTRA_READER_RULES = [
 def test_more_reader_refusals(
     mutate: Callable[[Path], Any], code: str, status: int, signed_pack: Path, tmp_path: Path
 ) -> None:
-    pack = _writable_copy(signed_pack, tmp_path / "pack")
+    pack = writable_copy(signed_pack, tmp_path / "pack")
     mutate(pack)
     with pytest.raises(EvidencePackError) as caught:
         read_evidence_pack(pack)
@@ -1756,8 +1675,8 @@ def test_more_reader_refusals(
 def test_file_replaced_while_reading(
     how: str, signed_pack: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    pack = _writable_copy(signed_pack, tmp_path / "pack")
-    original = reader_module._Scanner.read
+    pack = writable_copy(signed_pack, tmp_path / "pack")
+    original = scan_module.Scanner.read
 
     def read(self: Any, name: str, snapshot: Any) -> bytes:
         if name == "inputs/policy.json":
@@ -1766,7 +1685,7 @@ def test_file_replaced_while_reading(
                 (pack / name).symlink_to(pack / "request.json")
         return original(self, name, snapshot)
 
-    monkeypatch.setattr(reader_module._Scanner, "read", read)
+    monkeypatch.setattr(scan_module.Scanner, "read", read)
     with pytest.raises(EvidencePackError) as caught:
         read_evidence_pack(pack)
     assert (caught.value.code, caught.value.status) == ("file_changed", 6)

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,48 +25,23 @@ from sealeval.captured.evaluate import (
 from sealeval.captured.trust import read_trust_profile
 from sealeval.captured.verification import REASONS, verify_with_receipt
 from sealeval.errors import SealevalError
-from support.vectors import vectors_dir
+from support.vectors import cases, tree_files, vectors_dir, writable_copy
 
 V = vectors_dir() / "invarlock"
 SIGNER = V / "keys" / "evidence-signer" / "private.pem"
 CANARY = "PIPELINE-CANARY-4411"
 
 
-def _cases() -> list[Any]:
-    document = json.loads((V / "packs.json").read_bytes())
-    return [pytest.param(case, id=case["name"]) for case in document["cases"]]
-
-
-def _writable(source: Path, target: Path) -> Path:
-    shutil.copytree(source, target, symlinks=True)
-    for path in [target, *target.rglob("*")]:
-        if not path.is_symlink():
-            path.chmod(0o755 if path.is_dir() else 0o644)
-    return target
-
-
-def _files(directory: Path) -> dict[str, bytes]:
-    return {
-        path.relative_to(directory).as_posix(): path.read_bytes()
-        for path in sorted(directory.rglob("*"))
-        if path.is_file()
-    }
-
-
 @pytest.fixture
-def inside(tmp_path: Path) -> Iterator[Path]:
-    previous = Path.cwd()
-    os.chdir(tmp_path)
-    try:
-        yield tmp_path
-    finally:
-        os.chdir(previous)
+def inside(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
 
 
-@pytest.mark.parametrize("case", _cases())
+@pytest.mark.parametrize("case", cases("invarlock/packs.json"))
 def test_the_library_rebuilds_every_vector_pack(case: dict[str, Any], inside: Path) -> None:
     expected = case["expected"]
-    workspace = _writable(V / "packs" / case["name"], inside / case["name"])
+    workspace = writable_copy(V / "packs" / case["name"], inside / case["name"])
     request = workspace / "request" / "request.yaml"
     os.chdir(request.parent)  # overrides are relative to the caller's directory, as on the CLI
     command = case["input"]["command"]
@@ -103,13 +76,13 @@ def test_the_library_rebuilds_every_vector_pack(case: dict[str, Any], inside: Pa
     assert evaluation.published is not None
     published = request.parent / evidence
     assert evaluation.published.path.resolve() == published.resolve()
-    assert _files(published) == _files(V / expected["evidence_dir"])
+    assert tree_files(published) == tree_files(V / expected["evidence_dir"])
     # no staging folder or lock file is left beside the pack
     assert not [p for p in published.parent.iterdir() if p.name.startswith(".captured-evidence")]
 
 
 def test_refusals_are_closed_codes_and_publish_nothing(inside: Path) -> None:
-    workspace = _writable(V / "packs" / "text-20-exact-signed", inside / "pack")
+    workspace = writable_copy(V / "packs" / "text-20-exact-signed", inside / "pack")
     request = workspace / "request" / "request.yaml"
     with pytest.raises(SealevalError) as neither:
         evaluate_request(request)  # neither a key nor unsigned
@@ -126,7 +99,7 @@ def test_refusals_are_closed_codes_and_publish_nothing(inside: Path) -> None:
         "signing_key_required",
         "signing_mode_conflict",
     )
-    assert _files(request.parent / CANARY) == {}
+    assert tree_files(request.parent / CANARY) == {}
     failure = failure_document(
         preflight=True, requested_authentication="signed", error=str(exists.value)
     )
@@ -148,7 +121,7 @@ def test_verify_with_receipt_publishes_the_reference_receipt(inside: Path) -> No
         and c["expected"].get("receipt_file")
         and "--policy" not in c["input"]["command"]
     )
-    workspace = _writable(V / "packs" / "text-20-exact-signed", inside / "pack")
+    workspace = writable_copy(V / "packs" / "text-20-exact-signed", inside / "pack")
     command = case["input"]["command"]
     os.chdir(workspace)
     trust = read_trust_profile(command[command.index("--trust-profile") + 1])
@@ -181,7 +154,7 @@ def test_staged_and_read_packs_share_the_manifest_facts(inside: Path) -> None:
     for cls in (StagedPack, EvidencePack):
         assert issubclass(cls, ManifestFacts)
         assert not set(facts) & set(vars(cls)), "a fact is defined twice"
-    workspace = _writable(V / "packs" / "text-20-exact-signed", inside / "pack")
+    workspace = writable_copy(V / "packs" / "text-20-exact-signed", inside / "pack")
     os.chdir(workspace / "request")
     evaluation = evaluate_request("request.yaml", signing_key=SIGNER)
     published = evaluation.published

@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-from collections.abc import Iterator
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -22,52 +21,35 @@ import pytest
 import sealeval.captured.evaluate as evaluate_module
 import sealeval.captured.request.files as files_module
 from sealeval.captured.evaluate import compare_sides, evaluate_request, preflight_request
+from sealeval.captured.importers import import_run_streaming
 from sealeval.captured.pack import EvidencePackBuildError, build_evidence_pack
-from sealeval.captured.request import RunFacts, load_captured_request
-from sealeval.captured.run import UNLIMITED
+from sealeval.captured.request import (
+    CapturedRequestError,
+    RunFacts,
+    SourceSpec,
+    load_captured_request,
+    read_run_facts,
+)
+from sealeval.captured.run import INVARLOCK_LIMITS, UNLIMITED, Limits, Run
 from sealeval.errors import SealevalError
-from support.vectors import vectors_dir
+from support.vectors import cases, tree_files, vectors_dir, writable_copy
 
 V = vectors_dir() / "invarlock"
 _OPTIONS: dict[str, Any] = {"max_bootstrap_draws": 10**9, "decision_order": "reference"}
 SIGNER = V / "keys" / "evidence-signer" / "private.pem"
 
 
-def _cases() -> list[Any]:
-    document = json.loads((V / "packs.json").read_bytes())
-    return [pytest.param(case, id=case["name"]) for case in document["cases"]]
-
-
-def _writable(source: Path, target: Path) -> Path:
-    shutil.copytree(source, target, symlinks=True)
-    for path in [target, *target.rglob("*")]:
-        if not path.is_symlink():
-            path.chmod(0o755 if path.is_dir() else 0o644)
-    return target
-
-
-def _files(directory: Path) -> dict[str, bytes]:
-    return {
-        path.relative_to(directory).as_posix(): path.read_bytes()
-        for path in sorted(directory.rglob("*"))
-        if path.is_file()
-    }
-
-
 @pytest.fixture
-def inside(tmp_path: Path) -> Iterator[Path]:
-    previous = Path.cwd()
-    os.chdir(tmp_path)
-    try:
-        yield tmp_path
-    finally:
-        os.chdir(previous)
+def inside(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
 
 
 @pytest.fixture
 def streamed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Stream every uncapped invarlock-adapter run; record which calls compared held runs."""
+    """Stream every uncapped run (native sides imported); record held comparisons."""
     monkeypatch.setattr(files_module, "STREAM_MIN_BYTES", 0)
+    monkeypatch.setattr(evaluate_module, "STREAM_MIN_BYTES", 0)
     held: list[str] = []
     original = evaluate_module.compare_runs
 
@@ -87,12 +69,12 @@ def _overrides(command: list[str]) -> dict[str, str | None]:
     }
 
 
-@pytest.mark.parametrize("case", _cases())
+@pytest.mark.parametrize("case", cases("invarlock/packs.json"))
 def test_streamed_evaluate_rebuilds_every_vector_pack(
     case: dict[str, Any], inside: Path, streamed: list[str]
 ) -> None:
     expected = case["expected"]
-    workspace = _writable(V / "packs" / case["name"], inside / case["name"])
+    workspace = writable_copy(V / "packs" / case["name"], inside / case["name"])
     request = workspace / "request" / "request.yaml"
     os.chdir(request.parent)
     command = case["input"]["command"]
@@ -114,7 +96,7 @@ def test_streamed_evaluate_rebuilds_every_vector_pack(
     evidence = result.pop("evidence")
     reference = expected["evaluate"]["stdout_json"]
     assert result == {name: value for name, value in reference.items() if name != "evidence"}
-    assert _files(request.parent / evidence) == _files(V / expected["evidence_dir"])
+    assert tree_files(request.parent / evidence) == tree_files(V / expected["evidence_dir"])
     # Whenever a side was streamed, no held comparison ran (preflight and evaluate alike).
     if any(isinstance(side, RunFacts) for side in sides):
         assert streamed == []
@@ -128,6 +110,10 @@ def test_streamed_evaluate_rebuilds_every_vector_pack(
     ]
     if adapters == {"invarlock"} and all(_canonical(path) for path in files):
         assert all(isinstance(side, RunFacts) for side in sides)
+    # Sides read by a native adapter are imported to private files and streamed too.
+    for name, side in zip(("baseline", "subject"), sides, strict=True):
+        if checked.checked.request.authored.side(name).adapter != "invarlock":
+            assert isinstance(side, RunFacts)
 
 
 def _canonical(path: Path) -> bool:
@@ -138,7 +124,7 @@ def _canonical(path: Path) -> bool:
 
 def test_a_text_vector_is_streamed_on_both_sides(inside: Path, streamed: list[str]) -> None:
     """A vector pack takes the streamed path end to end (the test above is not vacuous)."""
-    workspace = _writable(V / "packs" / "text-20-exact-signed", inside / "pack")
+    workspace = writable_copy(V / "packs" / "text-20-exact-signed", inside / "pack")
     request = workspace / "request" / "request.yaml"
     loaded = load_captured_request(request, limits=UNLIMITED)
     assert isinstance(loaded.baseline, RunFacts)
@@ -158,7 +144,7 @@ def _pin(workspace: Path, digest: str) -> None:
 def test_a_wrong_case_set_pin_is_refused_alike(
     pinned: str, inside: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    workspace = _writable(V / "packs" / "case-set-pinned-signed", inside / "pack")
+    workspace = writable_copy(V / "packs" / "case-set-pinned-signed", inside / "pack")
     _pin(workspace, pinned)
     request = workspace / "request" / "request.yaml"
     outcomes: list[tuple[str, str | None, type[Exception]]] = []
@@ -175,21 +161,21 @@ def test_a_wrong_case_set_pin_is_refused_alike(
 def test_the_pinned_case_set_is_checked_on_streamed_runs(
     inside: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    workspace = _writable(V / "packs" / "case-set-pinned-signed", inside / "pack")
+    workspace = writable_copy(V / "packs" / "case-set-pinned-signed", inside / "pack")
     request = workspace / "request" / "request.yaml"
     monkeypatch.setattr(files_module, "STREAM_MIN_BYTES", 0)
     loaded = load_captured_request(request, limits=UNLIMITED)
     assert isinstance(loaded.baseline, RunFacts)
     pinned = loaded.policy.expected_case_set_digest
     assert pinned is not None
-    assert loaded.baseline.case_set_digest(loaded.policy) == pinned
+    assert loaded.baseline.case_set_for(loaded.policy) == pinned
 
 
 def test_mixed_sides_compare_streamed_with_the_same_report(
     inside: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """One held run and one streamed run give the in-memory report's bytes."""
-    workspace = _writable(V / "packs" / "text-200-multi-signed", inside / "pack")
+    workspace = writable_copy(V / "packs" / "text-200-multi-signed", inside / "pack")
     request = workspace / "request" / "request.yaml"
     held = load_captured_request(request, limits=UNLIMITED)
     monkeypatch.setattr(files_module, "STREAM_MIN_BYTES", 0)
@@ -204,7 +190,7 @@ def test_mixed_sides_compare_streamed_with_the_same_report(
 def test_a_run_changed_after_its_pass_is_refused_and_nothing_published(
     inside: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    workspace = _writable(V / "packs" / "text-20-exact-signed", inside / "pack")
+    workspace = writable_copy(V / "packs" / "text-20-exact-signed", inside / "pack")
     request = workspace / "request" / "request.yaml"
     monkeypatch.setattr(files_module, "STREAM_MIN_BYTES", 0)
     loaded = load_captured_request(request, limits=UNLIMITED)
@@ -241,13 +227,133 @@ def _uncapped() -> Any:
     return UNCAPPED_PACK_LIMITS
 
 
-def test_native_adapters_still_load_held_runs(
+def test_native_sides_are_held_below_the_threshold_or_within_a_record_cap(
     inside: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    workspace = _writable(V / "packs" / "native-jsonl-signed", inside / "pack")
+    workspace = writable_copy(V / "packs" / "native-jsonl-signed", inside / "pack")
     request = workspace / "request" / "request.yaml"
-    monkeypatch.setattr(files_module, "STREAM_MIN_BYTES", 0)
-    loaded = load_captured_request(
-        request, limits=UNLIMITED, run_loader=evaluate_module.native_run_loader
+    loader = evaluate_module.run_loader()
+    small = load_captured_request(request, limits=UNLIMITED, run_loader=loader)
+    assert isinstance(small.baseline, Run)
+    monkeypatch.setattr(evaluate_module, "STREAM_MIN_BYTES", 0)
+    capped = load_captured_request(request, limits=INVARLOCK_LIMITS, run_loader=loader)
+    assert isinstance(capped.baseline, Run)
+    streamed = load_captured_request(request, limits=UNLIMITED, run_loader=loader)
+    assert isinstance(streamed.baseline, RunFacts)
+    assert isinstance(streamed.subject, RunFacts)
+    assert streamed.baseline.digest == small.baseline.digest
+    assert streamed.baseline.record_count == len(small.baseline.records)
+    assert streamed.normalized.digest == small.normalized.digest
+
+
+@pytest.fixture
+def private_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A folder the private import folders are created in (to see them removed)."""
+    folder = tmp_path / "tmp"
+    folder.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(folder))
+    return folder
+
+
+def test_the_private_import_folder_is_0700_and_removed(
+    inside: Path, streamed: list[str], private_tmp: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    modes: list[int] = []
+    original = evaluate_module.import_run_streaming
+
+    def spied(path: Any, destination: Any, **kwargs: Any) -> Any:
+        modes.append(os.stat(Path(destination).parent).st_mode & 0o777)
+        return original(path, destination, **kwargs)
+
+    monkeypatch.setattr(evaluate_module, "import_run_streaming", spied)
+    workspace = writable_copy(V / "packs" / "native-hosted-signed", inside / "pack")
+    request = workspace / "request" / "request.yaml"
+    phases: list[str] = []
+    evaluate_request(
+        request,
+        signing_key=SIGNER,
+        uncapped=True,
+        progress=lambda phase, _done, _total: phases.append(phase),
     )
-    assert not isinstance(loaded.baseline, RunFacts)
+    assert modes == [0o700, 0o700]
+    assert list(private_tmp.iterdir()) == []
+    assert "importing" in phases
+    assert streamed == []
+
+
+def _refusal(request: Path) -> tuple[str, str | None, str]:
+    with pytest.raises(SealevalError) as caught:
+        evaluate_request(request, signing_key=SIGNER, uncapped=True)
+    return caught.value.code, caught.value.field, str(caught.value)
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        pytest.param(lambda text, mark: text + "{not json " + mark + "\n", id="malformed_line"),
+        pytest.param(
+            lambda text, _mark: text + text.splitlines(keepends=True)[0], id="duplicate_id"
+        ),
+        pytest.param(lambda _text, mark: '{"id": "' + mark + '"}\n', id="missing_members"),
+        pytest.param(lambda _text, _mark: "", id="empty"),
+    ],
+)
+def test_native_refusals_are_those_of_the_held_path(
+    damage: Any, inside: Path, private_tmp: Path, monkeypatch: pytest.MonkeyPatch, canary: str
+) -> None:
+    workspace = writable_copy(V / "packs" / "native-jsonl-signed", inside / "pack")
+    request = workspace / "request" / "request.yaml"
+    native = request.parent / "inputs" / "native-subject.jsonl"
+    native.write_text(damage(native.read_text(encoding="utf-8"), canary), encoding="utf-8")
+    held = _refusal(request)
+    monkeypatch.setattr(evaluate_module, "STREAM_MIN_BYTES", 0)
+    streamed = _refusal(request)
+    assert streamed == held
+    assert canary not in streamed[2]
+    assert str(inside) not in streamed[2]
+    assert list(private_tmp.iterdir()) == []
+    assert not (request.parent / "evidence").exists()
+
+
+def test_a_streamed_native_run_must_bind_the_declared_projection(inside: Path) -> None:
+    """Every record of an imported run is checked against the declared projection."""
+    workspace = writable_copy(V / "packs" / "native-projected-signed", inside / "pack")
+    request = workspace / "request" / "request.yaml"
+
+    def unprojected(path: Path, side: SourceSpec, *, limits: Limits) -> RunFacts:
+        target = inside / f"{side.side}.json"
+        import_run_streaming(
+            path,
+            target,
+            adapter=side.adapter,
+            source=side.source,
+            run_id=side.run_id,
+            artifact_digest=side.artifact_digest,
+            limits=limits,
+        )
+        return read_run_facts(os.open(target, os.O_RDONLY), limits=limits)
+
+    with pytest.raises(CapturedRequestError) as caught:
+        load_captured_request(request, limits=UNLIMITED, run_loader=unprojected)
+    assert (caught.value.code, caught.value.field) == (
+        "projection_mismatch",
+        "comparison.baseline.input_projection",
+    )
+    loaded = load_captured_request(
+        request, limits=UNLIMITED, run_loader=evaluate_module.import_run_facts
+    )
+    assert isinstance(loaded.baseline, RunFacts)
+
+
+def test_no_private_temporary_folder_is_refused_without_a_path(
+    inside: Path, streamed: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    workspace = writable_copy(V / "packs" / "native-jsonl-signed", inside / "pack")
+    request = workspace / "request" / "request.yaml"
+    missing = inside / "no-such-tmp"
+    monkeypatch.setattr(tempfile, "tempdir", str(missing))
+    with pytest.raises(CapturedRequestError) as caught:
+        evaluate_request(request, signing_key=SIGNER, uncapped=True)
+    assert (caught.value.code, caught.value.field) == ("unreadable", "comparison.baseline.path")
+    assert str(missing) not in str(caught.value)
+    assert not (request.parent / "evidence").exists()

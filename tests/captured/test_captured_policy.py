@@ -28,9 +28,9 @@ from sealeval.captured.policy import (
 )
 from sealeval.captured.scorers import NormalizedNll, RecordedScore, Scorer, ScorerError
 from sealeval.errors import CanonicalError
+from support.refusals import CANARY
 from support.vectors import PROJECT_ROOT, cases, load
 
-CANARY = "PHI-CANARY-7f3a-jane-doe-MRN-0042"
 DIGEST_A = "sha256:" + "a" * 64
 DIGEST_B = "sha256:" + "b" * 64
 DIGEST_C = "sha256:" + "c" * 64
@@ -274,6 +274,7 @@ def _refusals() -> list[tuple[str, Any]]:
         ("invalid_type", _policy(_metric(accepted_provenance=[]))),
         ("invalid_json_value", _policy(_metric(maximum_regression=float("nan")))),
         ("invalid_json_value", _policy(_metric(name="\ud800"))),
+        ("invalid_json_value", _policy(slices=[{"name": "s", "where": {"a": "\udfff"}}])),
         ("invalid_json_value", {1: 2}),
         ("unknown_field", _policy(_metric(note="x"))),
         ("unknown_field", _policy(slices=[{"name": "s", "where": {"a": "b"}, "x": 1}])),

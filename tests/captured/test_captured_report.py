@@ -62,18 +62,18 @@ from sealeval.captured.report import (
 )
 from sealeval.captured.request import load_captured_request
 from sealeval.captured.run import Run
-from sealeval.captured.run_outline import RunOutline
+from sealeval.captured.run_facts import RunFacts
 from sealeval.captured.scorers import score
 from sealeval.captured.service_identity import ServiceIdentity
 from sealeval.captured.signing import load_signing_key
 from sealeval.cli.report import check_destinations, report_command
 from sealeval.errors import OutputError
+from support.refusals import CANARY
 from support.vectors import cases, load, vectors_dir
 
 VECTORS = vectors_dir() / "invarlock"
 PACKS = VECTORS / "packs"
 PACK_NAMES = sorted(path.name for path in PACKS.iterdir() if (path / "evidence").is_dir())
-CANARY = "PHI-CANARY-7f3a-jane-doe-MRN-0042"
 
 #: Vector cases carrying invarlock's HTML: sealeval's HTML deliberately differs
 #: (docs/reports.md, docs/decisions/compat.md); their facts are asserted instead.
@@ -100,8 +100,8 @@ def _outlined(name: str) -> EvidencePack:
         pack = read_evidence_pack(
             PACKS / name / "evidence", limits=UNCAPPED_PACK_LIMITS, runs="outline"
         )
-    assert isinstance(pack.baseline, RunOutline)
-    assert isinstance(pack.subject, RunOutline)
+    assert isinstance(pack.baseline, RunFacts)
+    assert isinstance(pack.subject, RunFacts)
     return pack
 
 

@@ -45,10 +45,9 @@ from sealeval.captured.signing import SigningKeyError
 from sealeval.errors import SealevalError
 from sealeval.strict_yaml import INCLUDE_KEYS, load_strict_yaml
 from support.captured_request import (
-    copy_writable,
     oracle_loader,
 )
-from support.vectors import PROJECT_ROOT, cases, decode_input, load, vectors_dir
+from support.vectors import PROJECT_ROOT, cases, decode_input, load, vectors_dir, writable_copy
 
 V = vectors_dir() / "invarlock"
 CANARY = "CANARYq7zx"
@@ -388,7 +387,7 @@ def test_request_digest_is_relocation_invariant(
 
 def _copy_pack_request(tmp_path: Path, name: str = "text-20-exact-signed") -> Path:
     root = tmp_path / "req"
-    copy_writable(V / "packs" / name / "request", root)
+    writable_copy(V / "packs" / name / "request", root)
     return root
 
 
@@ -402,7 +401,7 @@ def test_preflight_vectors(case: dict[str, Any], tmp_path: Path) -> None:
     if set(inputs) != {"request_dir", "command", "signing_key", "note"}:
         pytest.fail("vector case shape not understood")
     root = tmp_path / "request"
-    copy_writable(V / inputs["request_dir"], root)
+    writable_copy(V / inputs["request_dir"], root)
     command = inputs["command"]
     unsigned = "--unsigned" in command
     output = command[command.index("--output") + 1] if "--output" in command else None
@@ -980,7 +979,7 @@ def test_canary_never_reaches_errors_reprs_or_logs(
     caplog.set_level(logging.DEBUG)
     messages: list[str] = []
     root = tmp_path / f"{CANARY}-root"
-    copy_writable(_PACK_REQUEST, root)
+    writable_copy(_PACK_REQUEST, root)
     text = (root / "request.yaml").read_text("utf-8")
     for broken in (
         text.replace("inputs/baseline.json", f"{CANARY}/baseline.json"),

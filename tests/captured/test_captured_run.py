@@ -49,6 +49,7 @@ from sealeval.captured import (
     write_run,
 )
 from sealeval.errors import CanonicalError, OutputError, SealevalError
+from support.refusals import CANARY, assert_refused, rows_for
 from support.vectors import PROJECT_ROOT, load, vectors_dir
 
 ARTIFACT = "sha256:2d242308f097c11c0e1d2363d17b07069ac1e3aa2aee55317f76d083f9057fa0"
@@ -56,7 +57,6 @@ OTHER = "sha256:" + "ab" * 32
 CONFIG = "sha256:0e84c47c225bb449115f928cea7aee7b294eed8ec26177abe340a3558511f2f1"
 TOKENIZER = "sha256:09d80079375ed19e3d78cd253281ea23157564a13e88d98e515ae68199e43de2"
 SOURCE = {"name": "acme-harness", "version": "3.1.4"}
-CANARY = "PHI-CANARY-7f3a-jane-doe-MRN-0042"
 RUN_SCHEMA = Draft202012Validator(
     json.loads(
         (PROJECT_ROOT / "contracts" / "invarlock.evaluation-run-v1.schema.json").read_text(
@@ -530,16 +530,22 @@ RUN_REFUSALS: list[tuple[str, Callable[[], object], str]] = [
     ("record-not-object", lambda: _run(["x"]), "invalid_type"),
     ("record-unknown-member", lambda: _run([_record(reference="x")]), "unknown_field"),
     ("record-missing-output", lambda: _run([_record(output=_DROP)]), "missing_field"),
-    ("record-id-empty", lambda: _run([_record(id="")]), "invalid_text"),
-    ("record-id-129", lambda: _run([_record(id="x" * 129)]), "invalid_text"),
-    ("record-id-control", lambda: _run([_record(id="a\tb")]), "invalid_text"),
-    ("record-id-del", lambda: _run([_record(id="a\x7fb")]), "invalid_text"),
+    *rows_for(
+        "invalid_text",
+        record_id_empty=lambda: _run([_record(id="")]),
+        record_id_129=lambda: _run([_record(id="x" * 129)]),
+        record_id_control=lambda: _run([_record(id="a\tb")]),
+        record_id_del=lambda: _run([_record(id="a\x7fb")]),
+    ),
     ("record-id-not-string", lambda: _run([_record(id=7)]), "invalid_type"),
-    ("record-input-nan", lambda: _run([_record(input=math.nan)]), "invalid_json_value"),
-    ("record-input-set", lambda: _run([_record(input={1, 2})]), "invalid_json_value"),
-    ("record-context-int-key", lambda: _run([_record(context={1: "a"})]), "invalid_json_value"),
-    ("record-output-surrogate", lambda: _run([_record(output="\ud800")]), "invalid_json_value"),
-    ("record-input-huge-int", lambda: _run([_record(input=10**4301)]), "invalid_json_value"),
+    *rows_for(
+        "invalid_json_value",
+        record_input_nan=lambda: _run([_record(input=math.nan)]),
+        record_input_set=lambda: _run([_record(input={1, 2})]),
+        record_context_int_key=lambda: _run([_record(context={1: "a"})]),
+        record_output_surrogate=lambda: _run([_record(output="\ud800")]),
+        record_input_huge_int=lambda: _run([_record(input=10**4301)]),
+    ),
     ("record-input-too-deep", lambda: _run([_record(input=_nested(129))]), "too_deep"),
     ("record-scores-not-object", lambda: _run([_record(scores=[1])]), "invalid_type"),
     (
@@ -547,10 +553,13 @@ RUN_REFUSALS: list[tuple[str, Callable[[], object], str]] = [
         lambda: _run([_record(scores={f"s{i}": i for i in range(101)})]),
         "too_many_members",
     ),
-    ("record-score-bool", lambda: _run([_record(scores={"s": True})]), "invalid_score"),
-    ("record-score-string", lambda: _run([_record(scores={"s": "1"})]), "invalid_score"),
-    ("record-score-nan", lambda: _run([_record(scores={"s": math.inf})]), "invalid_score"),
-    ("record-score-huge-int", lambda: _run([_record(scores={"s": 10**400})]), "invalid_score"),
+    *rows_for(
+        "invalid_score",
+        record_score_bool=lambda: _run([_record(scores={"s": True})]),
+        record_score_string=lambda: _run([_record(scores={"s": "1"})]),
+        record_score_nan=lambda: _run([_record(scores={"s": math.inf})]),
+        record_score_huge_int=lambda: _run([_record(scores={"s": 10**400})]),
+    ),
     ("record-metadata-number", lambda: _run([_record(metadata={"n": 1})]), "invalid_type"),
     ("record-metadata-4097", lambda: _run([_record(metadata={"n": "x" * 4097})]), "invalid_text"),
     (
@@ -561,30 +570,29 @@ RUN_REFUSALS: list[tuple[str, Callable[[], object], str]] = [
     ("record-metadata-list", lambda: _run([_record(metadata=["x"])]), "invalid_type"),
     ("record-error-4097", lambda: _run([_record(error="e" * 4097)]), "invalid_text"),
     ("record-error-number", lambda: _run([_record(error=1)]), "invalid_type"),
-    ("record-scores-int-key", lambda: _run([_record(scores={1: 1})]), "invalid_json_value"),
-    ("record-metadata-int-key", lambda: _run([_record(metadata={1: "a"})]), "invalid_json_value"),
-    (
-        "record-context-too-deep",
-        lambda: _run([_record(context=_nested_objects(129))]),
-        "too_deep",
+    *rows_for(
+        "invalid_json_value",
+        record_scores_int_key=lambda: _run([_record(scores={1: 1})]),
+        record_metadata_int_key=lambda: _run([_record(metadata={1: "a"})]),
     ),
+    ("record-context-too-deep", lambda: _run([_record(context=_nested_objects(129))]), "too_deep"),
     # runs
     ("records-empty", lambda: _run([]), "no_records"),
-    ("run-records-not-records", lambda: Run(_run().header, ["x"]), "invalid_type"),  # type: ignore[list-item]
-    ("run-records-text", lambda: Run(_run().header, "x"), "invalid_type"),  # type: ignore[arg-type]
+    ("run-records-not-records", lambda: Run(_run().header, ["x"]), "invalid_type"),
+    # type: ignore[list-item]
+    ("run-records-text", lambda: Run(_run().header, "x"), "invalid_type"),
+    # type: ignore[arg-type]
     ("run-no-records", lambda: Run(_run().header, ()), "no_records"),
     ("provenance-int-key", lambda: _run(score_provenance={1: _provenance()}), "invalid_json_value"),
-    ("records-not-iterable", lambda: _run(5), "invalid_type"),
-    ("records-mapping", lambda: _run({"id": "r"}), "invalid_type"),
-    (
-        "records-over-limit",
-        lambda: _run(list(_many(3)), limits=Limits(max_records=2)),
-        "too_many_records",
+    *rows_for(
+        "invalid_type",
+        records_not_iterable=lambda: _run(5),
+        records_mapping=lambda: _run({"id": "r"}),
     ),
-    (
-        "records-over-limit-streamed",
-        lambda: _run(_many(3), limits=Limits(max_records=2)),
+    *rows_for(
         "too_many_records",
+        records_over_limit=lambda: _run(list(_many(3)), limits=Limits(max_records=2)),
+        records_over_limit_streamed=lambda: _run(_many(3), limits=Limits(max_records=2)),
     ),
     ("records-empty-stream", lambda: _run(_many(0)), "no_records"),
     ("run-over-size-limit", lambda: _run(limits=Limits(max_canonical_bytes=100)), "too_large"),
@@ -592,13 +600,22 @@ RUN_REFUSALS: list[tuple[str, Callable[[], object], str]] = [
     ("source-not-object", lambda: _run(source="acme"), "invalid_type"),
     ("source-missing-version", lambda: _run(source={"name": "a"}), "missing_field"),
     ("source-extra-member", lambda: _run(source={**SOURCE, "x": "y"}), "unknown_field"),
-    ("source-name-129", lambda: _run(source={**SOURCE, "name": "n" * 129}), "invalid_text"),
-    ("run-id-empty", lambda: _run(run_id=""), "invalid_text"),
-    ("artifact-uppercase", lambda: _run(artifact_digest=ARTIFACT.upper()), "invalid_digest"),
-    ("source-digest-bare-hex", lambda: _run(source_digest="ab" * 32), "invalid_digest"),
+    *rows_for(
+        "invalid_text",
+        source_name_129=lambda: _run(source={**SOURCE, "name": "n" * 129}),
+        run_id_empty=lambda: _run(run_id=""),
+    ),
+    *rows_for(
+        "invalid_digest",
+        artifact_uppercase=lambda: _run(artifact_digest=ARTIFACT.upper()),
+        source_digest_bare_hex=lambda: _run(source_digest="ab" * 32),
+    ),
     ("artifact-missing", lambda: _run(artifact_digest=None), "artifact_digest_required"),
-    ("provenance-not-object", lambda: _run(score_provenance=[]), "invalid_type"),
-    ("provenance-entry-not-object", lambda: _run(score_provenance={"s": 1}), "invalid_type"),
+    *rows_for(
+        "invalid_type",
+        provenance_not_object=lambda: _run(score_provenance=[]),
+        provenance_entry_not_object=lambda: _run(score_provenance={"s": 1}),
+    ),
     (
         "provenance-kind",
         lambda: _run(score_provenance={"s": _provenance(kind="llm")}),
@@ -624,7 +641,8 @@ RUN_REFUSALS: list[tuple[str, Callable[[], object], str]] = [
         lambda: _run(score_provenance={"s": _provenance(unit="")}),
         "invalid_text",
     ),
-    ("header-not-header", lambda: Run(header="h", records=()), "invalid_type"),  # type: ignore[arg-type]
+    ("header-not-header", lambda: Run(header="h", records=()), "invalid_type"),
+    # type: ignore[arg-type]
     # run documents
     ("document-not-object", lambda: run_from_document([]), "invalid_type"),
     ("document-format", lambda: run_from_document(_run_document(format="x")), "invalid_constant"),
@@ -645,19 +663,16 @@ RUN_REFUSALS: list[tuple[str, Callable[[], object], str]] = [
         lambda: run_from_document(_run_document(records=[_record()])),
         "missing_field",
     ),
-    (
-        "document-null-service-identity",
-        lambda: run_from_document(_run_document(service_identity=None)),
+    *rows_for(
         "invalid_type",
-    ),
-    (
-        "document-null-likelihood",
-        lambda: run_from_document(
+        document_null_service_identity=lambda: run_from_document(
+            _run_document(service_identity=None)
+        ),
+        document_null_likelihood=lambda: run_from_document(
             _run_document(records=[{**_run().records[0].to_dict(), "likelihood": None}])
         ),
-        "invalid_type",
+        record_null_likelihood=lambda: _run([_record(likelihood=None)]),
     ),
-    ("record-null-likelihood", lambda: _run([_record(likelihood=None)]), "invalid_type"),
     (
         "document-over-size-limit",
         lambda: run_from_document(_run_document(), limits=Limits(max_canonical_bytes=10)),
@@ -671,55 +686,43 @@ RUN_REFUSALS: list[tuple[str, Callable[[], object], str]] = [
         lambda: _run([_record(likelihood=_facts(logprob_sum=0.5))]),
         "out_of_range",
     ),
-    (
-        "likelihood-logprob-text",
-        lambda: _run([_record(likelihood=_facts(logprob_sum="-1"))]),
+    *rows_for(
         "invalid_type",
+        likelihood_logprob_text=lambda: _run([_record(likelihood=_facts(logprob_sum="-1"))]),
+        likelihood_logprob_bool=lambda: _run([_record(likelihood=_facts(logprob_sum=False))]),
     ),
-    (
-        "likelihood-logprob-bool",
-        lambda: _run([_record(likelihood=_facts(logprob_sum=False))]),
-        "invalid_type",
-    ),
-    (
-        "likelihood-logprob-beyond-binary64",
-        lambda: _run([_record(likelihood=_facts(logprob_sum=-(10**400)))]),
+    *rows_for(
         "out_of_range",
-    ),
-    (
-        "likelihood-token-count-0",
-        lambda: _run([_record(likelihood=_facts(token_count=0))]),
-        "out_of_range",
-    ),
-    (
-        "likelihood-token-count-0.0",
-        lambda: _run([_record(likelihood=_facts(token_count=0.0))]),
-        "out_of_range",
+        likelihood_logprob_beyond_binary64=lambda: _run(
+            [_record(likelihood=_facts(logprob_sum=-(10**400)))]
+        ),
+        likelihood_token_count_0=lambda: _run([_record(likelihood=_facts(token_count=0))]),
+        **{
+            "likelihood-token-count-0.0": lambda: _run(
+                [_record(likelihood=_facts(token_count=0.0))]
+            )
+        },
     ),
     (
         "likelihood-token-count-float",
         lambda: _run([_record(likelihood=_facts(token_count=2.0))]),
         "not_exact_integer",
     ),
-    (
-        "likelihood-token-count-text",
-        lambda: _run([_record(likelihood=_facts(token_count="2"))]),
+    *rows_for(
         "invalid_type",
+        likelihood_token_count_text=lambda: _run([_record(likelihood=_facts(token_count="2"))]),
+        likelihood_byte_count_fraction=lambda: _run(
+            [_record(likelihood=_facts(utf8_byte_count=2.5))]
+        ),
     ),
-    (
-        "likelihood-byte-count-fraction",
-        lambda: _run([_record(likelihood=_facts(utf8_byte_count=2.5))]),
-        "invalid_type",
-    ),
-    (
-        "likelihood-digest-uppercase",
-        lambda: _run([_record(likelihood=_facts(tokenizer_digest=TOKENIZER.upper()))]),
+    *rows_for(
         "invalid_digest",
-    ),
-    (
-        "likelihood-null-service-digest",
-        lambda: _run([_record(likelihood=_facts(service_identity_digest=None))]),
-        "invalid_digest",
+        likelihood_digest_uppercase=lambda: _run(
+            [_record(likelihood=_facts(tokenizer_digest=TOKENIZER.upper()))]
+        ),
+        likelihood_null_service_digest=lambda: _run(
+            [_record(likelihood=_facts(service_identity_digest=None))]
+        ),
     ),
     (
         "likelihood-unknown-member",
@@ -757,147 +760,97 @@ RUN_REFUSALS: list[tuple[str, Callable[[], object], str]] = [
         "invalid_json_value",
     ),
     # likelihood facts: bindings
-    (
-        "likelihood-reference-null",
-        lambda: _run([_record(expected=None, likelihood=_facts())]),
+    *rows_for(
         "likelihood_reference_not_text",
-    ),
-    (
-        "likelihood-reference-empty",
-        lambda: _run([_record(expected="", likelihood=_facts())]),
-        "likelihood_reference_not_text",
+        likelihood_reference_null=lambda: _run([_record(expected=None, likelihood=_facts())]),
+        likelihood_reference_empty=lambda: _run([_record(expected="", likelihood=_facts())]),
     ),
     (
         "likelihood-byte-count",
         lambda: _run([_record(likelihood=_facts(utf8_byte_count=6))]),
         "likelihood_byte_count_mismatch",
     ),
-    (
-        "likelihood-input-digest",
-        lambda: _run([_record(likelihood=_facts(input_value="other"))]),
+    *rows_for(
         "likelihood_binding_mismatch",
-    ),
-    (
-        "likelihood-reference-digest",
-        lambda: _run([_record(likelihood=_facts(reference_digest=OTHER))]),
-        "likelihood_binding_mismatch",
-    ),
-    (
-        "likelihood-artifact-digest",
-        lambda: _run([_record(likelihood=_facts(artifact_digest=OTHER))]),
-        "likelihood_binding_mismatch",
-    ),
-    (
-        "likelihood-source",
-        lambda: _run([_record(likelihood=_facts(source={**SOURCE, "version": "9"}))]),
-        "likelihood_binding_mismatch",
-    ),
-    (
-        "likelihood-service-digest-on-artifact-run",
-        lambda: _run(
+        likelihood_input_digest=lambda: _run([_record(likelihood=_facts(input_value="other"))]),
+        likelihood_reference_digest=lambda: _run(
+            [_record(likelihood=_facts(reference_digest=OTHER))]
+        ),
+        likelihood_artifact_digest=lambda: _run(
+            [_record(likelihood=_facts(artifact_digest=OTHER))]
+        ),
+        likelihood_source=lambda: _run(
+            [_record(likelihood=_facts(source={**SOURCE, "version": "9"}))]
+        ),
+        likelihood_service_digest_on_artifact_run=lambda: _run(
             [_record(likelihood=_facts(artifact_digest=None, service_identity_digest=OTHER))]
         ),
-        "likelihood_binding_mismatch",
     ),
     # input projection
-    ("projection-not-object", lambda: _run(input_projection="/input"), "invalid_projection"),
-    (
-        "projection-extra-member",
-        lambda: _run(input_projection={"kind": "json-pointer", "pointer": "/input", "x": 1}),
+    *rows_for(
         "invalid_projection",
+        projection_not_object=lambda: _run(input_projection="/input"),
+        projection_extra_member=lambda: _run(
+            input_projection={"kind": "json-pointer", "pointer": "/input", "x": 1}
+        ),
+        projection_kind=lambda: InputProjection("/input", kind="jq"),
+        projection_no_slash=lambda: InputProjection("input"),
+        projection_bad_tilde=lambda: InputProjection("/input/a~2"),
+        projection_4097=lambda: InputProjection("/input/" + "a" * 4090),
+        projection_not_string=lambda: InputProjection(7),
     ),
-    ("projection-kind", lambda: InputProjection("/input", kind="jq"), "invalid_projection"),
-    ("projection-no-slash", lambda: InputProjection("input"), "invalid_projection"),
-    ("projection-bad-tilde", lambda: InputProjection("/input/a~2"), "invalid_projection"),
-    ("projection-4097", lambda: InputProjection("/input/" + "a" * 4090), "invalid_projection"),
-    ("projection-not-string", lambda: InputProjection(7), "invalid_projection"),  # type: ignore[arg-type]
-    ("projection-root-expected", lambda: InputProjection("/expected"), "projection_root"),
-    ("projection-root-empty", lambda: InputProjection("/"), "projection_root"),
-    (
-        "projection-unresolved",
-        lambda: _run(input_projection=InputProjection("/input/x")),
-        "projection_unresolved",
+    # type: ignore[arg-type]
+    *rows_for(
+        "projection_root",
+        projection_root_expected=lambda: InputProjection("/expected"),
+        projection_root_empty=lambda: InputProjection("/"),
     ),
-    (
-        "projection-leading-zero",
-        lambda: _run([_record(input=["a"])], input_projection=InputProjection("/input/00")),
+    *rows_for(
         "projection_unresolved",
-    ),
-    (
-        "projection-index-out-of-range",
-        lambda: _run([_record(input=["a"])], input_projection=InputProjection("/input/1")),
-        "projection_unresolved",
-    ),
-    (
-        "projection-through-scalar",
-        lambda: _run(input_projection=InputProjection("/input/0")),
-        "projection_unresolved",
+        projection_unresolved=lambda: _run(input_projection=InputProjection("/input/x")),
+        projection_leading_zero=lambda: _run(
+            [_record(input=["a"])], input_projection=InputProjection("/input/00")
+        ),
+        projection_index_out_of_range=lambda: _run(
+            [_record(input=["a"])], input_projection=InputProjection("/input/1")
+        ),
+        projection_through_scalar=lambda: _run(input_projection=InputProjection("/input/0")),
     ),
     (
         "projection-not-text",
         lambda: _run([_record(input={"a": [1]})], input_projection=InputProjection("/input/a")),
         "projection_not_text",
     ),
-    (
-        "projection-reserved-context-key",
-        lambda: _run([_record(context={"input_projection": 1})]),
+    *rows_for(
         "projection_binding_invalid",
-    ),
-    (
-        "projection-twice",
-        lambda: project_record(_projected_record(), InputProjection("/input")),
-        "projection_binding_invalid",
+        projection_reserved_context_key=lambda: _run([_record(context={"input_projection": 1})]),
+        projection_twice=lambda: project_record(_projected_record(), InputProjection("/input")),
     ),
     (
         "projection-record-not-record",
-        lambda: project_record(_record(), InputProjection("/input")),  # type: ignore[arg-type]
+        lambda: project_record(_record(), InputProjection("/input")),
         "invalid_type",
     ),
-    (
-        "binding-missing-member",
-        lambda: Record.from_document(_tampered_binding(source_digest=_DROP)),
+    *rows_for(
         "projection_binding_invalid",
-    ),
-    (
-        "binding-bad-configuration",
-        lambda: Record.from_document(_tampered_binding(configuration={"kind": "jq"})),
-        "projection_binding_invalid",
-    ),
-    (
-        "binding-source-not-object",
-        lambda: Record.from_document(_tampered_binding(source=[1])),
-        "projection_binding_invalid",
-    ),
-    (
-        "binding-nested-binding",
-        lambda: Record.from_document(
+        binding_missing_member=lambda: Record.from_document(_tampered_binding(source_digest=_DROP)),
+        binding_bad_configuration=lambda: Record.from_document(
+            _tampered_binding(configuration={"kind": "jq"})
+        ),
+        binding_source_not_object=lambda: Record.from_document(_tampered_binding(source=[1])),
+        binding_nested_binding=lambda: Record.from_document(
             _tampered_binding(source={"input": "Q", "context": {"input_projection": {}}})
         ),
-        "projection_binding_invalid",
     ),
-    (
-        "binding-configuration-digest",
-        lambda: Record.from_document(_tampered_binding(configuration_digest=OTHER)),
+    *rows_for(
         "projection_replay_mismatch",
-    ),
-    (
-        "binding-source-digest",
-        lambda: Record.from_document(_tampered_binding(source_digest=OTHER)),
-        "projection_replay_mismatch",
-    ),
-    (
-        "binding-input-changed",
-        lambda: Record.from_document(_tampered_binding(input="other")),
-        "projection_replay_mismatch",
-    ),
-    (
-        "binding-context-changed",
-        lambda: Record.from_document(_tampered_binding(context_extra="x")),
-        "projection_replay_mismatch",
-    ),
-    (
-        "binding-pointer-no-longer-resolves",
-        lambda: Record.from_document(
+        binding_configuration_digest=lambda: Record.from_document(
+            _tampered_binding(configuration_digest=OTHER)
+        ),
+        binding_source_digest=lambda: Record.from_document(_tampered_binding(source_digest=OTHER)),
+        binding_input_changed=lambda: Record.from_document(_tampered_binding(input="other")),
+        binding_context_changed=lambda: Record.from_document(_tampered_binding(context_extra="x")),
+        binding_pointer_no_longer_resolves=lambda: Record.from_document(
             _tampered_binding(
                 configuration={"kind": "json-pointer", "pointer": "/input/missing"},
                 configuration_digest=digest_invarlock(
@@ -905,7 +858,6 @@ RUN_REFUSALS: list[tuple[str, Callable[[], object], str]] = [
                 ),
             )
         ),
-        "projection_replay_mismatch",
     ),
     # streaming encoder
     ("encoder-record-limit", lambda: _encoder_adds(3, Limits(max_records=2)), "too_many_records"),
@@ -914,16 +866,16 @@ RUN_REFUSALS: list[tuple[str, Callable[[], object], str]] = [
     ("encoder-after-failure", _encoder_after_failure, "invalid_state"),
     ("encoder-without-records", _encoder_without_records, "no_records"),
     ("encoder-summary-too-early", _encoder_summary_too_early, "invalid_state"),
-    ("encoder-header-not-header", lambda: RunEncoder("h"), "invalid_type"),  # type: ignore[arg-type]
+    ("encoder-header-not-header", lambda: RunEncoder("h"), "invalid_type"),
+    # type: ignore[arg-type]
 ]
 
 
 @pytest.mark.parametrize(("name", "action", "code"), RUN_REFUSALS, ids=[r[0] for r in RUN_REFUSALS])
 def test_run_refusal(name: str, action: Callable[[], object], code: str) -> None:
-    with pytest.raises(CapturedRunError) as caught:
-        action()
-    assert caught.value.code == code, name
-    assert caught.value.code in CapturedRunError.codes
+    refused = assert_refused(action, code)
+    assert isinstance(refused, CapturedRunError), name
+    assert refused.code in CapturedRunError.codes
 
 
 def test_refusal_fields_locate_the_record() -> None:

@@ -39,9 +39,9 @@ from sealeval.captured.unicode_tables import (
     is_unicode_version,
     unicode_tables,
 )
+from support.refusals import CANARY
 from support.vectors import cases
 
-CANARY = "PHI-CANARY-7f3a-jane-doe-MRN-0042"
 DIGEST_A = "sha256:" + "a" * 64
 DIGEST_B = "sha256:" + "b" * 64
 DIGEST_C = "sha256:" + "c" * 64

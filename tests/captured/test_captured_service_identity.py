@@ -28,7 +28,8 @@ from support.captured_service_identity import (
     _with_configuration,
     valid_identity,
 )
-from support.vectors import PROJECT_ROOT, cases, load
+from support.refusals import assert_refused
+from support.vectors import PROJECT_ROOT, cases, load, reference_code
 
 CONTRACTS = PROJECT_ROOT / "contracts"
 IDENTITY_SCHEMA = json.loads(
@@ -82,13 +83,7 @@ _MESSAGE_CODES: tuple[tuple[str, str, str], ...] = (
 
 
 def message_code(message: str) -> str:
-    matches = [
-        code
-        for prefix, fragment, code in _MESSAGE_CODES
-        if message.startswith(prefix) and fragment in message
-    ]
-    assert len(matches) == 1, "vector error message not understood"
-    return matches[0]
+    return reference_code(message, _MESSAGE_CODES)
 
 
 def _make(case_input: dict[str, Any]) -> Any:
@@ -180,9 +175,7 @@ def test_every_message_shape_is_used() -> None:
     ("name", "action", "code"), IDENTITY_REFUSALS, ids=[row[0] for row in IDENTITY_REFUSALS]
 )
 def test_identity_refusal(name: str, action: Callable[[], object], code: str) -> None:
-    with pytest.raises(CapturedRunError) as caught:
-        action()
-    assert caught.value.code == code, name
+    assert isinstance(assert_refused(action, code), CapturedRunError), name
 
 
 def test_fields_name_the_member() -> None:

@@ -20,8 +20,7 @@ from sealeval.captured.signing import (
     parse_signature_envelope,
     signature_envelope,
 )
-
-CANARY = "PHI-CANARY-7f3a-jane-doe-MRN-0042"
+from support.refusals import CANARY
 
 
 def _envelope() -> dict[str, Any]:

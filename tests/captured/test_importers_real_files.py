@@ -11,9 +11,7 @@ holding no per-sample results must be refused with a closed code.
 
 from __future__ import annotations
 
-import csv
 import json
-import zipfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -22,129 +20,27 @@ from click.testing import CliRunner
 
 from sealeval.captured.importers import ImportRefusalError
 from sealeval.cli.imports import import_command
+from support.captured_real_files import (
+    ARTIFACT,
+    Counts,
+    deepeval_test_run,
+    garak_attempts,
+    has_attempts,
+    has_samples,
+    import_with_auto,
+    inspect_eval,
+    inspect_json,
+    is_ragas_table,
+    lighteval_rows,
+    lm_eval_lines,
+    mlflow_split_table,
+    openai_evals_log,
+    promptfoo_document,
+    ragas_csv_rows,
+)
 
 REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real"
-HELDOUT = Path(__file__).resolve().parents[1] / "fixtures" / "heldout"
 SAMPLES = Path(__file__).resolve().parents[2].parent / "shared" / "samples" / "evaluators"
-ARTIFACT = "sha256:" + "ab" * 32
-
-Counts = tuple[int, int]  # records, errored records
-
-
-def _lines(path: Path) -> list[dict[str, object]]:
-    text = path.read_text(encoding="utf-8")
-    return [json.loads(line) for line in text.splitlines() if line.strip()]
-
-
-def _has_samples(path: Path) -> bool:
-    """Whether an Inspect JSON log holds samples (the others are in ``REFUSED``)."""
-    return bool(json.loads(path.read_text(encoding="utf-8")).get("samples"))
-
-
-def _has_attempts(path: Path) -> bool:
-    """Whether a garak report holds attempts (digest-only reports are in ``REFUSED``)."""
-    return any(row.get("entry_type") == "attempt" for row in _lines(path))
-
-
-def lm_eval_lines(path: Path) -> Counts:
-    """lm-eval >= 0.4.3: one line per document and filter; no per-sample errors."""
-    return len(_lines(path)), 0
-
-
-def garak_attempts(path: Path) -> Counts:
-    """garak: one record per attempt uuid and generation (flat detector results)."""
-    attempts: dict[str, dict[str, object]] = {}
-    for row in _lines(path):
-        if row.get("entry_type") == "attempt":
-            attempts[str(row["uuid"])] = row  # status 2 replaces status 1
-    records = 0
-    errored = 0
-    for row in attempts.values():
-        outputs = row.get("outputs") or []
-        assert isinstance(outputs, list)
-        generations = max(len(outputs), 1)
-        records += generations
-        if row.get("status") != 2:
-            errored += generations
-        else:
-            errored += sum(1 for output in outputs if output is None)
-    return records, errored
-
-
-def promptfoo_document(path: Path) -> Counts:
-    """promptfoo results.json: ``results.results[]``; provider errors have failureReason 2."""
-    rows = json.loads(path.read_text(encoding="utf-8"))["results"]["results"]
-    return len(rows), sum(1 for row in rows if row.get("failureReason") == 2)
-
-
-def mlflow_split_table(path: Path) -> Counts:
-    """MLflow 2.x eval_results_table.json: one record per row of ``data``."""
-    return len(json.loads(path.read_text(encoding="utf-8"))["data"]), 0
-
-
-def inspect_json(path: Path) -> Counts:
-    """Inspect JSON log: one record per sample object; errored samples carry ``error``."""
-    samples = json.loads(path.read_text(encoding="utf-8"))["samples"]
-    return len(samples), sum(1 for sample in samples if sample.get("error"))
-
-
-def inspect_eval(path: Path) -> Counts:
-    """Inspect .eval archive: one record per ``samples/*.json`` member; errored ones have ``error``.
-
-    Members written with Zstandard (newer Inspect) cannot be read by
-    ``zipfile`` here: their errors are left to the importer tests (``-1``).
-    """
-    with zipfile.ZipFile(path) as archive:
-        members = [info for info in archive.infolist() if info.filename.startswith("samples/")]
-        if any(
-            info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED) for info in members
-        ):
-            return len(members), -1
-        samples = [json.loads(archive.read(info)) for info in members]
-    return len(samples), sum(1 for sample in samples if sample.get("error"))
-
-
-def openai_evals_log(path: Path) -> Counts:
-    """OpenAI Evals record log: one record per distinct ``sample_id``; ``error`` events err it."""
-    events = [row for row in _lines(path) if "sample_id" in row]
-    samples = {str(row["sample_id"]) for row in events}
-    errored = {str(row["sample_id"]) for row in events if row.get("type") == "error"}
-    return len(samples), len(errored)
-
-
-def lighteval_rows(path: Path) -> Counts:
-    """LightEval details as JSON lines: one record per row."""
-    return len(_lines(path)), 0
-
-
-def deepeval_test_run(path: Path) -> Counts:
-    """DeepEval test run: ``testCases[]``.
-
-    A metric that raised only loses its score (DeepEval has no case-level
-    error), so no record is errored.
-    """
-    document = json.loads(path.read_text(encoding="utf-8"))
-    cases = document.get("testCases", document.get("testRunData", {}).get("testCases", []))
-    return len(cases), 0
-
-
-def ragas_csv_rows(path: Path) -> Counts:
-    """ragas ``to_pandas().to_csv()``: one record per data row after the header; no errors.
-
-    Read with Python's ``csv`` module (quoted cells may span lines; a UTF-8
-    byte order mark may lead the header).
-    """
-    with path.open(encoding="utf-8-sig", newline="") as handle:
-        rows = [row for row in csv.reader(handle) if row]
-    return len(rows) - 1, 0
-
-
-def _is_ragas_table(path: Path) -> bool:
-    """Whether a ragas CSV holds per-sample rows (a ``user_input`` column), not a summary."""
-    with path.open(encoding="utf-8-sig", newline="") as handle:
-        return "user_input" in next(csv.reader(handle))
-
-
 # (file, independent reader) for files holding per-sample results
 IMPORTED: list[tuple[Path, Callable[[Path], Counts]]] = [
     (
@@ -153,20 +49,16 @@ IMPORTED: list[tuple[Path, Callable[[Path], Counts]]] = [
     ),
     (REAL / "promptfoo/french-greeting-test/output.json", promptfoo_document),
     (REAL / "mlflow/finetune-mlx-math-model/eval_results_table.json", mlflow_split_table),
-    *[
-        (path, inspect_json)
-        for path in sorted(REAL.glob("inspect_ai/*.json"))
-        if _has_samples(path)
-    ],
+    *[(path, inspect_json) for path in sorted(REAL.glob("inspect_ai/*.json")) if has_samples(path)],
     *[(path, inspect_eval) for path in sorted(REAL.glob("inspect_ai/*.eval"))],
     *[
         (path, garak_attempts)
         for path in sorted(REAL.glob("garak/*.report.jsonl"))
-        if _has_attempts(path)
+        if has_attempts(path)
     ],
     *[(path, deepeval_test_run) for path in sorted(REAL.glob("deepeval/*.json"))],
     *[(path, openai_evals_log) for path in sorted(REAL.glob("openai_evals/*.jsonl"))],
-    *[(path, ragas_csv_rows) for path in sorted(REAL.glob("ragas/*.csv")) if _is_ragas_table(path)],
+    *[(path, ragas_csv_rows) for path in sorted(REAL.glob("ragas/*.csv")) if is_ragas_table(path)],
     *[(path, lm_eval_lines) for path in sorted(SAMPLES.glob("lm_eval/out/*/samples_*.jsonl"))],
     *[(path, inspect_json) for path in sorted(SAMPLES.glob("inspect_ai/logs/*.json"))],
     *[(path, inspect_eval) for path in sorted(SAMPLES.glob("inspect_ai/logs/*.eval"))],
@@ -175,8 +67,6 @@ IMPORTED: list[tuple[Path, Callable[[Path], Counts]]] = [
     (SAMPLES / "lighteval/details_custom_toy_qa_0.preview.jsonl", lighteval_rows),
     (SAMPLES / "deepeval/results/test_run_20261129_230959.json", deepeval_test_run),
     (SAMPLES / "ragas/evaluation_result.csv", ragas_csv_rows),
-    # held out: gathered after the detection rules were written, tested once, not tuned for
-    (HELDOUT / "inspect_ai/log_formats.json", inspect_json),
 ]
 
 # files holding no per-sample results: refused with a closed code
@@ -200,29 +90,11 @@ REFUSED: list[tuple[Path, set[str]]] = [
     *[
         (path, {"unknown_format"})
         for path in sorted(REAL.glob("ragas/*.csv"))
-        if not _is_ragas_table(path)
+        if not is_ragas_table(path)
     ],
     # promptfoo's CSV export: no importer reads it
     (SAMPLES / "promptfoo/results.csv", {"unknown_format"}),
-    # held out: a promptfoo Eval dump whose results were never loaded (``results: []``)
-    (HELDOUT / "promptfoo/config-node-package.output.json", {"unknown_format", "not_results"}),
 ]
-
-
-def _import(path: Path, tmp_path: Path) -> tuple[int, dict[str, object] | str]:
-    """Import with the identities the file states; name a source and run id where it states none."""
-    base = [str(path), "--artifact-digest", ARTIFACT, "--json", "-o", str(tmp_path / "run.json")]
-    result = CliRunner().invoke(import_command, base)
-    for missing, extra in (
-        ("source: identities_required", ["--source", "tool@1"]),
-        ("--run-id: identities_required", ["--run-id", "real-1"]),
-    ):
-        if result.exit_code == 2 and missing in result.stderr:
-            base += extra
-            result = CliRunner().invoke(import_command, base)
-    if result.exit_code == 0:
-        return 0, json.loads(result.stdout)
-    return result.exit_code, result.stderr
 
 
 @pytest.mark.parametrize(("path", "reader"), IMPORTED, ids=[path.name[:60] for path, _ in IMPORTED])
@@ -230,7 +102,7 @@ def test_real_file_imports_with_auto(
     path: Path, reader: Callable[[Path], Counts], tmp_path: Path
 ) -> None:
     records, errored = reader(path)
-    code, summary = _import(path, tmp_path)
+    code, summary = import_with_auto(path, tmp_path)
     assert code == 0, summary
     assert isinstance(summary, dict)
     assert summary["records"] == records
@@ -242,7 +114,7 @@ def test_real_file_imports_with_auto(
 
 @pytest.mark.parametrize(("path", "codes"), REFUSED, ids=[path.name[:60] for path, _ in REFUSED])
 def test_file_without_samples_is_refused(path: Path, codes: set[str], tmp_path: Path) -> None:
-    code, stderr = _import(path, tmp_path)
+    code, stderr = import_with_auto(path, tmp_path)
     assert code == 2
     assert isinstance(stderr, str)
     assert stderr.startswith("sealeval: error: ")
@@ -284,9 +156,8 @@ def test_identities_stated_by_the_file_are_used_and_checked(tmp_path: Path) -> N
 # Every gathered file, whatever the lists above say about it: ``auto`` either
 # imports it (a run with at least one record, as many as the summary states) or
 # refuses it with one of the importers' closed codes, publishing nothing.
-EVERY_REAL_FILE = sorted(
-    path for folder in (REAL, HELDOUT) for path in folder.rglob("*") if path.is_file()
-)
+# (The held-out files are checked by ``test_importers_heldout.py``.)
+EVERY_REAL_FILE = sorted(path for path in REAL.rglob("*") if path.is_file())
 
 
 @pytest.mark.parametrize(
@@ -295,7 +166,7 @@ EVERY_REAL_FILE = sorted(
     ids=[str(path.relative_to(path.parents[1])) for path in EVERY_REAL_FILE],
 )
 def test_every_gathered_file_imports_or_is_refused_cleanly(path: Path, tmp_path: Path) -> None:
-    code, outcome = _import(path, tmp_path)
+    code, outcome = import_with_auto(path, tmp_path)
     if code == 0:
         assert isinstance(outcome, dict)
         run = json.loads((tmp_path / "run.json").read_text(encoding="utf-8"))

@@ -13,7 +13,8 @@ from click.testing import CliRunner
 from sealeval.captured.scorers import BINARY_KINDS
 from sealeval.cli._common import CONTEXT_SETTINGS
 from sealeval.cli.compare import EXIT_POLICY_NOT_PASSED, compare_command
-from support.captured_comparison import CANARY, _runtime_deviation, map_reference_error
+from support.captured_comparison import _runtime_deviation, map_reference_error
+from support.refusals import CANARY
 from support.vectors import cases, load, vectors_dir
 
 VECTORS = "invarlock/comparisons.json"

@@ -15,7 +15,8 @@ from sealeval.captured.comparison import compare_runs
 from sealeval.captured.policy import parse_comparison_policy
 from sealeval.cli import cli
 from sealeval.cli.compare import EXIT_POLICY_NOT_PASSED
-from support.captured_extended import CANARY, _policy, _runs
+from support.captured_extended import _policy, _runs
+from support.refusals import CANARY
 from support.vectors import PROJECT_ROOT
 
 

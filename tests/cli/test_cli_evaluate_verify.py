@@ -21,17 +21,16 @@ import sealeval.cli as cli_package
 from sealeval.captured.pack_reader import read_evidence_pack
 from sealeval.captured.policy import ComparisonPolicyError
 from sealeval.captured.signing import load_verify_key
-from sealeval.cli._common import CONTEXT_SETTINGS, DECISION_ORDER_CHOICES
+from sealeval.cli._common import CONTEXT_SETTINGS, DECISION_ORDER_CHOICES, printable
 from sealeval.cli.evaluate import evaluate_command
-from sealeval.cli.verify import dump_json, printable, verify_command
+from sealeval.cli.verify import dump_json, verify_command
 from support.captured_verify import (
     VERIFY_MESSAGES,
     pack_workspace,
     private_cases,
     private_load,
-    writable_copy,
 )
-from support.vectors import vectors_dir
+from support.vectors import vectors_dir, writable_copy
 
 V = vectors_dir() / "invarlock"
 MAIN = "text-20-exact-signed"
@@ -933,3 +932,31 @@ def test_width_first_packs_are_an_explicit_opt_in_on_both_sides(
     assert shown.exit_code == 0, shown.output
     bad = CliRunner().invoke(evaluate_command, [*base, "--decision-order", "sideways"])
     assert bad.exit_code == 2
+
+
+def test_uncapped_native_sides_are_imported_streamed_with_the_same_pack(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`evaluate --uncapped` on jsonl sides: held and streamed (threshold 0) give one pack."""
+    import sealeval.captured.evaluate as evaluate_module  # noqa: PLC0415
+
+    cwd = writable_copy(V / "packs" / "native-jsonl-signed", tmp_path / "pack")
+    monkeypatch.chdir(cwd / "request")
+    base = ["request.yaml", "--unsigned", "--uncapped", "--json"]
+    held = _invoke(evaluate_command, [*base, "--output", "held"])
+    assert held.exit_code == 0, held.output
+    monkeypatch.setattr(evaluate_module, "STREAM_MIN_BYTES", 0)
+    streamed = _invoke(evaluate_command, [*base, "--output", "streamed"])
+    assert streamed.exit_code == 0, streamed.output
+    first, second = json.loads(held.output), json.loads(streamed.output)
+    assert {first.pop("evidence"), second.pop("evidence")} == {"held", "streamed"}
+    assert first == second
+
+    def files(folder: Path) -> dict[str, bytes]:
+        return {
+            path.relative_to(folder).as_posix(): path.read_bytes()
+            for path in folder.rglob("*")
+            if path.is_file()
+        }
+
+    assert files(cwd / "request" / "held") == files(cwd / "request" / "streamed")

@@ -25,7 +25,6 @@ from sealeval.gates.candidate import parse_evidence_document
 from sealeval.gates.evaluation import evaluate_agent_release_gates
 from sealeval.gates.registry import GATE_METRICS
 from support.gates_candidate import (
-    CANARY,
     HEAD,
     KEY,
     READY,
@@ -36,6 +35,7 @@ from support.gates_candidate import (
     runner_env,
     subprocess_env,
 )
+from support.refusals import CANARY
 
 #: The group as a real process: the installed `sealeval` console script.
 GATES = [str(Path(sys.executable).with_name("sealeval")), "gates"]

@@ -15,9 +15,8 @@ from sealeval.captured import write_run
 from sealeval.captured.planning import plan_from_run
 from sealeval.cli import cli
 from support.captured_planning import _baseline, _metric, _policy
+from support.refusals import CANARY
 from support.vectors import PROJECT_ROOT
-
-CANARY = "PHI-CANARY-7f3a-jane-doe-MRN-0042"
 
 
 def _files(tmp_path: Path, policy: dict[str, Any] | None = None) -> tuple[Path, Path]:

@@ -19,7 +19,8 @@ from sealeval.captured.evaluate import evaluate_request
 from sealeval.captured.pack_reader import REFERENCE_PACK_LIMITS
 from sealeval.captured.verify import verify_evidence_pack
 from support.captured_verify import pack_workspace, recipient_for
-from support.session_config import CANARY, canary_bundle
+from support.refusals import CANARY
+from support.session_config import canary_bundle
 from support.terminal import on_pipe, on_terminal, sealeval_argv
 from support.vectors import load, vectors_dir
 
@@ -87,6 +88,7 @@ def test_session_run_progress_never_shows_case_content(tmp_path: Path) -> None:
     assert status == 0
     assert _label("cases") in shown
     assert _label("forensics") in shown
+    assert _label("adjudication") in shown
     assert CANARY.encode() not in shown
     assert str(tmp_path).encode() not in shown
     other = canary_bundle(tmp_path / "other")

@@ -10,19 +10,14 @@ import pytest
 from click.testing import CliRunner
 
 from sealeval.canonical import decode, encode_openmed
+from sealeval.cli import cli
 from sealeval.cli import demo as demo_module
-from sealeval.cli.demo import demo
 from sealeval.cli.session import read_store, run_attempt, session
 from sealeval.session import config as config_module
 from sealeval.session.budget import LedgerUsage
 from sealeval.session.record import EvaluationSessionError
-from support.session_config import (
-    CANARY,
-    base_document,
-    canary_bundle,
-    copy_bundle,
-    write_config,
-)
+from support.refusals import CANARY
+from support.session_config import base_document, canary_bundle, copy_bundle, write_config
 
 
 @pytest.fixture(autouse=True)
@@ -278,7 +273,7 @@ def test_help_is_self_contained() -> None:
 
 def test_demo_runs_the_session_section(tmp_path: Path) -> None:
     out = tmp_path / "demo-out"
-    result = CliRunner().invoke(demo, ["--out", str(out)], catch_exceptions=False)
+    result = CliRunner().invoke(cli, ["demo", "--out", str(out)], catch_exceptions=False)
     assert result.exit_code == 0, result.stdout
     assert "5. Evaluation sessions" in result.stdout
     assert "feedback        detailed (official attempt 1)" in result.stdout
@@ -328,7 +323,9 @@ def test_demo_reports_a_session_section_that_misbehaves(
         raise EvaluationSessionError("store_failed")
 
     monkeypatch.setattr(demo_module, "run_attempt", refuse)
-    result = CliRunner().invoke(demo, ["--out", str(tmp_path / "out")], catch_exceptions=False)
+    result = CliRunner().invoke(
+        cli, ["demo", "--out", str(tmp_path / "out")], catch_exceptions=False
+    )
     assert result.exit_code == 1
     assert "  error: store_failed" in result.stdout
     assert "session store: error: db: not_found" in result.stdout

@@ -14,7 +14,8 @@ from sealeval.canonical import decode
 from sealeval.cli.session import session
 from sealeval.manifest.components import load_config_document
 from support.postgres import fresh_database
-from support.session_config import CANARY, base_document, copy_bundle, write_config
+from support.refusals import CANARY
+from support.session_config import base_document, copy_bundle, write_config
 
 
 @pytest.fixture(autouse=True)

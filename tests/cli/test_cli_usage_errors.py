@@ -14,8 +14,8 @@ import pytest
 from click.testing import CliRunner
 
 from sealeval.cli import cli
+from support.refusals import CANARY
 
-CANARY = "PHI-CANARY-7f3a-jane-doe-MRN-0042"
 LINE = re.compile(
     r"sealeval: error: (?:--)?[A-Za-z0-9_][A-Za-z0-9_.\[\]-]*: [a-z_]+(?: \(choose from: [^)]*\))?"
 )

@@ -13,6 +13,7 @@ from click.testing import CliRunner
 
 from sealeval.captured.run import read_run
 from sealeval.captured.signing import load_verify_key
+from sealeval.cli import cli
 from sealeval.cli import demo as demo_module
 from sealeval.cli.demo import demo
 from support.vectors import PROJECT_ROOT
@@ -24,7 +25,7 @@ SAMPLE = PROJECT_ROOT.parent / "shared" / "samples" / "evaluators" / "ragas"
 @pytest.fixture(scope="module")
 def demo_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     out = tmp_path_factory.mktemp("demo") / "demo-out"
-    result = CliRunner().invoke(demo, ["--out", str(out)], catch_exceptions=False)
+    result = CliRunner().invoke(cli, ["demo", "--out", str(out)], catch_exceptions=False)
     assert result.exit_code == 0, result.stdout[-3000:]
     return out / "captured", result.stdout
 
@@ -86,7 +87,17 @@ def test_a_misbehaving_captured_step_fails_the_demo(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(demo_module, "_CAPTURED_SOURCE", "no-version")
-    result = CliRunner().invoke(demo, ["--out", str(tmp_path / "out")], catch_exceptions=False)
+    result = CliRunner().invoke(
+        cli, ["demo", "--out", str(tmp_path / "out")], catch_exceptions=False
+    )
     assert result.exit_code == 1
     assert "demo did not behave as expected" in result.stdout
     assert not (tmp_path / "out" / "captured" / "report.html").exists()
+
+
+def test_the_demo_runs_only_as_a_subcommand(tmp_path: Path) -> None:
+    # It runs sealeval commands through the group that invoked it (no import of the group).
+    out = tmp_path / "demo-out"
+    with pytest.raises(TypeError):
+        CliRunner().invoke(demo, ["--out", str(out)], catch_exceptions=False)
+    assert not out.exists()

@@ -63,10 +63,10 @@ from sealeval.gates.adversarial.corpus import (
     DEFAULT_FIXTURES,
     evidence_cases_for,
 )
+from support.refusals import CANARY
 from support.vectors import PROJECT_ROOT, cases, decode_input, load
 
 VECTORS = "openmed/adapters_adversarial.json"
-CANARY = "PHI-CANARY-7f3a-jane-doe-MRN-0042"
 CANDIDATE = "sha256:" + "c" * 64
 FIXTURES_BY_ID = {item.case_id: item for item in DEFAULT_FIXTURES}
 SCHEMA = Draft202012Validator(

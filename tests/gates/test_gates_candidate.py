@@ -62,7 +62,6 @@ from sealeval.gates.runner import (
     write_exclusive,
 )
 from support.gates_candidate import (
-    CANARY,
     HEAD,
     KEY,
     READY,
@@ -76,6 +75,7 @@ from support.gates_candidate import (
     runner_env,
     subprocess_env,
 )
+from support.refusals import CANARY
 from support.vectors import PROJECT_ROOT, cases
 
 CONTRACTS = PROJECT_ROOT / "contracts"

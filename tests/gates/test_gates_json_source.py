@@ -41,12 +41,12 @@ from sealeval.gates.adapters.json_source import (
     release_evidence_from_source,
     release_evidence_from_source_with_source_digest,
 )
+from support.refusals import CANARY
 from support.vectors import PROJECT_ROOT, cases, decode_input, load
 
 VECTORS = "openmed/adapters_json_source.json"
 CONTRACTS = PROJECT_ROOT / "contracts"
 DOCS = PROJECT_ROOT / "docs" / "gate-sources.md"
-CANARY = "PHI-CANARY-7f3a-jane-doe-MRN-0042"
 
 # The reference accepts NaN / Infinity tokens while parsing and refuses them by
 # the later range/type check. This vector shows that the order is observable

@@ -44,7 +44,7 @@ from sealeval.gates.recovery_suite import (
     recovery_suite_evidence,
     run_recovery_suite,
 )
-from support.refusals import assert_refused
+from support.refusals import CANARY, assert_refused
 from support.vectors import PROJECT_ROOT, cases, decode_input, load
 
 VECTORS = "openmed/adapters_recovery.json"
@@ -1382,8 +1382,6 @@ def test_incomplete_suite_run_is_refused() -> None:
 
 # ---------------------------------------------------------------------------
 # Never echo: canaries never reach errors, reprs or logs
-
-CANARY = "PHI-CANARY-7f3a-jane-doe-MRN-0042"
 
 
 def _texts(error: BaseException) -> list[str]:

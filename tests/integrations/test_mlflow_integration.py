@@ -7,17 +7,23 @@ MLflow 3 keeps its file store in maintenance mode behind
 from __future__ import annotations
 
 import hashlib
+import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 from mlflow.tracking import MlflowClient
 
-from sealeval.captured.pack_reader import EvidencePackError, read_evidence_pack
+import sealeval.captured.pack_reader as pack_reader_module
+import sealeval.integrations.mlflow as mlflow_module
+from sealeval.captured.pack_reader import EvidencePack, EvidencePackError, read_evidence_pack
+from sealeval.captured.run_facts import RunFacts
 from sealeval.integrations.mlflow import (
     EVIDENCE_PATH,
     REPORTS_PATH,
     MlflowLogError,
     log_pack_to_mlflow,
+    pack_metrics,
 )
 from support.view_workspace import Workspace, build_workspace
 
@@ -106,6 +112,75 @@ def test_refusals(workspace: Workspace, store: str, tmp_path: Path) -> None:
         log_pack_to_mlflow(not_a_pack, tracking_uri=store)
     client = MlflowClient(tracking_uri=store)
     assert client.search_experiments() == [] or all(
+        not client.search_runs([experiment.experiment_id])
+        for experiment in client.search_experiments()
+    )
+
+
+def _spied_reader(monkeypatch: pytest.MonkeyPatch, after: Any = None) -> list[EvidencePack]:
+    """Record the packs the integration examines; run ``after`` on each."""
+    seen: list[EvidencePack] = []
+
+    def spied(*args: Any, **kwargs: Any) -> EvidencePack:
+        pack = read_evidence_pack(*args, **kwargs)
+        seen.append(pack)
+        if after is not None:
+            after(pack)
+        return pack
+
+    monkeypatch.setattr(mlflow_module, "read_evidence_pack", spied)
+    return seen
+
+
+def test_large_runs_are_logged_as_outlines_with_the_same_bytes(
+    workspace: Workspace, store: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Run files past the streaming threshold are never held; the upload is byte for byte."""
+    pack_dir = workspace.root / workspace.pack
+    monkeypatch.setattr(pack_reader_module, "STREAM_MIN_BYTES", 0)
+    seen = _spied_reader(monkeypatch)
+    phases: list[str] = []
+    logged = log_pack_to_mlflow(
+        pack_dir,
+        tracking_uri=store,
+        uncapped=True,
+        progress=lambda phase, _done, _total: phases.append(phase),
+    )
+    assert isinstance(seen[0].baseline, RunFacts)
+    assert isinstance(seen[0].subject, RunFacts)
+    assert {"examining", "rendering"} <= set(phases)
+    client = MlflowClient(tracking_uri=store)
+    run = client.get_run(logged.run_id)
+    assert run.data.tags["sealeval.decision"] == seen[0].decision
+    assert set(run.data.metrics) == set(pack_metrics(seen[0]))
+    downloaded = Path(client.download_artifacts(logged.run_id, EVIDENCE_PATH, str(tmp_path)))
+    originals = {
+        p.relative_to(pack_dir): p.read_bytes() for p in pack_dir.rglob("*") if p.is_file()
+    }
+    copies = {
+        p.relative_to(downloaded): p.read_bytes() for p in downloaded.rglob("*") if p.is_file()
+    }
+    assert copies == originals
+
+
+def test_a_pack_changed_after_examination_is_refused_and_nothing_logged(
+    workspace: Workspace, store: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pack_dir = tmp_path / "pack"
+    shutil.copytree(workspace.root / workspace.pack, pack_dir)
+    record = pack_dir / "records" / "subject.json"
+
+    def replace(_pack: EvidencePack) -> None:
+        record.unlink()
+        shutil.copyfile(pack_dir / "records" / "baseline.json", record)
+
+    _spied_reader(monkeypatch, replace)
+    with pytest.raises(EvidencePackError) as caught:
+        log_pack_to_mlflow(pack_dir, tracking_uri=store)
+    assert caught.value.code == "file_changed"
+    assert str(tmp_path) not in str(caught.value)
+    client = MlflowClient(tracking_uri=store)
+    assert all(
         not client.search_runs([experiment.experiment_id])
         for experiment in client.search_experiments()
     )

@@ -54,10 +54,10 @@ from sealeval.session.cases import (
     evaluation_case_digest,
     evaluation_case_payload,
 )
+from support.refusals import CANARY, assert_refused_as, codes_of, refusal_table, rows_for
 from support.vectors import PROJECT_ROOT, cases, decode_input, load
 
 VECTORS = "openmed/adjudication.json"
-CANARY = "PHI-CANARY-7f3a-jane-doe-MRN-0042"
 KEY = bytes(range(32))
 OTHER_KEY = bytes(range(1, 33))
 HOLDOUT = "sha256:" + "be" * 32
@@ -345,475 +345,350 @@ class _Hostile(Mapping[str, Any]):
 _CANDIDATES = tuple(PACKET.candidates)
 
 # (action, expected message); actions take the monkeypatch fixture.
-REFUSALS: list[Any] = [
+REFUSALS = refusal_table(
     # render, in the specified check order
-    pytest.param(
-        lambda m: _render(packet_set_ref="bad ref", holdout_commitment_digest="x"),
+    *rows_for(
         "packet_set_ref: invalid_reference",
-        id="render-packet-set-ref-first",
+        render_packet_set_ref_first=lambda m: _render(
+            packet_set_ref="bad ref", holdout_commitment_digest="x"
+        ),
+        render_packet_set_ref_none=lambda m: _render(packet_set_ref=None),
     ),
-    pytest.param(
-        lambda m: _render(packet_set_ref=None),
-        "packet_set_ref: invalid_reference",
-        id="render-packet-set-ref-none",
-    ),
-    pytest.param(
+    (
+        "render-holdout-before-key",
         lambda m: _render(holdout_commitment_digest="sha256:" + "0" * 63, randomization_key=b""),
         "holdout_commitment_digest: invalid_digest",
-        id="render-holdout-before-key",
     ),
-    pytest.param(
-        lambda m: _render(randomization_key=KEY[:31], conflict_of_interest=RECUSED),
+    *rows_for(
         "randomization_key: invalid_key",
-        id="render-key-short-before-conflict",
+        render_key_short_before_conflict=lambda m: _render(
+            randomization_key=KEY[:31], conflict_of_interest=RECUSED
+        ),
+        render_key_str=lambda m: _render(randomization_key=KEY.hex()),
+        render_key_bytearray=lambda m: _render(randomization_key=bytearray(KEY)),
+        render_key_none=lambda m: _render(randomization_key=None),
     ),
-    pytest.param(
-        lambda m: _render(randomization_key=KEY.hex()),
-        "randomization_key: invalid_key",
-        id="render-key-str",
-    ),
-    pytest.param(
-        lambda m: _render(randomization_key=bytearray(KEY)),
-        "randomization_key: invalid_key",
-        id="render-key-bytearray",
-    ),
-    pytest.param(
-        lambda m: _render(randomization_key=None),
-        "randomization_key: invalid_key",
-        id="render-key-none",
-    ),
-    pytest.param(
+    (
+        "render-conflict-document",
         lambda m: _render(conflict_of_interest=CLEARED.to_dict()),
         "conflict_of_interest: invalid_metadata",
-        id="render-conflict-document",
     ),
-    pytest.param(
+    (
+        "render-recused-before-cases",
         lambda m: _render(conflict_of_interest=RECUSED, cases=()),
         "conflict_of_interest: reviewer_recused",
-        id="render-recused-before-cases",
     ),
-    pytest.param(lambda m: _render(cases=()), "cases: invalid_sequence", id="render-cases-empty"),
-    pytest.param(
-        lambda m: _render(cases=[CASES[0]] * 100_001),
+    *rows_for(
         "cases: invalid_sequence",
-        id="render-cases-too-many",
+        render_cases_empty=lambda m: _render(cases=()),
+        render_cases_too_many=lambda m: _render(cases=[CASES[0]] * 100_001),
+        render_cases_iterator=lambda m: _render(cases=iter(CASES)),
+        render_cases_foreign_item=lambda m: _render(cases=(*CASES, "case")),
     ),
-    pytest.param(
-        lambda m: _render(cases=iter(CASES)), "cases: invalid_sequence", id="render-cases-iterator"
-    ),
-    pytest.param(
-        lambda m: _render(cases=(*CASES, "case")),
-        "cases: invalid_sequence",
-        id="render-cases-foreign-item",
-    ),
-    pytest.param(
+    (
+        "render-cases-duplicate-before-rubric",
         lambda m: _render(cases=(CASES[0], CASES[0]), rubric=()),
         "cases: duplicate_reference",
-        id="render-cases-duplicate-before-rubric",
     ),
-    pytest.param(
-        lambda m: _render(rubric=()), "rubric: invalid_sequence", id="render-rubric-empty"
-    ),
-    pytest.param(
-        lambda m: _render(
+    *rows_for(
+        "rubric: invalid_sequence",
+        render_rubric_empty=lambda m: _render(rubric=()),
+        render_rubric_nine=lambda m: _render(
             rubric=tuple(dataclasses.replace(RUBRIC[0], criterion_ref=f"c{i}") for i in range(9))
         ),
-        "rubric: invalid_sequence",
-        id="render-rubric-nine",
+        render_rubric_document=lambda m: _render(rubric=(RUBRIC[0].to_dict(),)),
     ),
-    pytest.param(
-        lambda m: _render(rubric=(RUBRIC[0].to_dict(),)),
-        "rubric: invalid_sequence",
-        id="render-rubric-document",
-    ),
-    pytest.param(
+    (
+        "render-rubric-duplicate",
         lambda m: _render(rubric=RUBRIC * 2),
         "rubric: duplicate_reference",
-        id="render-rubric-duplicate",
     ),
-    pytest.param(
-        lambda m: _render(
+    *rows_for(
+        "cases: inconsistent_candidates",
+        render_inconsistent_before_manifests=lambda m: _render(
             cases=(*CASES, _case("case-x", ("alpha", "beta", "delta"))),
             submission_manifest_digests={},
         ),
-        "cases: inconsistent_candidates",
-        id="render-inconsistent-before-manifests",
+        render_inconsistent_fewer=lambda m: _render(
+            cases=(*CASES, _case("case-x", ("alpha", "beta")))
+        ),
     ),
-    pytest.param(
-        lambda m: _render(cases=(*CASES, _case("case-x", ("alpha", "beta")))),
-        "cases: inconsistent_candidates",
-        id="render-inconsistent-fewer",
-    ),
-    pytest.param(
-        lambda m: _render(submission_manifest_digests={"alpha": MANIFESTS["alpha"]}),
+    *rows_for(
         "submission_manifest_digests: invalid_keys",
-        id="render-manifests-missing",
+        render_manifests_missing=lambda m: _render(
+            submission_manifest_digests={"alpha": MANIFESTS["alpha"]}
+        ),
+        render_manifests_extra=lambda m: _render(
+            submission_manifest_digests={**MANIFESTS, "delta": MANIFESTS["alpha"]}
+        ),
+        render_manifests_not_mapping=lambda m: _render(
+            submission_manifest_digests=list(MANIFESTS.items())
+        ),
     ),
-    pytest.param(
-        lambda m: _render(submission_manifest_digests={**MANIFESTS, "delta": MANIFESTS["alpha"]}),
-        "submission_manifest_digests: invalid_keys",
-        id="render-manifests-extra",
-    ),
-    pytest.param(
-        lambda m: _render(submission_manifest_digests=list(MANIFESTS.items())),
-        "submission_manifest_digests: invalid_keys",
-        id="render-manifests-not-mapping",
-    ),
-    pytest.param(
+    (
+        "render-manifest-digest",
         lambda m: _render(submission_manifest_digests={**MANIFESTS, "beta": "sha256:x"}),
         "submission_manifest_digest: invalid_digest",
-        id="render-manifest-digest",
     ),
-    pytest.param(_unbalanced_render, "mapping: unbalanced", id="render-unbalanced-guard"),
+    ("render-unbalanced-guard", _unbalanced_render, "mapping: unbalanced"),
     # key
-    pytest.param(
-        lambda m: RandomizationKey(KEY[:31]), "randomization_key: invalid_key", id="key-31-bytes"
-    ),
-    pytest.param(
-        lambda m: RandomizationKey(memoryview(KEY)),
+    *rows_for(
         "randomization_key: invalid_key",
-        id="key-memoryview",
+        key_31_bytes=lambda m: RandomizationKey(KEY[:31]),
+        key_memoryview=lambda m: RandomizationKey(memoryview(KEY)),
     ),
     # keyed orderings
-    pytest.param(
-        lambda m: keyed_hmac(KEY, "other-v1", "a"), "domain: invalid_domain", id="keyed-domain"
-    ),
-    pytest.param(
-        lambda m: keyed_hmac(KEY, "case-order-v1", "a b"),
-        "value: invalid_reference",
-        id="keyed-value",
-    ),
-    pytest.param(
+    ("keyed-domain", lambda m: keyed_hmac(KEY, "other-v1", "a"), "domain: invalid_domain"),
+    ("keyed-value", lambda m: keyed_hmac(KEY, "case-order-v1", "a b"), "value: invalid_reference"),
+    (
+        "keyed-key",
         lambda m: keyed_hmac(b"short", "case-order-v1", "a"),
         "randomization_key: invalid_key",
-        id="keyed-key",
     ),
-    pytest.param(
+    (
+        "base-order-duplicate",
         lambda m: candidate_base_order(KEY, ["a", "a"]),
         "candidate_identity: duplicate_reference",
-        id="base-order-duplicate",
     ),
-    pytest.param(
+    (
+        "base-order-grammar",
         lambda m: candidate_base_order(KEY, ["a", ""]),
         "candidate_identity: invalid_reference",
-        id="base-order-grammar",
     ),
-    pytest.param(
+    (
+        "case-order-duplicate",
         lambda m: keyed_case_order(KEY, [CASES[0], CASES[0]]),
         "cases: duplicate_reference",
-        id="case-order-duplicate",
     ),
-    pytest.param(
-        lambda m: keyed_case_order(KEY, ["case-0"]),
-        "cases: invalid_sequence",
-        id="case-order-foreign",
+    ("case-order-foreign", lambda m: keyed_case_order(KEY, ["case-0"]), "cases: invalid_sequence"),
+    *rows_for(
+        "slot: invalid_alias",
+        alias_slot_26=lambda m: alias_for_slot(26),
+        alias_slot_bool=lambda m: alias_for_slot(True),
     ),
-    pytest.param(lambda m: alias_for_slot(26), "slot: invalid_alias", id="alias-slot-26"),
-    pytest.param(lambda m: alias_for_slot(True), "slot: invalid_alias", id="alias-slot-bool"),
-    pytest.param(
+    (
+        "recusal-none",
         lambda m: require_cleared_reviewer(None),
         "conflict_of_interest: invalid_metadata",
-        id="recusal-none",
     ),
-    pytest.param(
+    (
+        "recusal-recused",
         lambda m: require_cleared_reviewer(RECUSED),
         "conflict_of_interest: reviewer_recused",
-        id="recusal-recused",
     ),
     # packets
-    pytest.param(
+    (
+        "packet-schema",
         lambda m: _packet(schema_version=MAPPING_SCHEMA),
         "schema_version: unsupported_version",
-        id="packet-schema",
     ),
-    pytest.param(
-        lambda m: _packet(packet_set_ref=""),
-        "packet_set_ref: invalid_reference",
-        id="packet-set-ref",
-    ),
-    pytest.param(
+    ("packet-set-ref", lambda m: _packet(packet_set_ref=""), "packet_set_ref: invalid_reference"),
+    (
+        "packet-holdout",
         lambda m: _packet(holdout_commitment_digest=None),
         "holdout_commitment_digest: invalid_digest",
-        id="packet-holdout",
     ),
-    pytest.param(
+    (
+        "packet-commitment",
         lambda m: _packet(mapping_commitment="sha256:"),
         "mapping_commitment: invalid_digest",
-        id="packet-commitment",
     ),
-    pytest.param(
-        lambda m: _packet(case_ref="a/b"), "case_ref: invalid_reference", id="packet-case-ref"
-    ),
-    pytest.param(
+    ("packet-case-ref", lambda m: _packet(case_ref="a/b"), "case_ref: invalid_reference"),
+    (
+        "packet-recused",
         lambda m: _packet(conflict_of_interest=RECUSED),
         "conflict_of_interest: reviewer_recused",
-        id="packet-recused",
     ),
-    pytest.param(
+    (
+        "packet-conflict-type",
         lambda m: _packet(conflict_of_interest={}),
         "conflict_of_interest: invalid_metadata",
-        id="packet-conflict-type",
     ),
-    pytest.param(lambda m: _packet(rubric=()), "rubric: invalid_sequence", id="packet-rubric"),
-    pytest.param(
+    ("packet-rubric", lambda m: _packet(rubric=()), "rubric: invalid_sequence"),
+    (
+        "packet-evidence-duplicate",
         lambda m: _packet(source_evidence=(_evidence(), _evidence())),
         "source_evidence: duplicate_reference",
-        id="packet-evidence-duplicate",
     ),
-    pytest.param(
+    (
+        "packet-evidence-empty",
         lambda m: _packet(source_evidence=[]),
         "source_evidence: invalid_sequence",
-        id="packet-evidence-empty",
     ),
-    pytest.param(
-        lambda m: _packet(candidates=None),
-        "candidates: invalid_sequence",
-        id="packet-candidates-none",
-    ),
-    pytest.param(
-        lambda m: _packet(candidates=_CANDIDATES[:1]),
+    ("packet-candidates-none", lambda m: _packet(candidates=None), "candidates: invalid_sequence"),
+    *rows_for(
         "candidates: invalid_count",
-        id="packet-one-candidate",
-    ),
-    pytest.param(
-        lambda m: _packet(
+        packet_one_candidate=lambda m: _packet(candidates=_CANDIDATES[:1]),
+        packet_27_candidates=lambda m: _packet(
             candidates=(
                 *(BlindedCandidate(alias=alias_for_slot(i), content="x") for i in range(26)),
                 BlindedCandidate(alias="candidate-a", content="x"),
             )
         ),
-        "candidates: invalid_count",
-        id="packet-27-candidates",
     ),
-    pytest.param(
-        lambda m: _packet(candidates=_CANDIDATES[::-1]),
+    *rows_for(
         "alias: invalid_alias",
-        id="packet-aliases-out-of-order",
+        packet_aliases_out_of_order=lambda m: _packet(candidates=_CANDIDATES[::-1]),
+        candidate_alias_grammar=lambda m: BlindedCandidate(alias="candidate-A", content="x"),
+        candidate_alias_identity=lambda m: BlindedCandidate(alias="gamma", content="x"),
     ),
-    pytest.param(
-        lambda m: BlindedCandidate(alias="candidate-A", content="x"),
-        "alias: invalid_alias",
-        id="candidate-alias-grammar",
-    ),
-    pytest.param(
-        lambda m: BlindedCandidate(alias="gamma", content="x"),
-        "alias: invalid_alias",
-        id="candidate-alias-identity",
-    ),
-    pytest.param(
+    (
+        "candidate-content-blank",
         lambda m: BlindedCandidate(alias="candidate-a", content="  "),
         "content: invalid_text",
-        id="candidate-content-blank",
     ),
-    pytest.param(
-        lambda m: BlindedPacket.from_dict([]),
+    *rows_for(
         "packet: invalid_document",
-        id="packet-doc-not-mapping",
+        packet_doc_not_mapping=lambda m: BlindedPacket.from_dict([]),
+        packet_doc_extra_key=lambda m: BlindedPacket.from_dict(
+            _packet_doc(candidate_identity="gamma")
+        ),
+        packet_doc_missing_key=lambda m: BlindedPacket.from_dict(
+            {k: v for k, v in PACKET_DOC.items() if k != "rubric"}
+        ),
     ),
-    pytest.param(
-        lambda m: BlindedPacket.from_dict(_packet_doc(candidate_identity="gamma")),
-        "packet: invalid_document",
-        id="packet-doc-extra-key",
-    ),
-    pytest.param(
-        lambda m: BlindedPacket.from_dict({k: v for k, v in PACKET_DOC.items() if k != "rubric"}),
-        "packet: invalid_document",
-        id="packet-doc-missing-key",
-    ),
-    pytest.param(
-        lambda m: BlindedPacket.from_dict(_packet_doc(candidates="x")),
+    *rows_for(
         "candidates: invalid_document",
-        id="packet-doc-candidates-str",
-    ),
-    pytest.param(
-        lambda m: BlindedPacket.from_dict(
+        packet_doc_candidates_str=lambda m: BlindedPacket.from_dict(_packet_doc(candidates="x")),
+        packet_doc_candidate_identity=lambda m: BlindedPacket.from_dict(
             _packet_doc(
                 candidates=[{"alias": "candidate-a", "content": "x", "candidate_identity": "gamma"}]
                 * 2
             )
         ),
-        "candidates: invalid_document",
-        id="packet-doc-candidate-identity",
     ),
-    pytest.param(
+    (
+        "packet-doc-rubric-mapping",
         lambda m: BlindedPacket.from_dict(_packet_doc(rubric={})),
         "rubric: invalid_document",
-        id="packet-doc-rubric-mapping",
     ),
-    pytest.param(
-        lambda m: BlindedPacket.from_json('{"a":1,"a":2}'),
+    *rows_for(
         "packet: invalid_document",
-        id="packet-json-duplicate-key",
-    ),
-    pytest.param(
-        lambda m: BlindedPacket.from_json(b"\xff"),
-        "packet: invalid_document",
-        id="packet-json-not-utf8",
+        packet_json_duplicate_key=lambda m: BlindedPacket.from_json('{"a":1,"a":2}'),
+        packet_json_not_utf8=lambda m: BlindedPacket.from_json(b"\xff"),
     ),
     # mapping
-    pytest.param(
-        lambda m: _assignment(alias="candidate-1"), "alias: invalid_alias", id="assignment-alias"
-    ),
-    pytest.param(
+    ("assignment-alias", lambda m: _assignment(alias="candidate-1"), "alias: invalid_alias"),
+    (
+        "assignment-identity",
         lambda m: _assignment(candidate_identity=""),
         "candidate_identity: invalid_reference",
-        id="assignment-identity",
     ),
-    pytest.param(
+    (
+        "assignment-output-digest",
         lambda m: _assignment(output_digest="sha256:" + "G" * 64),
         "output_digest: invalid_digest",
-        id="assignment-output-digest",
     ),
-    pytest.param(
+    (
+        "assignment-manifest-digest",
         lambda m: _assignment(submission_manifest_digest=1),
         "submission_manifest_digest: invalid_digest",
-        id="assignment-manifest-digest",
     ),
-    pytest.param(
-        lambda m: _entry(case_ref=" "), "case_ref: invalid_reference", id="entry-case-ref"
-    ),
-    pytest.param(
-        lambda m: _entry(assignments="ab"),
-        "assignments: invalid_sequence",
-        id="entry-assignments-str",
-    ),
-    pytest.param(
-        lambda m: _entry(assignments=_TWO[:1]),
-        "assignments: invalid_count",
-        id="entry-one-assignment",
-    ),
-    pytest.param(
+    ("entry-case-ref", lambda m: _entry(case_ref=" "), "case_ref: invalid_reference"),
+    ("entry-assignments-str", lambda m: _entry(assignments="ab"), "assignments: invalid_sequence"),
+    ("entry-one-assignment", lambda m: _entry(assignments=_TWO[:1]), "assignments: invalid_count"),
+    (
+        "entry-aliases-out-of-order",
         lambda m: _entry(assignments=_TWO[::-1]),
         "alias: invalid_alias",
-        id="entry-aliases-out-of-order",
     ),
-    pytest.param(
+    (
+        "entry-identity-twice",
         lambda m: _entry(assignments=(_TWO[0], dataclasses.replace(_TWO[0], alias="candidate-b"))),
         "assignments: duplicate_reference",
-        id="entry-identity-twice",
     ),
-    pytest.param(
+    (
+        "mapping-schema",
         lambda m: _mapping(schema_version=PACKET_SCHEMA),
         "schema_version: unsupported_version",
-        id="mapping-schema",
     ),
-    pytest.param(
+    (
+        "mapping-set-ref",
         lambda m: _mapping(packet_set_ref="é"),
         "packet_set_ref: invalid_reference",
-        id="mapping-set-ref",
     ),
-    pytest.param(
+    (
+        "mapping-holdout",
         lambda m: _mapping(holdout_commitment_digest=HOLDOUT.upper()),
         "holdout_commitment_digest: invalid_digest",
-        id="mapping-holdout",
     ),
-    pytest.param(
+    (
+        "mapping-commitment",
         lambda m: _mapping(mapping_commitment="hmac:" + "0" * 64),
         "mapping_commitment: invalid_digest",
-        id="mapping-commitment",
     ),
-    pytest.param(
-        lambda m: _mapping(entries=()), "entries: invalid_sequence", id="mapping-no-entries"
-    ),
-    pytest.param(
+    ("mapping-no-entries", lambda m: _mapping(entries=()), "entries: invalid_sequence"),
+    (
+        "mapping-duplicate-case",
         lambda m: _mapping(entries=(MAPPING.entries[0],) * 2),
         "entries: duplicate_reference",
-        id="mapping-duplicate-case",
     ),
-    pytest.param(
-        lambda m: PrivateMapping.from_dict(None), "mapping: invalid_document", id="mapping-doc-none"
-    ),
-    pytest.param(
-        lambda m: PrivateMapping.from_dict(_mapping_doc(extra=1)),
+    *rows_for(
         "mapping: invalid_document",
-        id="mapping-doc-extra",
+        mapping_doc_none=lambda m: PrivateMapping.from_dict(None),
+        mapping_doc_extra=lambda m: PrivateMapping.from_dict(_mapping_doc(extra=1)),
     ),
-    pytest.param(
-        lambda m: PrivateMapping.from_dict(_mapping_doc(entries={})),
+    *rows_for(
         "entries: invalid_document",
-        id="mapping-doc-entries-mapping",
+        mapping_doc_entries_mapping=lambda m: PrivateMapping.from_dict(_mapping_doc(entries={})),
+        mapping_doc_entry_keys=lambda m: PrivateMapping.from_dict(
+            _mapping_doc(entries=[{"case_ref": "c"}])
+        ),
     ),
-    pytest.param(
-        lambda m: PrivateMapping.from_dict(_mapping_doc(entries=[{"case_ref": "c"}])),
-        "entries: invalid_document",
-        id="mapping-doc-entry-keys",
-    ),
-    pytest.param(
+    (
+        "mapping-doc-assignment-type",
         lambda m: PrivateMapping.from_dict(
             _mapping_doc(entries=[{"case_ref": "c", "assignments": [1, 2]}])
         ),
         "assignments: invalid_document",
-        id="mapping-doc-assignment-type",
     ),
-    pytest.param(
+    (
+        "packet-doc-hostile-mapping",
         lambda m: BlindedPacket.from_dict(_Hostile()),
         "packet: invalid_document",
-        id="packet-doc-hostile-mapping",
     ),
-    pytest.param(
+    (
+        "render-manifests-hostile-mapping",
         lambda m: _render(submission_manifest_digests=_Hostile()),
         "submission_manifest_digests: invalid_keys",
-        id="render-manifests-hostile-mapping",
     ),
-    pytest.param(
-        lambda m: PrivateMapping.from_json("[1,"), "mapping: invalid_document", id="mapping-json"
-    ),
-    pytest.param(
+    ("mapping-json", lambda m: PrivateMapping.from_json("[1,"), "mapping: invalid_document"),
+    (
+        "commitment-document",
         lambda m: compute_mapping_commitment(MAPPING_DOC, KEY),
         "mapping: invalid_mapping",
-        id="commitment-document",
     ),
     # balance and audit
-    pytest.param(
-        lambda m: balance_report([MAPPING]), "mapping: invalid_mapping", id="balance-not-mapping"
-    ),
-    pytest.param(
-        lambda m: balance_report(_mapping_doc(entries=[])),
+    *rows_for(
         "mapping: invalid_mapping",
-        id="balance-malformed-document",
+        balance_not_mapping=lambda m: balance_report([MAPPING]),
+        balance_malformed_document=lambda m: balance_report(_mapping_doc(entries=[])),
     ),
-    pytest.param(
-        lambda m: audit_mapping(RENDERED.packets, MAPPING, KEY[:-1]),
+    *rows_for(
         "randomization_key: invalid_key",
-        id="audit-short-key",
+        audit_short_key=lambda m: audit_mapping(RENDERED.packets, MAPPING, KEY[:-1]),
+        audit_key_before_mapping=lambda m: audit_mapping(RENDERED.packets, None, "key"),
     ),
-    pytest.param(
-        lambda m: audit_mapping(RENDERED.packets, None, "key"),
-        "randomization_key: invalid_key",
-        id="audit-key-before-mapping",
-    ),
-    pytest.param(
-        lambda m: audit_mapping(RENDERED.packets, None, KEY),
+    *rows_for(
         "mapping: invalid_mapping",
-        id="audit-mapping-none",
+        audit_mapping_none=lambda m: audit_mapping(RENDERED.packets, None, KEY),
+        audit_mapping_bad_document=lambda m: audit_mapping(
+            RENDERED.packets, _mapping_doc(schema_version="x"), KEY
+        ),
+        audit_mapping_before_packets=lambda m: audit_mapping([], "mapping", KEY),
     ),
-    pytest.param(
-        lambda m: audit_mapping(RENDERED.packets, _mapping_doc(schema_version="x"), KEY),
-        "mapping: invalid_mapping",
-        id="audit-mapping-bad-document",
-    ),
-    pytest.param(
-        lambda m: audit_mapping([], "mapping", KEY),
-        "mapping: invalid_mapping",
-        id="audit-mapping-before-packets",
-    ),
-]
+)
 
 
 @pytest.mark.parametrize(("action", "message"), REFUSALS)
 def test_refusals(
     action: Callable[[pytest.MonkeyPatch], object], message: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    with pytest.raises(AdjudicationError) as caught:
-        action(monkeypatch)
-    assert str(caught.value) == message
-    assert caught.value.code in AdjudicationError.codes
-    assert caught.value.__cause__ is None
+    assert_refused_as(lambda: action(monkeypatch), message, AdjudicationError)
 
 
 def test_every_code_is_exercised() -> None:
-    exercised = {param.values[1].split(": ")[1] for param in REFUSALS}
-    assert exercised == set(AdjudicationError.codes)
+    assert codes_of(REFUSALS) == set(AdjudicationError.codes)
 
 
 def test_error_class_is_wired_to_its_module() -> None:

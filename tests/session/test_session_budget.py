@@ -40,12 +40,11 @@ from sealeval.session.budget import (
     decide_failure_approval,
     decide_official_attempt,
 )
-from support.refusals import assert_refused
+from support.refusals import CANARY, assert_refused
 from support.vectors import PROJECT_ROOT, cases, decode_input, load
 
 VECTORS = "openmed/feedback_budget.json"
 CONTRACTS = PROJECT_ROOT / "contracts"
-CANARY = "PHI-CANARY-7f3a-jane-doe-MRN-0042"
 
 
 def _digest(n: int) -> str:

@@ -23,9 +23,9 @@ from sealeval.session.cases import (
     is_reference,
     is_text,
 )
+from support.refusals import CANARY, assert_refused_as, codes_of, refusal_table, rows_for
 from support.vectors import cases, decode_input
 
-CANARY = "PHI-CANARY-7f3a-jane-doe-MRN-0042"
 DIGEST = "sha256:" + "ab" * 32
 GOOD_EVIDENCE = (SourceEvidence(evidence_ref="ev-1", content="Evidence text"),)
 GOOD_OUTPUTS = {"alpha": "Output alpha", "beta": "Output beta"}
@@ -152,272 +152,144 @@ class _Twice(Mapping[str, str]):
         return 2
 
 
-REFUSALS: list[Any] = [
+REFUSALS = refusal_table(
     # SourceEvidence
-    pytest.param(
-        lambda: SourceEvidence(evidence_ref="", content="x"),
+    *rows_for(
         "evidence_ref: invalid_reference",
-        id="evidence-ref-empty",
+        evidence_ref_empty=lambda: SourceEvidence(evidence_ref="", content="x"),
+        evidence_ref_leading_dash=lambda: SourceEvidence(evidence_ref="-x", content="x"),
+        evidence_ref_too_long=lambda: SourceEvidence(evidence_ref="a" * 129, content="x"),
+        evidence_ref_space=lambda: SourceEvidence(evidence_ref="a b", content="x"),
+        evidence_ref_trailing_newline=lambda: SourceEvidence(evidence_ref="a\n", content="x"),
+        evidence_ref_non_ascii=lambda: SourceEvidence(evidence_ref="\u00e9", content="x"),
+        evidence_ref_str_subclass=lambda: SourceEvidence(evidence_ref=_StrSub("a"), content="x"),
+        evidence_ref_int=lambda: SourceEvidence(evidence_ref=1, content="x"),
     ),
-    pytest.param(
-        lambda: SourceEvidence(evidence_ref="-x", content="x"),
-        "evidence_ref: invalid_reference",
-        id="evidence-ref-leading-dash",
-    ),
-    pytest.param(
-        lambda: SourceEvidence(evidence_ref="a" * 129, content="x"),
-        "evidence_ref: invalid_reference",
-        id="evidence-ref-too-long",
-    ),
-    pytest.param(
-        lambda: SourceEvidence(evidence_ref="a b", content="x"),
-        "evidence_ref: invalid_reference",
-        id="evidence-ref-space",
-    ),
-    pytest.param(
-        lambda: SourceEvidence(evidence_ref="a\n", content="x"),
-        "evidence_ref: invalid_reference",
-        id="evidence-ref-trailing-newline",
-    ),
-    pytest.param(
-        lambda: SourceEvidence(evidence_ref="\u00e9", content="x"),
-        "evidence_ref: invalid_reference",
-        id="evidence-ref-non-ascii",
-    ),
-    pytest.param(
-        lambda: SourceEvidence(evidence_ref=_StrSub("a"), content="x"),
-        "evidence_ref: invalid_reference",
-        id="evidence-ref-str-subclass",
-    ),
-    pytest.param(
-        lambda: SourceEvidence(evidence_ref=1, content="x"),
-        "evidence_ref: invalid_reference",
-        id="evidence-ref-int",
-    ),
-    pytest.param(
-        lambda: SourceEvidence(evidence_ref="e", content=""),
+    *rows_for(
         "content: invalid_text",
-        id="content-empty",
+        content_empty=lambda: SourceEvidence(evidence_ref="e", content=""),
+        content_blank=lambda: SourceEvidence(evidence_ref="e", content=" \t\n"),
+        content_unicode_blank=lambda: SourceEvidence(evidence_ref="e", content="\u2003\u3000"),
+        content_too_long=lambda: SourceEvidence(evidence_ref="e", content="x" * 1_000_001),
+        content_lone_surrogate=lambda: SourceEvidence(evidence_ref="e", content="bad \ud800"),
+        content_bytes=lambda: SourceEvidence(evidence_ref="e", content=b"bytes"),
     ),
-    pytest.param(
-        lambda: SourceEvidence(evidence_ref="e", content=" \t\n"),
-        "content: invalid_text",
-        id="content-blank",
-    ),
-    pytest.param(
-        lambda: SourceEvidence(evidence_ref="e", content="\u2003\u3000"),
-        "content: invalid_text",
-        id="content-unicode-blank",
-    ),
-    pytest.param(
-        lambda: SourceEvidence(evidence_ref="e", content="x" * 1_000_001),
-        "content: invalid_text",
-        id="content-too-long",
-    ),
-    pytest.param(
-        lambda: SourceEvidence(evidence_ref="e", content="bad \ud800"),
-        "content: invalid_text",
-        id="content-lone-surrogate",
-    ),
-    pytest.param(
-        lambda: SourceEvidence(evidence_ref="e", content=b"bytes"),
-        "content: invalid_text",
-        id="content-bytes",
-    ),
-    pytest.param(
-        lambda: SourceEvidence.from_dict(["content"]),
+    *rows_for(
         "source_evidence: invalid_document",
-        id="evidence-doc-not-mapping",
-    ),
-    pytest.param(
-        lambda: SourceEvidence.from_dict({"content": "x"}),
-        "source_evidence: invalid_document",
-        id="evidence-doc-missing-key",
-    ),
-    pytest.param(
-        lambda: SourceEvidence.from_dict({"content": "x", "evidence_ref": "e", "x": 1}),
-        "source_evidence: invalid_document",
-        id="evidence-doc-extra-key",
+        evidence_doc_not_mapping=lambda: SourceEvidence.from_dict(["content"]),
+        evidence_doc_missing_key=lambda: SourceEvidence.from_dict({"content": "x"}),
+        evidence_doc_extra_key=lambda: SourceEvidence.from_dict(
+            {"content": "x", "evidence_ref": "e", "x": 1}
+        ),
     ),
     # RubricCriterion
-    pytest.param(
+    (
+        "criterion-ref",
         lambda: _criterion(criterion_ref="bad ref"),
         "criterion_ref: invalid_reference",
-        id="criterion-ref",
     ),
-    pytest.param(lambda: _criterion(question=" "), "question: invalid_text", id="question-blank"),
-    pytest.param(
-        lambda: _criterion(question="q" * 501), "question: invalid_text", id="question-too-long"
+    *rows_for(
+        "question: invalid_text",
+        question_blank=lambda: _criterion(question=" "),
+        question_too_long=lambda: _criterion(question="q" * 501),
     ),
-    pytest.param(
-        lambda: _criterion(minimum_score=True), "score_range: invalid_range", id="score-bool-min"
-    ),
-    pytest.param(
-        lambda: _criterion(maximum_score=True, minimum_score=0),
+    *rows_for(
         "score_range: invalid_range",
-        id="score-bool-max",
+        score_bool_min=lambda: _criterion(minimum_score=True),
+        score_bool_max=lambda: _criterion(maximum_score=True, minimum_score=0),
+        score_float=lambda: _criterion(maximum_score=5.0),
+        score_negative=lambda: _criterion(minimum_score=-1, maximum_score=2),
+        score_above_ten=lambda: _criterion(minimum_score=8, maximum_score=11),
+        score_empty_range=lambda: _criterion(minimum_score=3, maximum_score=3),
+        score_inverted=lambda: _criterion(minimum_score=4, maximum_score=2),
+        score_span_five=lambda: _criterion(minimum_score=0, maximum_score=5),
     ),
-    pytest.param(
-        lambda: _criterion(maximum_score=5.0), "score_range: invalid_range", id="score-float"
-    ),
-    pytest.param(
-        lambda: _criterion(minimum_score=-1, maximum_score=2),
-        "score_range: invalid_range",
-        id="score-negative",
-    ),
-    pytest.param(
-        lambda: _criterion(minimum_score=8, maximum_score=11),
-        "score_range: invalid_range",
-        id="score-above-ten",
-    ),
-    pytest.param(
-        lambda: _criterion(minimum_score=3, maximum_score=3),
-        "score_range: invalid_range",
-        id="score-empty-range",
-    ),
-    pytest.param(
-        lambda: _criterion(minimum_score=4, maximum_score=2),
-        "score_range: invalid_range",
-        id="score-inverted",
-    ),
-    pytest.param(
-        lambda: _criterion(minimum_score=0, maximum_score=5),
-        "score_range: invalid_range",
-        id="score-span-five",
-    ),
-    pytest.param(
+    (
+        "criterion-doc",
         lambda: RubricCriterion.from_dict({"criterion_ref": "c"}),
         "criterion: invalid_document",
-        id="criterion-doc",
     ),
     # ConflictOfInterestMetadata
-    pytest.param(
-        lambda: _conflict(reviewer_ref="r/1"), "reviewer_ref: invalid_reference", id="reviewer-ref"
-    ),
-    pytest.param(
-        lambda: _conflict(declaration_digest="sha256:" + "AB" * 32),
+    ("reviewer-ref", lambda: _conflict(reviewer_ref="r/1"), "reviewer_ref: invalid_reference"),
+    *rows_for(
         "declaration_digest: invalid_digest",
-        id="declaration-uppercase",
+        declaration_uppercase=lambda: _conflict(declaration_digest="sha256:" + "AB" * 32),
+        declaration_newline=lambda: _conflict(declaration_digest=DIGEST + "\n"),
     ),
-    pytest.param(
-        lambda: _conflict(declaration_digest=DIGEST + "\n"),
-        "declaration_digest: invalid_digest",
-        id="declaration-newline",
+    *rows_for(
+        "conflict_status: invalid_status",
+        status_unknown=lambda: _conflict(status="pending"),
+        status_case=lambda: _conflict(status="Cleared"),
+        status_none=lambda: _conflict(status=None),
     ),
-    pytest.param(
-        lambda: _conflict(status="pending"), "conflict_status: invalid_status", id="status-unknown"
-    ),
-    pytest.param(
-        lambda: _conflict(status="Cleared"), "conflict_status: invalid_status", id="status-case"
-    ),
-    pytest.param(
-        lambda: _conflict(status=None), "conflict_status: invalid_status", id="status-none"
-    ),
-    pytest.param(
+    (
+        "conflict-doc-status-missing",
         lambda: ConflictOfInterestMetadata.from_dict(
             {"reviewer_ref": "r", "declaration_digest": DIGEST}
         ),
         "conflict_of_interest: invalid_document",
-        id="conflict-doc-status-missing",
     ),
     # ComparisonCase
-    pytest.param(lambda: _case(case_ref="case 1"), "case_ref: invalid_reference", id="case-ref"),
-    pytest.param(
-        lambda: _case(source_evidence=()), "source_evidence: invalid_sequence", id="evidence-empty"
-    ),
-    pytest.param(
-        lambda: _case(source_evidence=GOOD_EVIDENCE[0]),
+    ("case-ref", lambda: _case(case_ref="case 1"), "case_ref: invalid_reference"),
+    *rows_for(
         "source_evidence: invalid_sequence",
-        id="evidence-not-sequence",
+        evidence_empty=lambda: _case(source_evidence=()),
+        evidence_not_sequence=lambda: _case(source_evidence=GOOD_EVIDENCE[0]),
+        evidence_iterator=lambda: _case(source_evidence=iter(GOOD_EVIDENCE)),
+        evidence_item_document=lambda: _case(
+            source_evidence=({"evidence_ref": "e", "content": "x"},)
+        ),
     ),
-    pytest.param(
-        lambda: _case(source_evidence=iter(GOOD_EVIDENCE)),
-        "source_evidence: invalid_sequence",
-        id="evidence-iterator",
-    ),
-    pytest.param(
-        lambda: _case(source_evidence=({"evidence_ref": "e", "content": "x"},)),
-        "source_evidence: invalid_sequence",
-        id="evidence-item-document",
-    ),
-    pytest.param(
+    (
+        "evidence-duplicate",
         lambda: _case(source_evidence=GOOD_EVIDENCE * 2),
         "source_evidence: duplicate_reference",
-        id="evidence-duplicate",
     ),
-    pytest.param(
+    (
+        "outputs-not-mapping",
         lambda: _case(candidate_outputs=[("a", "x"), ("b", "y")]),
         "candidate_outputs: invalid_mapping",
-        id="outputs-not-mapping",
     ),
-    pytest.param(
-        lambda: _case(candidate_outputs={"a": "x"}),
+    *rows_for(
         "candidate_outputs: invalid_count",
-        id="outputs-one",
+        outputs_one=lambda: _case(candidate_outputs={"a": "x"}),
+        outputs_twenty_seven=lambda: _case(candidate_outputs={f"c{i}": "x" for i in range(27)}),
     ),
-    pytest.param(
-        lambda: _case(candidate_outputs={f"c{i}": "x" for i in range(27)}),
-        "candidate_outputs: invalid_count",
-        id="outputs-twenty-seven",
-    ),
-    pytest.param(
-        lambda: _case(candidate_outputs={"a": "x", "b c": "y"}),
+    *rows_for(
         "candidate_identity: invalid_reference",
-        id="identity-grammar",
+        identity_grammar=lambda: _case(candidate_outputs={"a": "x", "b c": "y"}),
+        identity_not_str=lambda: _case(candidate_outputs={"a": "x", 2: "y"}),
     ),
-    pytest.param(
-        lambda: _case(candidate_outputs={"a": "x", 2: "y"}),
-        "candidate_identity: invalid_reference",
-        id="identity-not-str",
-    ),
-    pytest.param(
-        lambda: _case(candidate_outputs={"a": "x", "b": "\n"}),
+    *rows_for(
         "candidate_output: invalid_text",
-        id="output-blank",
+        output_blank=lambda: _case(candidate_outputs={"a": "x", "b": "\n"}),
+        output_none=lambda: _case(candidate_outputs={"a": "x", "b": None}),
     ),
-    pytest.param(
-        lambda: _case(candidate_outputs={"a": "x", "b": None}),
-        "candidate_output: invalid_text",
-        id="output-none",
-    ),
-    pytest.param(
-        lambda: _case(candidate_outputs=_Hostile()),
+    *rows_for(
         "candidate_outputs: invalid_mapping",
-        id="outputs-hostile-mapping",
+        outputs_hostile_mapping=lambda: _case(candidate_outputs=_Hostile()),
+        outputs_key_twice=lambda: _case(candidate_outputs=_Twice()),
     ),
-    pytest.param(
-        lambda: _case(candidate_outputs=_Twice()),
-        "candidate_outputs: invalid_mapping",
-        id="outputs-key-twice",
-    ),
-    pytest.param(
+    (
+        "evidence-doc-hostile-mapping",
         lambda: SourceEvidence.from_dict(_Hostile()),
         "source_evidence: invalid_document",
-        id="evidence-doc-hostile-mapping",
     ),
-    pytest.param(
-        lambda: evaluation_case_digest({"case_ref": "c"}),
+    *rows_for(
         "case: invalid_case",
-        id="digest-not-a-case",
+        digest_not_a_case=lambda: evaluation_case_digest({"case_ref": "c"}),
+        payload_not_a_case=lambda: evaluation_case_payload("c"),
     ),
-    pytest.param(
-        lambda: evaluation_case_payload("c"), "case: invalid_case", id="payload-not-a-case"
-    ),
-]
+)
 
 
 @pytest.mark.parametrize(("action", "message"), REFUSALS)
 def test_refusals(action: Callable[[], object], message: str) -> None:
-    with pytest.raises(CaseError) as caught:
-        action()
-    assert str(caught.value) == message
-    assert caught.value.code in CaseError.codes
-    assert caught.value.__cause__ is None
+    assert_refused_as(action, message, CaseError)
 
 
 def test_every_code_is_exercised() -> None:
-    exercised = {param.values[1].split(": ")[1] for param in REFUSALS}
-    assert exercised == set(CaseError.codes)
+    assert codes_of(REFUSALS) == set(CaseError.codes)
 
 
 def test_error_class_is_wired_to_its_module() -> None:

@@ -9,6 +9,7 @@ import copy
 import fcntl
 import json
 import os
+from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -35,14 +36,8 @@ from sealeval.session.config import (
     session_clock,
 )
 from support.contracts import schema
-from support.refusals import assert_refused
-from support.session_config import (
-    CANARY,
-    OTHER_DIGEST,
-    base_document,
-    copy_bundle,
-    write_config,
-)
+from support.refusals import CANARY, assert_refused, refusal_table, rows_for
+from support.session_config import OTHER_DIGEST, base_document, copy_bundle, write_config
 
 # ---------------------------------------------------------------------------
 # Bundle helpers (shared with test_cli_session.py)
@@ -344,94 +339,207 @@ def _write(folder: Path, name: str, text: str) -> str:
     return name
 
 
-def test_load_refusals(tmp_path: Path) -> None:
-    folder = copy_bundle(tmp_path / CANARY)
-    doc = base_document
+def _at(document: dict[str, Any], dotted: str, value: object) -> None:
+    """Set the member at a dotted configuration path (``holdout.manifests.label``)."""
+    *parents, last = dotted.split(".")
+    for name in parents:
+        document = document[name]
+    document[last] = value
 
-    d = doc()
-    d["cases"] = f"{CANARY}.yaml"
-    _refused(folder, d, "cases: not_found")
-    d = doc()
-    d["cases"] = _write(folder, "c1.json", "[")
-    _refused(folder, d, "cases: invalid_document")
-    d = doc()
-    d["cases"] = _write(folder, "c2.json", json.dumps([{"case_ref": CANARY}]))
-    _refused(folder, d, "cases: invalid_content")
-    d = doc()
-    d["cases"] = _write(folder, "c3.json", "[]")
-    _refused(folder, d, "cases: invalid_content")
-    d = doc()
-    twice = load_config_document(folder / "cases.yaml")
-    d["cases"] = _write(folder, "c4.json", json.dumps([twice[0], twice[0]]))
-    _refused(folder, d, "cases: invalid_content")
-    d = doc()
-    d["cases"] = "workflow.yaml"
-    (folder / "workflow.yaml").mkdir()
-    _refused(folder, d, "cases: not_regular_file")
-    d = doc()
-    d["manifest"] = _write(folder, "m.json", json.dumps({"schema_version": CANARY}))
-    _refused(folder, d, "manifest: invalid_content")
-    d = doc()
-    d["candidate"]["manifests"]["evaluated"] = OTHER_DIGEST
-    _refused(folder, d, "candidate.manifests: manifest_mismatch")
-    d = doc()
-    commitment = decode((folder / "holdout" / "commitment.json").read_bytes())
-    commitment["holdout_version"] = "other-version"
-    d["holdout"]["commitment"] = _write(folder, "hc.json", json.dumps(commitment))
-    _refused(folder, d, "holdout.commitment: invalid_content")
-    d = doc()
-    d["holdout"]["manifests"]["label"] = _write(folder, "l.json", json.dumps([CANARY]))
-    _refused(folder, d, "holdout.manifests.label: invalid_content")
-    d = doc()
-    d["holdout"]["manifests"]["template"] = _write(folder, "t.json", "[]")
-    _refused(folder, d, "holdout.manifests.template: invalid_content")
-    d = doc()
-    d["providers"]["runner"]["entry_point"] = "sealeval_no_such_module_x:runner"
-    _refused(folder, d, "providers.runner: import_failed")
-    d = doc()
-    d["providers"]["scorer"]["entry_point"] = "sealeval.session.demo_providers:no_such_name"
-    _refused(folder, d, "providers.scorer: import_failed")
-    d = doc()
-    d["providers"]["review"]["entry_point"] = "sealeval.session.demo_providers:__all__"
-    _refused(folder, d, "providers.review: not_callable")
-    d = doc()
-    d["rubric"] = _write(folder, "r.json", json.dumps([{"criterion_ref": CANARY}]))
-    _refused(folder, d, "rubric: invalid_content")
-    d = doc()
-    d["rubric"] = _write(folder, "r2.json", "[]")
-    _refused(folder, d, "rubric: invalid_content")
-    d = doc()
-    d["randomization_key"] = f"{CANARY}.key"
-    _refused(folder, d, "randomization_key: not_found")
-    d = doc()
-    (folder / "short.key").write_bytes(b"x" * 31)
-    d["randomization_key"] = "short.key"
-    _refused(folder, d, "randomization_key: too_short")
-    d = doc()
-    (folder / "big.key").write_bytes(b"x" * ((1 << 20) + 1))
-    d["randomization_key"] = "big.key"
-    _refused(folder, d, "randomization_key: too_large")
-    d = doc()
-    d["randomization_key"] = "holdout"
-    _refused(folder, d, "randomization_key: not_regular_file")
-    d = doc()
-    d["corpora"]["public"] = _write(folder, "p.json", "[]")
-    _refused(folder, d, "corpora.public: invalid_content")
-    d = doc()
-    d["corpora"]["shadow"] = _write(folder, "s.json", json.dumps(["  "]))
-    _refused(folder, d, "corpora.shadow: invalid_content")
-    d = doc()
-    d["corpora"]["canaries"] = _write(folder, "k.json", json.dumps([1]))
-    _refused(folder, d, "corpora.canaries: invalid_content")
-    d = doc()
-    policy = decode((folder / "feedback-policy.json").read_bytes())
-    policy["epoch_digest"] = OTHER_DIGEST
-    d["feedback"]["policy"] = _write(folder, "pol.json", json.dumps(policy))
-    _refused(folder, d, "feedback.policy: epoch_mismatch")
-    d = doc()
-    policy["rerun_limit"] = -1
-    d["feedback"]["policy"] = _write(folder, "pol2.json", json.dumps(policy))
-    _refused(folder, d, "feedback.policy: invalid_content")
+
+def _points(dotted: str, name: str, content: object) -> Callable[[Path, dict[str, Any]], None]:
+    """Write ``content`` (bytes, or a JSON value, or text when a ``str``) and point at it."""
+
+    def change(folder: Path, document: dict[str, Any]) -> None:
+        if isinstance(content, bytes):
+            (folder / name).write_bytes(content)
+        else:
+            _write(folder, name, content if isinstance(content, str) else json.dumps(content))
+        _at(document, dotted, name)
+
+    return change
+
+
+def _edited(source: str, edit: dict[str, Any]) -> Callable[[Path], dict[str, Any]]:
+    def read(folder: Path) -> dict[str, Any]:
+        return {**decode((folder / source).read_bytes()), **edit}
+
+    return read
+
+
+def _points_at_edited(
+    dotted: str, name: str, source: str, **edit: Any
+) -> Callable[[Path, dict[str, Any]], None]:
+    """Point at a copy of a bundle file with ``edit`` applied to its members."""
+
+    def change(folder: Path, document: dict[str, Any]) -> None:
+        _points(dotted, name, _edited(source, edit)(folder))(folder, document)
+
+    return change
+
+
+def _cases_with(edit: Callable[[list[Any]], list[Any] | None]) -> Callable[[Path], list[Any]]:
+    def read(folder: Path) -> list[Any]:
+        cases = load_config_document(folder / "cases.yaml")
+        edited = edit(cases)
+        return cases if edited is None else edited
+
+    return read
+
+
+def _points_at_cases(
+    name: str, edit: Callable[[list[Any]], list[Any] | None]
+) -> Callable[[Path, dict[str, Any]], None]:
+    """Point ``cases`` at a copy of the bundle's cases with ``edit`` applied."""
+    return lambda folder, document: _points("cases", name, _cases_with(edit)(folder))(
+        folder, document
+    )
+
+
+def _mkdir_named(dotted: str, name: str) -> Callable[[Path, dict[str, Any]], None]:
+    def change(folder: Path, document: dict[str, Any]) -> None:
+        (folder / name).mkdir()
+        _at(document, dotted, name)
+
+    return change
+
+
+LOAD_REFUSALS = refusal_table(
+    ("cases-missing", lambda f, d: _at(d, "cases", f"{CANARY}.yaml"), "cases: not_found"),
+    ("cases-not-json", _points("cases", "c1.json", "["), "cases: invalid_document"),
+    *rows_for(
+        "cases: invalid_content",
+        cases_missing_members=_points("cases", "c2.json", [{"case_ref": CANARY}]),
+        cases_empty=_points("cases", "c3.json", []),
+        cases_item_not_object=_points("cases", "c30.json", [CANARY]),
+        cases_not_a_list=_points("cases", "c31.json", {"case_ref": CANARY}),
+        cases_item_a_list=_points("cases", "c32.json", [[]]),
+        cases_evidence_not_a_list=_points_at_cases(
+            "c35.json", lambda cases: cases[0].update(source_evidence={CANARY: CANARY})
+        ),
+        cases_duplicate_ref=_points_at_cases("c4.json", lambda cases: [cases[0], cases[0]]),
+    ),
+    ("cases-a-folder", _mkdir_named("cases", "workflow.yaml"), "cases: not_regular_file"),
+    (
+        "manifest-invalid",
+        _points("manifest", "m.json", {"schema_version": CANARY}),
+        "manifest: invalid_content",
+    ),
+    (
+        "candidate-manifest-mismatch",
+        lambda f, d: _at(d, "candidate.manifests.evaluated", OTHER_DIGEST),
+        "candidate.manifests: manifest_mismatch",
+    ),
+    (
+        "holdout-commitment-edited",
+        _points_at_edited(
+            "holdout.commitment",
+            "hc.json",
+            "holdout/commitment.json",
+            holdout_version="other-version",
+        ),
+        "holdout.commitment: invalid_content",
+    ),
+    (
+        "holdout-label-not-digests",
+        _points("holdout.manifests.label", "l.json", [CANARY]),
+        "holdout.manifests.label: invalid_content",
+    ),
+    (
+        "holdout-template-empty",
+        _points("holdout.manifests.template", "t.json", []),
+        "holdout.manifests.template: invalid_content",
+    ),
+    *rows_for(
+        "providers.runner: import_failed",
+        runner_module_missing=lambda f, d: _at(
+            d, "providers.runner.entry_point", "sealeval_no_such_module_x:runner"
+        ),
+    ),
+    (
+        "scorer-name-missing",
+        lambda f, d: _at(
+            d, "providers.scorer.entry_point", "sealeval.session.demo_providers:no_such_name"
+        ),
+        "providers.scorer: import_failed",
+    ),
+    (
+        "review-not-callable",
+        lambda f, d: _at(
+            d, "providers.review.entry_point", "sealeval.session.demo_providers:__all__"
+        ),
+        "providers.review: not_callable",
+    ),
+    *rows_for(
+        "rubric: invalid_content",
+        rubric_invalid=_points("rubric", "r.json", [{"criterion_ref": CANARY}]),
+        rubric_empty=_points("rubric", "r2.json", []),
+    ),
+    (
+        "key-missing",
+        lambda f, d: _at(d, "randomization_key", f"{CANARY}.key"),
+        "randomization_key: not_found",
+    ),
+    (
+        "key-short",
+        _points("randomization_key", "short.key", b"x" * 31),
+        "randomization_key: too_short",
+    ),
+    (
+        "key-over-1mib",
+        _points("randomization_key", "big.key", b"x" * ((1 << 20) + 1)),
+        "randomization_key: too_large",
+    ),
+    (
+        "key-a-folder",
+        lambda f, d: _at(d, "randomization_key", "holdout"),
+        "randomization_key: not_regular_file",
+    ),
+    ("public-empty", _points("corpora.public", "p.json", []), "corpora.public: invalid_content"),
+    (
+        "shadow-blank",
+        _points("corpora.shadow", "s.json", ["  "]),
+        "corpora.shadow: invalid_content",
+    ),
+    (
+        "canaries-not-text",
+        _points("corpora.canaries", "k.json", [1]),
+        "corpora.canaries: invalid_content",
+    ),
+    (
+        "policy-other-epoch",
+        _points_at_edited(
+            "feedback.policy", "pol.json", "feedback-policy.json", epoch_digest=OTHER_DIGEST
+        ),
+        "feedback.policy: epoch_mismatch",
+    ),
+    (
+        "policy-invalid",
+        _points_at_edited(
+            "feedback.policy",
+            "pol2.json",
+            "feedback-policy.json",
+            epoch_digest=OTHER_DIGEST,
+            rerun_limit=-1,
+        ),
+        "feedback.policy: invalid_content",
+    ),
+)
+
+
+@pytest.fixture(scope="module")
+def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One copy of the demo bundle for the load refusals (each writes its own file names)."""
+    return copy_bundle(tmp_path_factory.mktemp("load") / CANARY)
+
+
+@pytest.mark.parametrize(("change", "message"), LOAD_REFUSALS)
+def test_load_refusal(
+    bundle: Path, change: Callable[[Path, dict[str, Any]], None], message: str
+) -> None:
+    document = base_document()
+    change(bundle, document)
+    _refused(bundle, document, message)
 
 
 # ---------------------------------------------------------------------------

@@ -40,11 +40,10 @@ from sealeval.session.forensics import (
     trigrams,
 )
 from sealeval.session.holdout import MANIFEST_KINDS, HoldoutCommitment, commit_holdout
-from support.refusals import assert_refused
+from support.refusals import CANARY, assert_refused
 from support.vectors import PROJECT_ROOT, cases, decode_input, load
 
 VECTORS = "openmed/forensics.json"
-CANARY = "PHI-CANARY-7f3a-jane-doe-MRN-0042"
 SCHEMA_PATH = PROJECT_ROOT / "contracts" / "openmed.eval.overlap_forensics.v1.schema.json"
 
 MANIFEST = seal_workflow_manifest(

@@ -42,10 +42,10 @@ from sealeval.session.holdout import (
     verify_holdout_commitment,
     verify_inclusion_proof,
 )
+from support.refusals import CANARY
 from support.vectors import PROJECT_ROOT, cases, decode_input, load
 
 VECTORS = "openmed/holdout.json"
-CANARY = "PHI-CANARY-7f3a-jane-doe-MRN-0042"
 
 
 def dg(n: int) -> str:

@@ -22,7 +22,7 @@ from sealeval.session.record import (
     SessionStep,
     session_digest,
 )
-from support.refusals import assert_refused
+from support.refusals import CANARY, assert_refused
 from support.vectors import PROJECT_ROOT, cases, decode_input, load
 
 VECTORS = "openmed/session_record.json"
@@ -30,7 +30,6 @@ SCHEMA_PATH = PROJECT_ROOT / "contracts" / "openmed.eval.workflow_session.v1.sch
 KEY = "sha256:" + "1" * 64
 BINDING = "sha256:" + "2" * 64
 STEP_DIGEST = "sha256:" + "3" * 64
-CANARY = "PHI-CANARY-7f3a-jane-doe-MRN-0042"
 
 
 def _steps(count: int, *, band: int | None = None, terminal: str = "released") -> list[list[Any]]:

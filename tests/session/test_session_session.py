@@ -54,7 +54,7 @@ from sealeval.session.session import (
     budget_watermark,
 )
 from sealeval.session.store import SessionStore, SQLiteSessionStore
-from support.refusals import assert_refused
+from support.refusals import CANARY, assert_refused
 from support.session_world import (
     Clock,
     Providers,
@@ -69,7 +69,6 @@ from support.session_world import (
 from support.vectors import cases, decode_input
 
 VECTORS = "openmed/session.json"
-CANARY = "PHI-CANARY-7f3a-jane-doe-MRN-0042"
 
 
 # ---------------------------------------------------------------------------

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from sealeval.session import store as store_module
-from sealeval.session.record import EvaluationSessionError, SessionRecord, SessionStep
+from sealeval.session.record import SessionRecord, SessionStep
 from sealeval.session.store import (
     SCHEMA,
     SessionStore,
@@ -20,6 +20,17 @@ from sealeval.session.store import (
     check_claim,
     check_finish,
     check_save,
+)
+from support.refusals import CANARY
+from support.session_store import (
+    BINDING,
+    BUDGET,
+    MARK_A,
+    MARK_B,
+    advance_to,
+    record_chain,
+    store_code,
+    store_error,
 )
 from support.session_world import (
     Providers,
@@ -30,36 +41,7 @@ from support.session_world import (
     session_key,
 )
 
-CANARY = "PHI-CANARY-7f3a-jane-doe-MRN-0042"
 KEY = session_key("store")
-BINDING = digest_of("binding")
-BUDGET = digest_of("budget")
-MARK_A = digest_of("watermark-a")
-MARK_B = digest_of("watermark-b")
-
-
-def _error(action: Callable[[], object]) -> EvaluationSessionError:
-    with pytest.raises(EvaluationSessionError) as caught:
-        action()
-    error = caught.value
-    assert error.__cause__ is None
-    assert error.__context__ is None
-    assert str(error) == error.code
-    return error
-
-
-def _code(action: Callable[[], object]) -> str:
-    return _error(action).code
-
-
-def _chain(key: str = KEY, count: int = 6, *, binding: str = BINDING) -> list[SessionRecord]:
-    """Records with 0..count steps, each extending the previous by one."""
-    phases = ["verified", "cases", "forensics", "adjudication", "release_claimed", "released"]
-    records = [SessionRecord(session_key=key, binding_digest=binding)]
-    for index in range(count):
-        step = SessionStep(phases[index], digest_of(f"step{index}"), index, 100 + index, None)
-        records.append(records[-1].with_step(step))
-    return records
 
 
 @pytest.fixture
@@ -89,12 +71,6 @@ def _execute(path: Path, sql: str, *args: object) -> None:
         connection.close()
 
 
-def _advance_to(store: SQLiteSessionStore, records: list[SessionRecord], steps: int) -> None:
-    store.save(records[0], None)
-    for index in range(1, steps + 1):
-        store.save(records[index], records[index - 1])
-
-
 # ---------------------------------------------------------------------------
 # Opening
 
@@ -122,22 +98,22 @@ def test_memory_and_temporary_names_are_refused(
     given: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    assert _code(lambda: SQLiteSessionStore(given)) == "store_failed"  # type: ignore[arg-type]
+    assert store_code(lambda: SQLiteSessionStore(given)) == "store_failed"  # type: ignore[arg-type]
     assert list(tmp_path.iterdir()) == []
 
 
 @pytest.mark.parametrize("timeout", [-1, "5", None, 1e9])
 def test_bad_timeouts_are_refused(path: Path, timeout: object) -> None:
-    assert _code(lambda: SQLiteSessionStore(path, timeout=timeout)) == "store_failed"  # type: ignore[arg-type]
+    assert store_code(lambda: SQLiteSessionStore(path, timeout=timeout)) == "store_failed"  # type: ignore[arg-type]
 
 
 def test_unopenable_files_are_store_failed(tmp_path: Path) -> None:
-    assert _code(lambda: SQLiteSessionStore(tmp_path)) == "store_failed"
-    assert _code(lambda: SQLiteSessionStore(tmp_path / "missing" / "x.db")) == "store_failed"
+    assert store_code(lambda: SQLiteSessionStore(tmp_path)) == "store_failed"
+    assert store_code(lambda: SQLiteSessionStore(tmp_path / "missing" / "x.db")) == "store_failed"
     garbage = tmp_path / "garbage.db"
     garbage.write_bytes(CANARY.encode() * 100)
-    error = _error(lambda: SQLiteSessionStore(garbage))
-    assert error.code == "store_failed"
+    error = store_error(lambda: SQLiteSessionStore(garbage))
+    assert str(error) == error.code == "store_failed"
     assert CANARY not in repr(error)
     assert str(tmp_path) not in repr(error)
 
@@ -183,7 +159,7 @@ def test_relative_paths_are_made_absolute(tmp_path: Path, monkeypatch: pytest.Mo
 )
 def test_foreign_schemas_are_refused(path: Path, statement: str) -> None:
     _execute(path, statement)
-    assert _code(lambda: SQLiteSessionStore(path)) == "store_failed"
+    assert store_code(lambda: SQLiteSessionStore(path)) == "store_failed"
 
 
 def test_triggers_on_our_tables_are_refused(path: Path, store: SQLiteSessionStore) -> None:
@@ -192,14 +168,14 @@ def test_triggers_on_our_tables_are_refused(path: Path, store: SQLiteSessionStor
         "CREATE TRIGGER leak AFTER INSERT ON sessions BEGIN "
         "INSERT INTO budgets VALUES (new.session_key, new.record, NULL); END",
     )
-    assert _code(lambda: SQLiteSessionStore(path)) == "store_failed"
+    assert store_code(lambda: SQLiteSessionStore(path)) == "store_failed"
 
 
 def test_repr_and_pickle_hide_nothing_sensitive(path: Path, store: SQLiteSessionStore) -> None:
     assert repr(store) == "SQLiteSessionStore(<path redacted>)"
     assert str(path) not in repr(store)
     clone = pickle.loads(pickle.dumps(store))
-    records = _chain()
+    records = record_chain(KEY)
     clone.save(records[0], None)
     assert store.load(KEY) == records[0]
 
@@ -209,7 +185,7 @@ def test_repr_and_pickle_hide_nothing_sensitive(path: Path, store: SQLiteSession
 
 
 def test_load_missing_and_present(store: SQLiteSessionStore) -> None:
-    records = _chain()
+    records = record_chain(KEY)
     assert store.load(KEY) is None
     store.save(records[0], None)
     assert store.load(KEY) == records[0]
@@ -217,7 +193,7 @@ def test_load_missing_and_present(store: SQLiteSessionStore) -> None:
 
 @pytest.mark.parametrize("key", ["key", CANARY, None, KEY.upper(), b"sha256:" + b"0" * 64])
 def test_load_refuses_non_digest_keys(store: SQLiteSessionStore, key: object) -> None:
-    assert _code(lambda: store.load(key)) == "invalid_digest"  # type: ignore[arg-type]
+    assert store_code(lambda: store.load(key)) == "invalid_digest"  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(
@@ -227,9 +203,9 @@ def test_load_refuses_non_digest_keys(store: SQLiteSessionStore, key: object) ->
         "",
         "null",
         '{"a":1}',
-        _chain()[2].to_json().replace("verified", "cases"),
-        _chain()[2].to_json()[:-1] + ',"steps":[]}',
-        _chain(session_key("other"))[2].to_json(),
+        record_chain(KEY)[2].to_json().replace("verified", "cases"),
+        record_chain(KEY)[2].to_json()[:-1] + ',"steps":[]}',
+        record_chain(session_key("other"))[2].to_json(),
         b"\x00\x01",
         42,
     ],
@@ -249,43 +225,43 @@ def test_load_refuses_invalid_stored_text(
     path: Path, store: SQLiteSessionStore, stored: object
 ) -> None:
     _execute(path, "INSERT INTO sessions (session_key, record) VALUES (?, ?)", KEY, stored)
-    assert _code(lambda: store.load(KEY)) == "record_invalid"
+    assert store_code(lambda: store.load(KEY)) == "record_invalid"
 
 
 def test_save_creates_and_advances(path: Path, store: SQLiteSessionStore) -> None:
-    records = _chain()
-    _advance_to(store, records, 4)
+    records = record_chain(KEY)
+    advance_to(store, records, 4)
     assert store.load(KEY) == records[4]
     assert _rows(path, "SELECT session_key, record FROM sessions") == [(KEY, records[4].to_json())]
 
 
 def test_save_conflicts(store: SQLiteSessionStore) -> None:
-    records = _chain()
+    records = record_chain(KEY)
     store.save(records[0], None)
-    assert _code(lambda: store.save(records[0], None)) == "record_conflict"
+    assert store_code(lambda: store.save(records[0], None)) == "record_conflict"
     store.save(records[1], records[0])
     # A stale writer: its previous record is no longer the stored one.
-    assert _code(lambda: store.save(records[1], records[0])) == "record_conflict"
-    other = _chain(session_key("never-saved"))
-    assert _code(lambda: store.save(other[1], other[0])) == "record_conflict"
+    assert store_code(lambda: store.save(records[1], records[0])) == "record_conflict"
+    other = record_chain(session_key("never-saved"))
+    assert store_code(lambda: store.save(other[1], other[0])) == "record_conflict"
     assert store.load(KEY) == records[1]
 
 
 def test_save_conflicts_with_a_concurrently_changed_row(
     path: Path, store: SQLiteSessionStore
 ) -> None:
-    records = _chain()
-    _advance_to(store, records, 1)
+    records = record_chain(KEY)
+    advance_to(store, records, 1)
     forked = records[0].with_step(SessionStep("verified", digest_of("fork"), 1, 1, None))
     _execute(path, "UPDATE sessions SET record = ? WHERE session_key = ?", forked.to_json(), KEY)
-    assert _code(lambda: store.save(records[2], records[1])) == "record_conflict"
+    assert store_code(lambda: store.save(records[2], records[1])) == "record_conflict"
 
 
 def test_save_transition_refusals(store: SQLiteSessionStore) -> None:
-    records = _chain()
-    _advance_to(store, records, 2)
-    other_binding = _chain(binding=digest_of("other"))
-    other_key = _chain(session_key("other"))
+    records = record_chain(KEY)
+    advance_to(store, records, 2)
+    other_binding = record_chain(KEY, binding=digest_of("other"))
+    other_key = record_chain(session_key("other"))
     refused: list[tuple[object, object]] = [
         (records[1], None),  # creating with steps
         (records[3], records[1]),  # skipping a step
@@ -298,28 +274,36 @@ def test_save_transition_refusals(store: SQLiteSessionStore) -> None:
         ("record", records[2]),
     ]
     for record, previous in refused:
-        assert _code(lambda r=record, p=previous: store.save(r, p)) == "record_invalid"  # type: ignore[misc]
+        assert store_code(lambda r=record, p=previous: store.save(r, p)) == "record_invalid"  # type: ignore[misc]
     # The release flow owns steps 5 and 6.
     _advance_to_four = records[3]
     store.save(_advance_to_four, records[2])
     store.save(records[4], records[3])
-    assert _code(lambda: store.save(records[5], records[4])) == "record_invalid"
+    assert store_code(lambda: store.save(records[5], records[4])) == "record_invalid"
     assert store.load(KEY) == records[4]
 
 
 def test_check_functions_are_reusable() -> None:
-    records = _chain()
+    records = record_chain(KEY)
     check_save(records[0], None)
     check_save(records[4], records[3])
     check_claim(records[4], records[5], BUDGET, MARK_A)
     check_finish(records[5], records[6], BUDGET, MARK_A)
-    assert _code(lambda: check_save(records[5], records[4])) == "record_invalid"
-    assert _code(lambda: check_claim(records[3], records[4], BUDGET, MARK_A)) == "record_invalid"
-    assert _code(lambda: check_claim(records[4], records[5], "x", MARK_A)) == "invalid_digest"
-    assert _code(lambda: check_claim(records[4], records[5], BUDGET, None)) == "invalid_digest"
-    assert _code(lambda: check_finish(records[4], records[5], BUDGET, MARK_A)) == "record_invalid"
-    assert _code(lambda: check_finish(records[5], records[6], BUDGET, CANARY)) == "invalid_digest"
-    assert _code(lambda: check_finish(records[5], records[5], BUDGET, MARK_A)) == "record_invalid"
+    assert store_code(lambda: check_save(records[5], records[4])) == "record_invalid"
+    assert (
+        store_code(lambda: check_claim(records[3], records[4], BUDGET, MARK_A)) == "record_invalid"
+    )
+    assert store_code(lambda: check_claim(records[4], records[5], "x", MARK_A)) == "invalid_digest"
+    assert store_code(lambda: check_claim(records[4], records[5], BUDGET, None)) == "invalid_digest"
+    assert (
+        store_code(lambda: check_finish(records[4], records[5], BUDGET, MARK_A)) == "record_invalid"
+    )
+    assert (
+        store_code(lambda: check_finish(records[5], records[6], BUDGET, CANARY)) == "invalid_digest"
+    )
+    assert (
+        store_code(lambda: check_finish(records[5], records[5], BUDGET, MARK_A)) == "record_invalid"
+    )
 
 
 # ---------------------------------------------------------------------------
@@ -327,8 +311,8 @@ def test_check_functions_are_reusable() -> None:
 
 
 def test_claim_and_finish(path: Path, store: SQLiteSessionStore) -> None:
-    records = _chain()
-    _advance_to(store, records, 4)
+    records = record_chain(KEY)
+    advance_to(store, records, 4)
     store.claim_release(records[4], records[5], BUDGET, MARK_A)
     assert store.load(KEY) == records[5]
     assert _rows(path, "SELECT budget_key, watermark, claim FROM budgets") == [
@@ -340,24 +324,24 @@ def test_claim_and_finish(path: Path, store: SQLiteSessionStore) -> None:
         (BUDGET, MARK_B, None)
     ]
     # A second session on the same budget key with the stored watermark may claim.
-    second = _chain(session_key("second"))
-    _advance_to(store, second, 4)
+    second = record_chain(session_key("second"))
+    advance_to(store, second, 4)
     store.claim_release(second[4], second[5], BUDGET, MARK_B)
     assert _rows(path, "SELECT claim FROM budgets") == [(second[0].session_key,)]
 
 
 def test_claim_refusals_leave_everything_unchanged(path: Path, store: SQLiteSessionStore) -> None:
-    records = _chain()
-    _advance_to(store, records, 4)
+    records = record_chain(KEY)
+    advance_to(store, records, 4)
     _execute(path, "INSERT INTO budgets VALUES (?, ?, NULL)", BUDGET, MARK_A)
     # A reset or changed ledger: the watermark differs.
-    assert _code(lambda: store.claim_release(records[4], records[5], BUDGET, MARK_B)) == (
+    assert store_code(lambda: store.claim_release(records[4], records[5], BUDGET, MARK_B)) == (
         "budget_state_unverified"
     )
     assert store.load(KEY) == records[4]
     # Claimed by another session (a crash between claim and finish).
     _execute(path, "UPDATE budgets SET claim = ?", session_key("crashed"))
-    assert _code(lambda: store.claim_release(records[4], records[5], BUDGET, MARK_A)) == (
+    assert store_code(lambda: store.claim_release(records[4], records[5], BUDGET, MARK_A)) == (
         "budget_state_unverified"
     )
     assert store.load(KEY) == records[4]
@@ -365,52 +349,53 @@ def test_claim_refusals_leave_everything_unchanged(path: Path, store: SQLiteSess
 
 
 def test_claim_compare_and_swap(store: SQLiteSessionStore) -> None:
-    records = _chain()
-    _advance_to(store, records, 4)
+    records = record_chain(KEY)
+    advance_to(store, records, 4)
     store.claim_release(records[4], records[5], BUDGET, MARK_A)
     # The loser of a race (same session) sees a conflict, not a second claim.
-    assert _code(lambda: store.claim_release(records[4], records[5], BUDGET, MARK_A)) == (
+    assert store_code(lambda: store.claim_release(records[4], records[5], BUDGET, MARK_A)) == (
         "record_conflict"
     )
 
 
 def test_claim_and_finish_transition_refusals(store: SQLiteSessionStore) -> None:
-    records = _chain()
-    _advance_to(store, records, 4)
-    assert _code(lambda: store.claim_release(records[3], records[4], BUDGET, MARK_A)) == (
+    records = record_chain(KEY)
+    advance_to(store, records, 4)
+    assert store_code(lambda: store.claim_release(records[3], records[4], BUDGET, MARK_A)) == (
         "record_invalid"
     )
     assert (
-        _code(lambda: store.claim_release(records[4], records[5], "x", MARK_A)) == "invalid_digest"
+        store_code(lambda: store.claim_release(records[4], records[5], "x", MARK_A))
+        == "invalid_digest"
     )
-    assert _code(lambda: store.finish_release(records[4], records[5], BUDGET, MARK_A)) == (
+    assert store_code(lambda: store.finish_release(records[4], records[5], BUDGET, MARK_A)) == (
         "record_invalid"
     )
-    assert _code(lambda: store.finish_release(records[5], records[6], BUDGET, "x")) == (
+    assert store_code(lambda: store.finish_release(records[5], records[6], BUDGET, "x")) == (
         "invalid_digest"
     )
 
 
 def test_finish_refusals(path: Path, store: SQLiteSessionStore) -> None:
-    records = _chain()
-    _advance_to(store, records, 4)
+    records = record_chain(KEY)
+    advance_to(store, records, 4)
     store.claim_release(records[4], records[5], BUDGET, MARK_A)
     # Not our claim / no budget row.
-    assert _code(
+    assert store_code(
         lambda: store.finish_release(records[5], records[6], digest_of("other"), MARK_B)
     ) == ("budget_state_unverified")
     _execute(path, "UPDATE budgets SET claim = ?", session_key("thief"))
-    assert _code(lambda: store.finish_release(records[5], records[6], BUDGET, MARK_B)) == (
+    assert store_code(lambda: store.finish_release(records[5], records[6], BUDGET, MARK_B)) == (
         "budget_state_unverified"
     )
     _execute(path, "UPDATE budgets SET claim = ?", KEY)
     # A stale claimed record.
     forked = records[4].with_step(SessionStep("release_claimed", digest_of("f"), 1, 1, None))
-    assert _code(
+    assert store_code(
         lambda: store.finish_release(forked, forked.with_step(records[6].steps[5]), BUDGET, MARK_B)
     ) == ("record_conflict")
     store.finish_release(records[5], records[6], BUDGET, MARK_B)
-    assert _code(lambda: store.finish_release(records[5], records[6], BUDGET, MARK_B)) == (
+    assert store_code(lambda: store.finish_release(records[5], records[6], BUDGET, MARK_B)) == (
         "record_conflict"
     )
 
@@ -453,7 +438,7 @@ def test_every_operation_is_one_immediate_synchronous_transaction(
     path: Path, tracing: _TracingConnect
 ) -> None:
     store = SQLiteSessionStore(path)
-    records = _chain()
+    records = record_chain(KEY)
     operations: list[Callable[[], object]] = [
         lambda: store.save(records[0], None),
         lambda: store.save(records[1], records[0]),
@@ -466,7 +451,7 @@ def test_every_operation_is_one_immediate_synchronous_transaction(
         assert tracing.statements[1] == "BEGIN IMMEDIATE"
         assert tracing.statements[-1] == "COMMIT"
     tracing.statements.clear()
-    assert _code(lambda: store.save(records[1], records[0])) == "record_conflict"
+    assert store_code(lambda: store.save(records[1], records[0])) == "record_conflict"
     assert tracing.statements[-1] == "ROLLBACK"
 
 
@@ -479,8 +464,8 @@ def test_sqlite_errors_become_fresh_store_failed(
         raise sqlite3.OperationalError(CANARY + str(path))
 
     monkeypatch.setattr(store_module.sqlite3, "connect", broken)
-    error = _error(lambda: store.load(KEY))
-    assert error.code == "store_failed"
+    error = store_error(lambda: store.load(KEY))
+    assert str(error) == error.code == "store_failed"
     assert CANARY not in repr(error)
     assert str(path) not in str(error)
 
@@ -490,11 +475,11 @@ def test_a_locked_database_times_out_as_store_failed(path: Path) -> None:
     blocker = sqlite3.connect(path, isolation_level=None)
     try:
         blocker.execute("BEGIN IMMEDIATE")
-        assert _code(lambda: store.save(_chain()[0], None)) == "store_failed"
+        assert store_code(lambda: store.save(record_chain(KEY)[0], None)) == "store_failed"
     finally:
         blocker.execute("ROLLBACK")
         blocker.close()
-    store.save(_chain()[0], None)
+    store.save(record_chain(KEY)[0], None)
 
 
 # ---------------------------------------------------------------------------
@@ -546,7 +531,7 @@ def _run_canary_sessions(path: Path) -> None:
     open_session(world, store, session_key("canary-2"), ledger=ledger).run()
     # A failed, a crashed-after-claim and a replayed session too.
     world.outputs["source-0"] = "?!"
-    assert _code(open_session(world, store, session_key("canary-3"), ledger=ledger).run) == (
+    assert store_code(open_session(world, store, session_key("canary-3"), ledger=ledger).run) == (
         "forensics_failed"
     )
 

@@ -30,7 +30,6 @@ from psycopg import sql
 from referencing import Registry, Resource
 
 from sealeval.canonical import digest_openmed
-from sealeval.errors import SealevalError
 from sealeval.session import durable_ledger as durable_module
 from sealeval.session import postgres_store as postgres_module
 from sealeval.session.budget import (
@@ -59,8 +58,17 @@ from sealeval.session.store_factory import (
     read_session_store,
 )
 from support.postgres import fresh_database
+from support.refusals import CANARY
 from support.session_store import (
+    BINDING,
+    BUDGET,
+    MARK_A,
+    MARK_B,
+    advance_to,
     pg_uri,
+    record_chain,
+    store_code,
+    store_error,
 )
 from support.session_world import (
     Clock,
@@ -74,12 +82,7 @@ from support.session_world import (
 )
 from support.vectors import PROJECT_ROOT
 
-CANARY = "PHI-CANARY-7f3a-jane-doe-MRN-0042"
 KEY = session_key("contract")
-BINDING = digest_of("binding")
-BUDGET = digest_of("budget")
-MARK_A = digest_of("watermark-a")
-MARK_B = digest_of("watermark-b")
 CONTRACTS = PROJECT_ROOT / "contracts"
 
 
@@ -183,39 +186,8 @@ def pg(contract_dsn: str) -> Iterator[Backend]:
 # Helpers
 
 
-def _error(action: Callable[[], object], kind: type[SealevalError] = EvaluationSessionError) -> Any:
-    with pytest.raises(kind) as caught:
-        action()
-    error = caught.value
-    assert type(error) is kind
-    assert error.__cause__ is None
-    assert error.__context__ is None
-    return error
-
-
-def _code(action: Callable[[], object]) -> str:
-    error = _error(action)
-    assert str(error) == error.code
-    return str(error.code)
-
-
 def _budget_message(action: Callable[[], object]) -> str:
-    return str(_error(action, FeedbackBudgetError))
-
-
-def _chain(key: str = KEY, count: int = 6, *, binding: str = BINDING) -> list[SessionRecord]:
-    phases = ["verified", "cases", "forensics", "adjudication", "release_claimed", "released"]
-    records = [SessionRecord(session_key=key, binding_digest=binding)]
-    for index in range(count):
-        step = SessionStep(phases[index], digest_of(f"step{index}"), index, 100 + index, None)
-        records.append(records[-1].with_step(step))
-    return records
-
-
-def _advance_to(store: SessionStore, records: list[SessionRecord], steps: int) -> None:
-    store.save(records[0], None)
-    for index in range(1, steps + 1):
-        store.save(records[index], records[index - 1])
+    return str(store_error(action, FeedbackBudgetError))
 
 
 def _dump(backend: Backend, *tables: str) -> dict[str, list[tuple[Any, ...]]]:
@@ -277,7 +249,7 @@ _FOREIGN = {
 @pytest.mark.parametrize("name", sorted(_FOREIGN))
 def test_foreign_schemas_are_refused(backend: Backend, name: str) -> None:
     backend.execute(_FOREIGN[name])
-    assert _code(backend.store) == "store_failed"
+    assert store_code(backend.store) == "store_failed"
 
 
 def test_postgres_refuses_foreign_types_triggers_rules_and_row_security(pg: Backend) -> None:
@@ -299,7 +271,7 @@ def test_postgres_refuses_foreign_types_triggers_rules_and_row_security(pg: Back
     ]
     for change, revert in zip(variants, undo, strict=True):
         pg.execute(change)
-        assert _code(pg.store) == "store_failed", change
+        assert store_code(pg.store) == "store_failed", change
         pg.execute(revert)
         pg.store()
 
@@ -308,7 +280,7 @@ def test_foreign_ledger_tables_are_refused(backend: Backend) -> None:
     store = backend.store()
     backend.execute("CREATE TABLE ledger_usage (epoch_digest TEXT PRIMARY KEY, usage TEXT)")
     world = make_world()
-    assert _code(lambda: DurableBudgetLedger(store, [world.policy])) == "store_failed"
+    assert store_code(lambda: DurableBudgetLedger(store, [world.policy])) == "store_failed"
 
 
 # ---------------------------------------------------------------------------
@@ -317,7 +289,7 @@ def test_foreign_ledger_tables_are_refused(backend: Backend) -> None:
 
 def test_load_missing_and_present(backend: Backend) -> None:
     store = backend.store()
-    records = _chain()
+    records = record_chain(KEY)
     assert store.load(KEY) is None
     store.save(records[0], None)
     assert store.load(KEY) == records[0]
@@ -326,7 +298,7 @@ def test_load_missing_and_present(backend: Backend) -> None:
 @pytest.mark.parametrize("key", ["key", CANARY, None, KEY.upper(), b"sha256:" + b"0" * 64])
 def test_load_refuses_non_digest_keys(backend: Backend, key: object) -> None:
     store = backend.store()
-    assert _code(lambda: store.load(key)) == "invalid_digest"  # type: ignore[arg-type]
+    assert store_code(lambda: store.load(key)) == "invalid_digest"  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(
@@ -336,9 +308,9 @@ def test_load_refuses_non_digest_keys(backend: Backend, key: object) -> None:
         "",
         "null",
         '{"a":1}',
-        _chain()[2].to_json().replace("verified", "cases"),
-        _chain()[2].to_json()[:-1] + ',"steps":[]}',
-        _chain(session_key("other"))[2].to_json(),
+        record_chain(KEY)[2].to_json().replace("verified", "cases"),
+        record_chain(KEY)[2].to_json()[:-1] + ',"steps":[]}',
+        record_chain(session_key("other"))[2].to_json(),
         CANARY,
     ],
     ids=["not_json", "empty", "null", "other", "tampered", "repeated_key", "other_key", "canary"],
@@ -346,53 +318,53 @@ def test_load_refuses_non_digest_keys(backend: Backend, key: object) -> None:
 def test_load_refuses_invalid_stored_text(backend: Backend, stored: str) -> None:
     store = backend.store()
     backend.execute("INSERT INTO sessions (session_key, record) VALUES (?, ?)", KEY, stored)
-    error = _error(lambda: store.load(KEY))
+    error = store_error(lambda: store.load(KEY))
     assert error.code == "record_invalid"
     assert CANARY not in repr(error)
 
 
 def test_save_creates_and_advances(backend: Backend) -> None:
     store = backend.store()
-    records = _chain()
-    _advance_to(store, records, 4)
+    records = record_chain(KEY)
+    advance_to(store, records, 4)
     assert store.load(KEY) == records[4]
     assert backend.rows("SELECT session_key, record FROM sessions") == [(KEY, records[4].to_json())]
 
 
 def test_save_conflicts(backend: Backend) -> None:
     store = backend.store()
-    records = _chain()
+    records = record_chain(KEY)
     store.save(records[0], None)
-    assert _code(lambda: store.save(records[0], None)) == "record_conflict"
+    assert store_code(lambda: store.save(records[0], None)) == "record_conflict"
     store.save(records[1], records[0])
-    assert _code(lambda: store.save(records[1], records[0])) == "record_conflict"
-    other = _chain(session_key("never-saved"))
-    assert _code(lambda: store.save(other[1], other[0])) == "record_conflict"
+    assert store_code(lambda: store.save(records[1], records[0])) == "record_conflict"
+    other = record_chain(session_key("never-saved"))
+    assert store_code(lambda: store.save(other[1], other[0])) == "record_conflict"
     assert store.load(KEY) == records[1]
     forked = records[0].with_step(SessionStep("verified", digest_of("fork"), 1, 1, None))
     backend.execute("UPDATE sessions SET record = ? WHERE session_key = ?", forked.to_json(), KEY)
-    assert _code(lambda: store.save(records[2], records[1])) == "record_conflict"
+    assert store_code(lambda: store.save(records[2], records[1])) == "record_conflict"
 
 
 def test_save_transition_refusals(backend: Backend) -> None:
     store = backend.store()
-    records = _chain()
-    _advance_to(store, records, 2)
+    records = record_chain(KEY)
+    advance_to(store, records, 2)
     refused: list[tuple[object, object]] = [
         (records[1], None),
         (records[3], records[1]),
         (records[2], records[2]),
         (records[1], records[2]),
-        (_chain(binding=digest_of("other"))[3], records[2]),
-        (_chain(session_key("other"))[3], records[2]),
+        (record_chain(KEY, binding=digest_of("other"))[3], records[2]),
+        (record_chain(session_key("other"))[3], records[2]),
         (records[0].to_dict(), None),
         (records[3], records[2].to_dict()),
     ]
     for record, previous in refused:
-        assert _code(lambda r=record, p=previous: store.save(r, p)) == "record_invalid"  # type: ignore[misc]
+        assert store_code(lambda r=record, p=previous: store.save(r, p)) == "record_invalid"  # type: ignore[misc]
     store.save(records[3], records[2])
     store.save(records[4], records[3])
-    assert _code(lambda: store.save(records[5], records[4])) == "record_invalid"
+    assert store_code(lambda: store.save(records[5], records[4])) == "record_invalid"
     assert store.load(KEY) == records[4]
 
 
@@ -402,8 +374,8 @@ def test_save_transition_refusals(backend: Backend) -> None:
 
 def test_claim_and_finish(backend: Backend) -> None:
     store = backend.store()
-    records = _chain()
-    _advance_to(store, records, 4)
+    records = record_chain(KEY)
+    advance_to(store, records, 4)
     store.claim_release(records[4], records[5], BUDGET, MARK_A)
     assert store.load(KEY) == records[5]
     assert backend.rows("SELECT budget_key, watermark, claim FROM budgets") == [
@@ -414,23 +386,23 @@ def test_claim_and_finish(backend: Backend) -> None:
     assert backend.rows("SELECT budget_key, watermark, claim FROM budgets") == [
         (BUDGET, MARK_B, None)
     ]
-    second = _chain(session_key("second"))
-    _advance_to(store, second, 4)
+    second = record_chain(session_key("second"))
+    advance_to(store, second, 4)
     store.claim_release(second[4], second[5], BUDGET, MARK_B)
     assert backend.rows("SELECT claim FROM budgets") == [(second[0].session_key,)]
 
 
 def test_claim_refusals_leave_everything_unchanged(backend: Backend) -> None:
     store = backend.store()
-    records = _chain()
-    _advance_to(store, records, 4)
+    records = record_chain(KEY)
+    advance_to(store, records, 4)
     backend.execute("INSERT INTO budgets VALUES (?, ?, NULL)", BUDGET, MARK_A)
-    assert _code(lambda: store.claim_release(records[4], records[5], BUDGET, MARK_B)) == (
+    assert store_code(lambda: store.claim_release(records[4], records[5], BUDGET, MARK_B)) == (
         "budget_state_unverified"
     )
     assert store.load(KEY) == records[4]
     backend.execute("UPDATE budgets SET claim = ?", session_key("crashed"))
-    assert _code(lambda: store.claim_release(records[4], records[5], BUDGET, MARK_A)) == (
+    assert store_code(lambda: store.claim_release(records[4], records[5], BUDGET, MARK_A)) == (
         "budget_state_unverified"
     )
     assert store.load(KEY) == records[4]
@@ -441,53 +413,53 @@ def test_claim_refusals_leave_everything_unchanged(backend: Backend) -> None:
 
 def test_claim_compare_and_swap_and_transition_refusals(backend: Backend) -> None:
     store = backend.store()
-    records = _chain()
-    _advance_to(store, records, 4)
-    assert _code(lambda: store.claim_release(records[3], records[4], BUDGET, MARK_A)) == (
+    records = record_chain(KEY)
+    advance_to(store, records, 4)
+    assert store_code(lambda: store.claim_release(records[3], records[4], BUDGET, MARK_A)) == (
         "record_invalid"
     )
-    assert _code(lambda: store.claim_release(records[4], records[5], "x", MARK_A)) == (
+    assert store_code(lambda: store.claim_release(records[4], records[5], "x", MARK_A)) == (
         "invalid_digest"
     )
-    assert _code(lambda: store.finish_release(records[4], records[5], BUDGET, MARK_A)) == (
+    assert store_code(lambda: store.finish_release(records[4], records[5], BUDGET, MARK_A)) == (
         "record_invalid"
     )
-    assert _code(lambda: store.finish_release(records[5], records[6], BUDGET, "x")) == (
+    assert store_code(lambda: store.finish_release(records[5], records[6], BUDGET, "x")) == (
         "invalid_digest"
     )
     store.claim_release(records[4], records[5], BUDGET, MARK_A)
-    assert _code(lambda: store.claim_release(records[4], records[5], BUDGET, MARK_A)) == (
+    assert store_code(lambda: store.claim_release(records[4], records[5], BUDGET, MARK_A)) == (
         "record_conflict"
     )
 
 
 def test_finish_refusals(backend: Backend) -> None:
     store = backend.store()
-    records = _chain()
-    _advance_to(store, records, 4)
+    records = record_chain(KEY)
+    advance_to(store, records, 4)
     store.claim_release(records[4], records[5], BUDGET, MARK_A)
-    assert _code(
+    assert store_code(
         lambda: store.finish_release(records[5], records[6], digest_of("other"), MARK_B)
     ) == ("budget_state_unverified")
     backend.execute("UPDATE budgets SET claim = ?", session_key("thief"))
-    assert _code(lambda: store.finish_release(records[5], records[6], BUDGET, MARK_B)) == (
+    assert store_code(lambda: store.finish_release(records[5], records[6], BUDGET, MARK_B)) == (
         "budget_state_unverified"
     )
     backend.execute("UPDATE budgets SET claim = ?", KEY)
     forked = records[4].with_step(SessionStep("release_claimed", digest_of("f"), 1, 1, None))
-    assert _code(
+    assert store_code(
         lambda: store.finish_release(forked, forked.with_step(records[6].steps[5]), BUDGET, MARK_B)
     ) == ("record_conflict")
     store.finish_release(records[5], records[6], BUDGET, MARK_B)
-    assert _code(lambda: store.finish_release(records[5], records[6], BUDGET, MARK_B)) == (
+    assert store_code(lambda: store.finish_release(records[5], records[6], BUDGET, MARK_B)) == (
         "record_conflict"
     )
 
 
 def test_a_held_lock_times_out_as_store_failed(backend: Backend) -> None:
     store = backend.store(timeout=0.2)
-    records = _chain()
-    _advance_to(store, records, 1)
+    records = record_chain(KEY)
+    advance_to(store, records, 1)
     blocker = backend.connect()
     try:
         if backend.kind == "sqlite":
@@ -495,7 +467,7 @@ def test_a_held_lock_times_out_as_store_failed(backend: Backend) -> None:
             blocker.execute("BEGIN IMMEDIATE")
         else:
             blocker.execute("SELECT record FROM sessions FOR UPDATE").fetchall()
-        assert _code(lambda: store.save(records[2], records[1])) == "store_failed"
+        assert store_code(lambda: store.save(records[2], records[1])) == "store_failed"
     finally:
         if backend.kind == "postgres":
             blocker.rollback()
@@ -507,17 +479,17 @@ def test_a_held_lock_times_out_as_store_failed(backend: Backend) -> None:
 
 def test_a_dropped_table_is_store_failed(backend: Backend) -> None:
     store = backend.store()
-    records = _chain()
-    _advance_to(store, records, 4)
+    records = record_chain(KEY)
+    advance_to(store, records, 4)
     backend.execute("DROP TABLE budgets")
-    assert _code(lambda: store.claim_release(records[4], records[5], BUDGET, MARK_A)) == (
+    assert store_code(lambda: store.claim_release(records[4], records[5], BUDGET, MARK_A)) == (
         "store_failed"
     )
     assert store.load(KEY) == records[4]
     world = make_world()
     ledger = DurableBudgetLedger(store, [world.policy])
     backend.execute("DROP TABLE ledger_usage")
-    assert _code(lambda: ledger.snapshot(*_pair(world))) == "store_failed"
+    assert store_code(lambda: ledger.snapshot(*_pair(world))) == "store_failed"
 
 
 # ---------------------------------------------------------------------------
@@ -699,7 +671,7 @@ def test_policies_are_installed_once_and_never_changed(backend: Backend) -> None
         rerun_limit=99,
         coarse_score_boundaries=(0.5,),
     )
-    assert _code(lambda: DurableBudgetLedger(store, [changed])) == "budget_state_unverified"
+    assert store_code(lambda: DurableBudgetLedger(store, [changed])) == "budget_state_unverified"
     other = FeedbackBudgetPolicy(
         epoch_digest=digest_of("epoch-2"),
         detailed_feedback_limit=0,
@@ -714,7 +686,7 @@ def test_policies_are_installed_once_and_never_changed(backend: Backend) -> None
     assert _budget_message(lambda: ledger.snapshot(world.policy.epoch_digest, CANARY)) == (
         "submission_digest: invalid_digest"
     )
-    assert _code(lambda: DurableBudgetLedger(object(), [world.policy])) == (  # type: ignore[arg-type]
+    assert store_code(lambda: DurableBudgetLedger(object(), [world.policy])) == (  # type: ignore[arg-type]
         "invalid_configuration"
     )
     assert repr(ledger) == "DurableBudgetLedger(<store>)"
@@ -757,22 +729,22 @@ def test_recording_requires_an_undecided_matching_claim(backend: Backend) -> Non
         "submission_digest: invalid_digest"
     )
     # No claim on the budget key: nothing is charged.
-    assert _code(lambda: record(epoch, submission, score=0.5)) == "budget_state_unverified"
+    assert store_code(lambda: record(epoch, submission, score=0.5)) == "budget_state_unverified"
     claimed, watermark = _claimed(world, store, ledger, "a")
     key = budget_key(epoch, submission)
     # A watermark that no longer matches the usage (a partial restore).
     backend.execute("UPDATE budgets SET watermark = ?", MARK_A)
-    assert _code(lambda: record(epoch, submission, score=0.5)) == "budget_state_unverified"
+    assert store_code(lambda: record(epoch, submission, score=0.5)) == "budget_state_unverified"
     backend.execute("UPDATE budgets SET watermark = ?", watermark)
     # A claim by a session that is not at release_claimed.
     backend.execute("UPDATE budgets SET claim = ?", session_key("ghost"))
-    assert _code(lambda: record(epoch, submission, score=0.5)) == "budget_state_unverified"
+    assert store_code(lambda: record(epoch, submission, score=0.5)) == "budget_state_unverified"
     backend.execute("UPDATE budgets SET claim = ?", claimed.session_key)
     # A claimant whose stored record no longer parses.
     backend.execute(
         "UPDATE sessions SET record = ? WHERE session_key = ?", CANARY, claimed.session_key
     )
-    assert _code(lambda: record(epoch, submission, score=0.5)) == "budget_state_unverified"
+    assert store_code(lambda: record(epoch, submission, score=0.5)) == "budget_state_unverified"
     backend.execute(
         "UPDATE sessions SET record = ? WHERE session_key = ?",
         claimed.to_json(),
@@ -782,7 +754,7 @@ def test_recording_requires_an_undecided_matching_claim(backend: Backend) -> Non
     assert decision.accepted
     assert decision.detailed_score == 0.5
     # The claim is consumed: a second recording is refused, usage counts one.
-    assert _code(lambda: record(epoch, submission, score=0.5)) == "budget_state_unverified"
+    assert store_code(lambda: record(epoch, submission, score=0.5)) == "budget_state_unverified"
     assert ledger.usage(epoch, submission).official_attempts == 1
     assert backend.rows(
         "SELECT session_key, budget_key, watermark, phase, decision FROM ledger_decisions"
@@ -811,7 +783,7 @@ def test_the_claimant_must_match_the_snapshot(backend: Backend) -> None:
     store.claim_release(
         session.record, wrong, session.budget_key, budget_watermark(world.policy, snapshot)
     )
-    assert _code(lambda: ledger.record_official_attempt(*_pair(world), score=0.5)) == (
+    assert store_code(lambda: ledger.record_official_attempt(*_pair(world), score=0.5)) == (
         "budget_state_unverified"
     )
     assert ledger.budget_status(*_pair(world)).claim_decided is False
@@ -945,24 +917,26 @@ def test_corrupt_ledger_rows_are_unverified(backend: Backend) -> None:
             lambda: ledger.usage(epoch, submission),
             ledger.export_usage,
         ):
-            error = _error(action)
+            error = store_error(action)
             assert error.code == "budget_state_unverified"
             assert CANARY not in repr(error)
     # Usage its policy could never produce (detail not spent first).
     inconsistent = SubmissionUsage(official_attempts=1, scored_attempts=1, detailed_feedback_used=0)
     backend.execute("UPDATE ledger_usage SET usage = ?", inconsistent.to_json())
-    assert _code(lambda: ledger.snapshot(epoch, submission)) == "budget_state_unverified"
+    assert store_code(lambda: ledger.snapshot(epoch, submission)) == "budget_state_unverified"
     backend.execute("UPDATE ledger_usage SET usage = ?", usage)
     policy = backend.rows("SELECT policy FROM ledger_policies")[0][0]
     # A valid but different policy: refused against the supplied one, and by the watermark.
     raised = policy.replace('"rerun_limit":2', '"rerun_limit":9')
     backend.execute("UPDATE ledger_policies SET policy = ?", raised)
-    assert _code(lambda: DurableBudgetLedger(store, [world.policy])) == "budget_state_unverified"
+    assert (
+        store_code(lambda: DurableBudgetLedger(store, [world.policy])) == "budget_state_unverified"
+    )
     assert ledger.budget_status(epoch, submission).state == "unverified"
     backend.execute("UPDATE ledger_policies SET policy = ?", policy.replace("{", "{ ", 1))
-    assert _code(lambda: ledger.policy_for(epoch)) == "budget_state_unverified"
+    assert store_code(lambda: ledger.policy_for(epoch)) == "budget_state_unverified"
     backend.execute("UPDATE ledger_policies SET policy = ?", CANARY)
-    assert _code(lambda: ledger.snapshot(epoch, submission)) == "budget_state_unverified"
+    assert store_code(lambda: ledger.snapshot(epoch, submission)) == "budget_state_unverified"
     backend.execute("UPDATE ledger_policies SET policy = ?", policy)
     assert ledger.snapshot(epoch, submission).official_attempts == 1
 
@@ -987,7 +961,10 @@ def test_infrastructure_failures_and_approvals(backend: Backend) -> None:
     assert ledger.budget_status(epoch, submission).state == "unused"
     # A failed attempt is recorded against a claim, like any official attempt.
     claimed, _watermark = _claimed(world, store, ledger, "infra")
-    assert _code(lambda: approve(epoch, submission, failure, approval)) == "budget_state_unverified"
+    assert (
+        store_code(lambda: approve(epoch, submission, failure, approval))
+        == "budget_state_unverified"
+    )
     decision = ledger.record_official_attempt(
         epoch, submission, infrastructure_failure_digest=failure
     )
@@ -1025,7 +1002,7 @@ def test_infrastructure_failures_and_approvals(backend: Backend) -> None:
     assert ledger.audit().consistent
     # Unverifiable budget rows are never re-stamped.
     backend.execute("UPDATE budgets SET watermark = ?", MARK_A)
-    assert _code(lambda: approve(epoch, submission, digest_of("f2"), digest_of("a2"))) == (
+    assert store_code(lambda: approve(epoch, submission, digest_of("f2"), digest_of("a2"))) == (
         "budget_state_unverified"
     )
 
@@ -1066,7 +1043,7 @@ def test_approval_digests_are_unique_across_the_ledger(
     ).to_json()
     for pair in ("p1", "p2"):
         backend.execute("INSERT INTO ledger_usage VALUES (?, ?, ?)", epoch, digest_of(pair), shared)
-    assert _code(ledger.export_usage) == "budget_state_unverified"
+    assert store_code(ledger.export_usage) == "budget_state_unverified"
     backend.execute("DELETE FROM ledger_usage WHERE submission_digest <> ?", submission)
     # A failure digest is recorded once per pair.
     _claimed(world, store, ledger, "infra-2")
@@ -1105,7 +1082,7 @@ def test_exported_usage_matches_its_schemas_and_anchors_detect_rollback(backend:
     backend.execute(
         "UPDATE ledger_usage SET usage = ?", anchor.entries[(epoch, submission)].to_json()
     )
-    assert _code(lambda: ledger.verify_not_behind(later)) == "budget_state_unverified"
+    assert store_code(lambda: ledger.verify_not_behind(later)) == "budget_state_unverified"
     assert _budget_message(lambda: ledger.verify_not_behind(later.to_dict())) == (  # type: ignore[arg-type]
         "usage: invalid_document"
     )
@@ -1291,7 +1268,7 @@ def test_unusable_locations_are_store_failed_without_echo(
 ) -> None:
     caplog.set_level(logging.DEBUG)
     monkeypatch.chdir(tmp_path)
-    error = _error(lambda: open_session_store(location))  # type: ignore[arg-type]
+    error = store_error(lambda: open_session_store(location))  # type: ignore[arg-type]
     assert error.code == "store_failed"
     assert CANARY not in str(error) + repr(error) + caplog.text
     assert list(tmp_path.iterdir()) == []
@@ -1300,7 +1277,7 @@ def test_unusable_locations_are_store_failed_without_echo(
 def test_a_wrong_password_never_echoes(pg: Backend, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG)
     location = pg_uri(pg.dsn, password=CANARY)
-    error = _error(lambda: open_session_store(location))
+    error = store_error(lambda: open_session_store(location))
     assert error.code == "store_failed"
     assert CANARY not in str(error) + repr(error) + caplog.text
 
@@ -1315,14 +1292,15 @@ def test_postgres_store_refuses_bad_arguments_and_pickling(
         pickle.dumps(store)
     for timeout in (-1, "5", None, 1e9, True):
         assert (
-            _code(lambda t=timeout: PostgresSessionStore(pg.location, timeout=t)) == "store_failed"
+            store_code(lambda t=timeout: PostgresSessionStore(pg.location, timeout=t))
+            == "store_failed"
         )  # type: ignore[misc]
     for dsn in ("", "   ", "x\x00y", None, 5):
-        assert _code(lambda d=dsn: PostgresSessionStore(d)) == "store_failed"  # type: ignore[misc]
+        assert store_code(lambda d=dsn: PostgresSessionStore(d)) == "store_failed"  # type: ignore[misc]
     # Without psycopg installed the store cannot be opened (and says only that).
     monkeypatch.setattr(postgres_module, "_DRIVER", [])
     monkeypatch.setitem(sys.modules, "psycopg", None)
-    assert _code(lambda: PostgresSessionStore(pg.location)) == "store_failed"
+    assert store_code(lambda: PostgresSessionStore(pg.location)) == "store_failed"
 
 
 def test_open_budget_ledger_choices(backend: Backend) -> None:
@@ -1331,10 +1309,10 @@ def test_open_budget_ledger_choices(backend: Backend) -> None:
     assert isinstance(open_budget_ledger(store, [world.policy]), DurableBudgetLedger)
     memory = open_budget_ledger(store, [world.policy], durable=False, usage=LedgerUsage())
     assert isinstance(memory, FeedbackBudgetLedger)
-    assert _code(lambda: open_budget_ledger(store, [world.policy], usage=LedgerUsage())) == (
+    assert store_code(lambda: open_budget_ledger(store, [world.policy], usage=LedgerUsage())) == (
         "invalid_configuration"
     )
-    assert _code(lambda: open_budget_ledger(store, [world.policy], durable=1)) == (  # type: ignore[arg-type]
+    assert store_code(lambda: open_budget_ledger(store, [world.policy], durable=1)) == (  # type: ignore[arg-type]
         "invalid_configuration"
     )
 
@@ -1385,42 +1363,42 @@ def test_read_session_store_lists_everything_and_writes_nothing(backend: Backend
 
 def test_read_session_store_refusals(backend: Backend) -> None:
     store = backend.store()
-    records = _chain()
+    records = record_chain(KEY)
     store.save(records[0], None)
     backend.execute("INSERT INTO sessions VALUES (?, ?)", session_key("bad"), CANARY)
-    error = _error(lambda: read_session_store(backend.location))
+    error = store_error(lambda: read_session_store(backend.location))
     assert (error.code, CANARY in repr(error)) == ("record_invalid", False)
     backend.execute("DELETE FROM sessions WHERE session_key = ?", session_key("bad"))
     backend.execute("INSERT INTO sessions VALUES (?, ?)", session_key("bad"), records[0].to_json())
-    assert _code(lambda: read_session_store(backend.location)) == "record_invalid"
+    assert store_code(lambda: read_session_store(backend.location)) == "record_invalid"
     backend.execute("DELETE FROM sessions WHERE session_key = ?", session_key("bad"))
     backend.execute("INSERT INTO budgets VALUES (?, ?, ?)", BUDGET, CANARY, None)
-    assert _code(lambda: read_session_store(backend.location)) == "record_invalid"
+    assert store_code(lambda: read_session_store(backend.location)) == "record_invalid"
     backend.execute("DELETE FROM budgets")
     world = make_world()
     DurableBudgetLedger(store, [world.policy])
     backend.execute("INSERT INTO ledger_usage VALUES (?, ?, ?)", *_pair(world), CANARY)
-    assert _code(lambda: read_session_store(backend.location)) == "budget_state_unverified"
+    assert store_code(lambda: read_session_store(backend.location)) == "budget_state_unverified"
     backend.execute("DROP TABLE ledger_usage")
-    assert _code(lambda: read_session_store(backend.location)) == "store_failed"
+    assert store_code(lambda: read_session_store(backend.location)) == "store_failed"
     for bad in (None, f"mysql://u:{CANARY}@h/d", f"host=h password={CANARY}"):
-        error = _error(lambda b=bad: read_session_store(b))  # type: ignore[misc]
+        error = store_error(lambda b=bad: read_session_store(b))  # type: ignore[misc]
         assert (error.code, CANARY in str(error) + repr(error)) == ("store_failed", False)
-    assert _code(lambda: read_session_store(backend.location, timeout=-1)) == "store_failed"
+    assert store_code(lambda: read_session_store(backend.location, timeout=-1)) == "store_failed"
 
 
 def test_read_session_store_never_creates_a_store(tmp_path: Path, pg: Backend) -> None:
     for name in ("missing.sqlite3", "file:x.db", "x.db?mode=memory", ":memory:", "bad\x00"):
-        assert _code(lambda n=name: read_session_store(str(tmp_path / n))) == "store_failed"
+        assert store_code(lambda n=name: read_session_store(str(tmp_path / n))) == "store_failed"
     (tmp_path / "dir.sqlite3").mkdir()
-    assert _code(lambda: read_session_store(str(tmp_path / "dir.sqlite3"))) == "store_failed"
+    assert store_code(lambda: read_session_store(str(tmp_path / "dir.sqlite3"))) == "store_failed"
     foreign = tmp_path / "foreign.sqlite3"
     with sqlite3.connect(foreign) as connection:
         connection.execute("CREATE TABLE sessions (a TEXT)")
-    assert _code(lambda: read_session_store(str(foreign))) == "store_failed"
+    assert store_code(lambda: read_session_store(str(foreign))) == "store_failed"
     garbage = tmp_path / "garbage.sqlite3"
     garbage.write_bytes(CANARY.encode() * 200)
-    error = _error(lambda: read_session_store(str(garbage)))
+    error = store_error(lambda: read_session_store(str(garbage)))
     assert (error.code, CANARY in str(error) + repr(error)) == ("store_failed", False)
     assert sorted(item.name for item in tmp_path.iterdir()) == [
         "dir.sqlite3",
@@ -1428,9 +1406,9 @@ def test_read_session_store_never_creates_a_store(tmp_path: Path, pg: Backend) -
         "garbage.sqlite3",
     ]
     # PostgreSQL: an empty schema stays empty.
-    assert _code(lambda: read_session_store(pg.location)) == "store_failed"
-    assert _code(lambda: PostgresSessionStore(pg.location, create=False)) == "store_failed"
-    assert _code(lambda: PostgresSessionStore(pg.location, create=1)) == "store_failed"  # type: ignore[arg-type]
+    assert store_code(lambda: read_session_store(pg.location)) == "store_failed"
+    assert store_code(lambda: PostgresSessionStore(pg.location, create=False)) == "store_failed"
+    assert store_code(lambda: PostgresSessionStore(pg.location, create=1)) == "store_failed"  # type: ignore[arg-type]
     assert pg.tables() == []
 
 
@@ -1476,12 +1454,12 @@ def test_least_privilege_roles_are_enough(pg: Backend) -> None:
             rerun_limit=0,
             coarse_score_boundaries=(0.5,),
         )
-        assert _code(lambda: DurableBudgetLedger(store, [other])) == "store_failed"
+        assert store_code(lambda: DurableBudgetLedger(store, [other])) == "store_failed"
         assert isinstance(store, PostgresSessionStore)
         for statement in ("DELETE FROM sessions", "TRUNCATE budgets", "CREATE TABLE x (y TEXT)"):
-            assert _code(lambda s=statement: store.run_transaction(lambda c: c.execute(s))) == (
-                "store_failed"
-            )
+            assert store_code(
+                lambda s=statement: store.run_transaction(lambda c: c.execute(s))
+            ) == ("store_failed")
         # The read-only role can inspect (show, status, audit) but never write.
         reading = open_session_store(
             pg_uri(pg.dsn, schema=pg.schema, user=reader, password=password)
@@ -1496,7 +1474,7 @@ def test_least_privilege_roles_are_enough(pg: Backend) -> None:
         )
         assert len(listing.sessions) == 4
         fresh = SessionRecord(session_key=session_key("new"), binding_digest=BINDING)
-        assert _code(lambda: reading.save(fresh, None)) == "store_failed"
+        assert store_code(lambda: reading.save(fresh, None)) == "store_failed"
         for opened in (store, reading):
             opened.close()
     finally:
@@ -1519,7 +1497,7 @@ def _backend_pid(store: PostgresSessionStore) -> int:
 def test_a_lost_pooled_connection_is_replaced_transparently(pg: Backend) -> None:
     store = pg.store()
     assert isinstance(store, PostgresSessionStore)
-    records = _chain()
+    records = record_chain(KEY)
     store.save(records[0], None)
     pid = _backend_pid(store)
     assert _backend_pid(store) == pid  # pooled
@@ -1555,7 +1533,7 @@ def test_retries_are_bounded_and_only_before_commit(
     # ... a bounded number of times.
     calls.clear()
     assert (
-        _code(lambda: store.run_transaction(flaky(psycopg.OperationalError(CANARY), 9)))
+        store_code(lambda: store.run_transaction(flaky(psycopg.OperationalError(CANARY), 9)))
         == "store_failed"
     )
     assert len(calls) == 3
@@ -1567,7 +1545,7 @@ def test_retries_are_bounded_and_only_before_commit(
         ValueError(CANARY),
     ):
         calls.clear()
-        assert _code(lambda e=error: store.run_transaction(flaky(e, 9))) == "store_failed"  # type: ignore[misc]
+        assert store_code(lambda e=error: store.run_transaction(flaky(e, 9))) == "store_failed"  # type: ignore[misc]
         assert len(calls) == 1
     # A sealeval error keeps its class, code and field, raised fresh.
     calls.clear()
@@ -1585,11 +1563,11 @@ def test_retries_are_bounded_and_only_before_commit(
         raise psycopg.OperationalError(CANARY)
 
     monkeypatch.setattr(psycopg.Connection, "commit", failing_commit)
-    records = _chain()
-    assert _code(lambda: store.save(records[0], None)) == "store_failed"
+    records = record_chain(KEY)
+    assert store_code(lambda: store.save(records[0], None)) == "store_failed"
     assert len(commits) == 1
     # A connection whose session set-up fails is closed, never pooled.
-    assert _code(lambda: PostgresSessionStore(pg.location)) == "store_failed"
+    assert store_code(lambda: PostgresSessionStore(pg.location)) == "store_failed"
     monkeypatch.setattr(psycopg.Connection, "commit", real_commit)
     assert store.load(KEY) is None
 
@@ -1601,7 +1579,7 @@ def _child_uses_store(store: PostgresSessionStore, queue: Any) -> None:
 def test_forked_children_never_share_the_parents_connection(pg: Backend) -> None:
     store = pg.store()
     assert isinstance(store, PostgresSessionStore)
-    records = _chain()
+    records = record_chain(KEY)
     store.save(records[0], None)
     parent_pid = _backend_pid(store)
     context = multiprocessing.get_context("fork")

@@ -14,9 +14,6 @@ from sealeval.captured import CapturedRunError, Run, read_run
 from sealeval.captured.unicode_tables import available_unicode_versions
 from support.vectors import vectors_dir
 
-CANARY = "PHI-CANARY-7f3a-jane-doe-MRN-0042"
-
-
 _PLANS = r"comparison plans (?P<planned>\d+) bootstrap draws; local budget is (?P<budget>\d+)\. "
 
 

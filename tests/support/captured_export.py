@@ -24,15 +24,13 @@ from sealeval.captured import (
     read_evaluator_export,
     run_from_evaluator_export,
 )
+from support.refusals import CANARY
 from support.vectors import load
 
 ARTIFACT = "sha256:2d242308f097c11c0e1d2363d17b07069ac1e3aa2aee55317f76d083f9057fa0"
 
 
 SOURCE = {"name": "acme-harness", "version": "3.1.4"}
-
-
-CANARY = "PHI-CANARY-7f3a-jane-doe-MRN-0042"
 
 
 _TABLE_NORMALIZED = frozenset({"mlflow", "trulens"})

@@ -9,8 +9,7 @@ from typing import Any
 import numpy as np
 
 from sealeval.captured import Run, make_run
-
-CANARY = "PHI-CANARY-7f3a-jane-doe-MRN-0042"
+from support.refusals import CANARY
 
 
 def _run(outcomes: list[bool], artifact: str, hard_every: int = 3) -> Run:

@@ -5,7 +5,6 @@ Moved out of ``test_captured_request.py`` so that no test module imports another
 from __future__ import annotations
 
 import hashlib
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -30,12 +29,3 @@ def oracle_loader(evidence_dir: Path) -> Any:
         return run
 
     return load_run
-
-
-def copy_writable(source: Path, target: Path) -> Path:
-    """Copy a vector tree (read-only in shared/) as an ordinary writable tree."""
-    shutil.copytree(source, target, symlinks=True)
-    for path in [target, *target.rglob("*")]:
-        if not path.is_symlink():
-            path.chmod(0o755 if path.is_dir() else 0o644)
-    return target

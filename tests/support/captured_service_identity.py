@@ -17,6 +17,7 @@ from sealeval.captured import (
     evaluated_subject_digest,
     validate_service_identity,
 )
+from support.refusals import rows_for
 from support.vectors import load
 
 ARTIFACT = "sha256:2d242308f097c11c0e1d2363d17b07069ac1e3aa2aee55317f76d083f9057fa0"
@@ -64,25 +65,12 @@ IDENTITY_REFUSALS: list[tuple[str, Callable[[], object], str]] = [
         lambda: validate_service_identity(valid_identity(kind="artifact")),
         "invalid_constant",
     ),
-    (
-        "provider-blank",
-        lambda: validate_service_identity(valid_identity(provider="\u00a0 ")),
+    *rows_for(
         "invalid_text",
-    ),
-    (
-        "provider-513",
-        lambda: validate_service_identity(valid_identity(provider="p" * 513)),
-        "invalid_text",
-    ),
-    (
-        "provider-empty",
-        lambda: validate_service_identity(valid_identity(provider="")),
-        "invalid_text",
-    ),
-    (
-        "provider-del",
-        lambda: validate_service_identity(valid_identity(provider="a\x7f")),
-        "invalid_text",
+        provider_blank=lambda: validate_service_identity(valid_identity(provider="\u00a0 ")),
+        provider_513=lambda: validate_service_identity(valid_identity(provider="p" * 513)),
+        provider_empty=lambda: validate_service_identity(valid_identity(provider="")),
+        provider_del=lambda: validate_service_identity(valid_identity(provider="a\x7f")),
     ),
     (
         "provider-number",
@@ -149,50 +137,21 @@ IDENTITY_REFUSALS: list[tuple[str, Callable[[], object], str]] = [
         "missing_field",
     ),
     ("timestamp-number", lambda: validate_service_identity(_window(20250301)), "invalid_type"),
-    (
-        "timestamp-offset",
-        lambda: validate_service_identity(_window("2025-03-01T10:00:00+00:00")),
+    *rows_for(
         "invalid_timestamp",
-    ),
-    (
-        "timestamp-7-digits",
-        lambda: validate_service_identity(_window("2025-03-01T10:00:00.1234567Z")),
-        "invalid_timestamp",
-    ),
-    (
-        "timestamp-trailing-dot",
-        lambda: validate_service_identity(_window("2025-03-01T10:00:00.Z")),
-        "invalid_timestamp",
-    ),
-    (
-        "timestamp-feb-30",
-        lambda: validate_service_identity(_window("2025-02-30T10:00:00Z")),
-        "invalid_timestamp",
-    ),
-    (
-        "timestamp-leap-second",
-        lambda: validate_service_identity(_window("2025-06-30T23:59:60Z")),
-        "invalid_timestamp",
-    ),
-    (
-        "timestamp-hour-24",
-        lambda: validate_service_identity(_window("2025-03-01T24:00:00Z")),
-        "invalid_timestamp",
-    ),
-    (
-        "timestamp-year-0",
-        lambda: validate_service_identity(_window("0000-01-01T00:00:00Z")),
-        "invalid_timestamp",
-    ),
-    (
-        "timestamp-non-ascii-digits",
-        lambda: validate_service_identity(_window("\u0662\u0660\u0662\u0665-03-01T10:00:00Z")),
-        "invalid_timestamp",
-    ),
-    (
-        "timestamp-newline",
-        lambda: validate_service_identity(_window("2025-03-01T10:00:00Z\n")),
-        "invalid_timestamp",
+        timestamp_offset=lambda: validate_service_identity(_window("2025-03-01T10:00:00+00:00")),
+        timestamp_7_digits=lambda: validate_service_identity(
+            _window("2025-03-01T10:00:00.1234567Z")
+        ),
+        timestamp_trailing_dot=lambda: validate_service_identity(_window("2025-03-01T10:00:00.Z")),
+        timestamp_feb_30=lambda: validate_service_identity(_window("2025-02-30T10:00:00Z")),
+        timestamp_leap_second=lambda: validate_service_identity(_window("2025-06-30T23:59:60Z")),
+        timestamp_hour_24=lambda: validate_service_identity(_window("2025-03-01T24:00:00Z")),
+        timestamp_year_0=lambda: validate_service_identity(_window("0000-01-01T00:00:00Z")),
+        timestamp_non_ascii_digits=lambda: validate_service_identity(
+            _window("\u0662\u0660\u0662\u0665-03-01T10:00:00Z")
+        ),
+        timestamp_newline=lambda: validate_service_identity(_window("2025-03-01T10:00:00Z\n")),
     ),
     (
         "window-reversed",

@@ -5,7 +5,6 @@ Moved out of ``test_captured_verify.py`` so that no test module imports another.
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +21,7 @@ from sealeval.captured.trust import (
 from sealeval.captured.verify import (
     VerificationError,
 )
-from support.vectors import refuse_empty, vectors_dir
+from support.vectors import refuse_empty, vectors_dir, writable_copy
 
 V = vectors_dir() / "invarlock"
 
@@ -121,15 +120,6 @@ def private_cases(relative: str) -> list[Any]:
     return [
         pytest.param(case, id=f"{stem}-{case['name']}") for case in private_load(relative)["cases"]
     ]
-
-
-def writable_copy(source: Path, target: Path) -> Path:
-    """Copy a vector tree (read-only in shared/) as an ordinary writable tree."""
-    shutil.copytree(source, target, symlinks=True)
-    for path in [target, *target.rglob("*")]:
-        if not path.is_symlink():
-            path.chmod(0o755 if path.is_dir() else 0o644)
-    return target
 
 
 def restore_symlinks(directory: Path) -> None:

@@ -20,9 +20,6 @@ VECTORS = "openmed/candidate_runner.json"
 SCRIPT = PROJECT_ROOT / "scripts" / "release" / "agent_release_gate.py"
 
 
-CANARY = "PHI-CANARY-7f3a-jane-doe-MRN-0042"
-
-
 def _case(name: str) -> dict[str, Any]:
     for case in load(VECTORS)["cases"]:
         if case["name"] == name:

@@ -14,9 +14,7 @@ from sealeval.canonical import decode
 from sealeval.manifest.components import load_config_document
 from sealeval.session.cases import ComparisonCase, SourceEvidence, evaluation_case_digest
 from sealeval.session.holdout import commit_holdout
-
-CANARY = "PHI-CANARY-7f3a-jane-doe-MRN-0042"
-
+from support.refusals import CANARY
 
 OTHER_DIGEST = "sha256:" + "ab" * 32
 

@@ -1,12 +1,66 @@
-"""Store URIs shared by the store contract and PostgreSQL load tests.
+"""What the session-store tests share: record chains, the store-refusal check, store URIs.
 
-Moved out of ``test_session_store_contract.py`` so that no test module imports another."""
+Used by ``test_session_store.py`` (SQLite specifics), ``test_session_store_contract.py``
+(every back end) and the PostgreSQL load tests, so that no test module imports another.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
 from urllib.parse import quote, urlencode
 
 import psycopg
+import pytest
+
+from sealeval.errors import SealevalError
+from sealeval.session.record import EvaluationSessionError, SessionRecord, SessionStep
+from sealeval.session.store import SessionStore
+from support.session_world import digest_of
+
+#: The binding digest of the records :func:`record_chain` builds by default.
+BINDING = digest_of("binding")
+#: Budget and watermark digests the store tests bind.
+BUDGET = digest_of("budget")
+MARK_A = digest_of("watermark-a")
+MARK_B = digest_of("watermark-b")
+_PHASES = ("verified", "cases", "forensics", "adjudication", "release_claimed", "released")
+
+
+def record_chain(key: str, count: int = 6, *, binding: str = BINDING) -> list[SessionRecord]:
+    """Return records with 0..``count`` steps, each extending the previous by one."""
+    records = [SessionRecord(session_key=key, binding_digest=binding)]
+    for index in range(count):
+        step = SessionStep(_PHASES[index], digest_of(f"step{index}"), index, 100 + index, None)
+        records.append(records[-1].with_step(step))
+    return records
+
+
+def advance_to(store: SessionStore, records: list[SessionRecord], steps: int) -> None:
+    """Save ``records[0]`` and then each next record up to ``records[steps]``."""
+    store.save(records[0], None)
+    for index in range(1, steps + 1):
+        store.save(records[index], records[index - 1])
+
+
+def store_error(
+    action: Callable[[], object], kind: type[SealevalError] = EvaluationSessionError
+) -> Any:
+    """Return the refusal ``action`` raises: exactly ``kind``, nothing chained or in context."""
+    with pytest.raises(kind) as caught:
+        action()
+    error = caught.value
+    assert type(error) is kind
+    assert error.__cause__ is None
+    assert error.__context__ is None
+    return error
+
+
+def store_code(action: Callable[[], object]) -> str:
+    """Return the code of a store refusal whose message is the bare code."""
+    error = store_error(action)
+    assert str(error) == error.code
+    return str(error.code)
 
 
 def pg_uri(

@@ -14,6 +14,8 @@ from __future__ import annotations
 import functools
 import json
 import os
+import shutil
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -74,3 +76,38 @@ def decode_input(value: Any, *, arrays_as_tuples: bool = True) -> Any:
         items = [decode_input(item, arrays_as_tuples=arrays_as_tuples) for item in value]
         return tuple(items) if arrays_as_tuples else items
     return value
+
+
+def writable_copy(source: Path, target: Path) -> Path:
+    """Copy a vector tree (read-only in shared/) as an ordinary writable tree; return ``target``."""
+    shutil.copytree(source, target, symlinks=True)
+    for path in [target, *target.rglob("*")]:
+        if not path.is_symlink():
+            path.chmod(0o755 if path.is_dir() else 0o644)
+    return target
+
+
+def tree_files(directory: Path) -> dict[str, bytes]:
+    """Return every regular file below ``directory`` by relative POSIX path, with its bytes."""
+    return {
+        path.relative_to(directory).as_posix(): path.read_bytes()
+        for path in sorted(directory.rglob("*"))
+        if path.is_file()
+    }
+
+
+def reference_code(message: str, shapes: Iterable[tuple[str, ...]]) -> str:
+    """Map a reference's error message to sealeval's closed code by the message's shape.
+
+    ``shapes`` holds rows ``(prefix, code)`` or ``(prefix, fragment, code)``: a
+    row matches a message that starts with ``prefix`` and holds ``fragment``.
+    Exactly one row must match (else the test fails: a message not understood),
+    so ids, counts and values inside the message never matter.
+    """
+    matches = [
+        shape[-1]
+        for shape in shapes
+        if message.startswith(shape[0]) and (len(shape) == 2 or shape[1] in message)
+    ]
+    assert len(matches) == 1, "vector error message not understood"
+    return matches[0]

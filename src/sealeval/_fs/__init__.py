@@ -22,6 +22,8 @@ Jobs (each has exactly this one home):
   of a destination's parent with directory descriptors (``O_DIRECTORY |
   O_NOFOLLOW``), so a symlinked parent anywhere in the chain is refused, and
   the final name must not exist (not even as a dangling symlink);
+* **new directory** -- :func:`create_directory` creates a directory
+  exclusively, opens it without following a link and sets its exact mode;
 * **exclusive atomic publish** -- :func:`publish_exclusive` writes a temporary
   file beside the destination, fsyncs it, hard-links it into place (``link``
   never replaces anything) and fsyncs the folder; a staged directory is
@@ -83,6 +85,7 @@ from sealeval._fs._read import (
     descend,
     digest_regular,
     fsync_directory,
+    list_names,
     open_directory,
     open_directory_below,
     open_lock_file,
@@ -95,6 +98,7 @@ from sealeval._fs._read import (
 from sealeval._fs._walk import TreeEntry, WalkSkips, walk_tree
 from sealeval._fs._write import (
     ExclusiveWriter,
+    create_directory,
     create_exclusive,
     open_destination_parent,
     publish_exclusive,
@@ -119,10 +123,12 @@ __all__ = [
     "FileSystemError",
     "TreeEntry",
     "WalkSkips",
+    "create_directory",
     "create_exclusive",
     "descend",
     "digest_regular",
     "fsync_directory",
+    "list_names",
     "open_destination_parent",
     "open_directory",
     "open_directory_below",

@@ -322,6 +322,11 @@ def open_directory(
     return fd
 
 
+def list_names(dir_fd: int) -> list[str]:
+    """List the names in a directory given as a descriptor (nothing is opened or followed)."""
+    return os.listdir(dir_fd)
+
+
 def fsync_directory(directory: int | str | os.PathLike[str]) -> None:
     """Flush a directory's entries to disk (best effort: some systems refuse it)."""
     if isinstance(directory, int):

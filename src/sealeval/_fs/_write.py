@@ -140,6 +140,38 @@ def _step(fd: int, name: str, *, create: bool, mode: int) -> int:
     return child
 
 
+def create_directory(name: str, *, dir_fd: int, mode: int = 0o700) -> int:
+    """Create the directory ``name`` in ``dir_fd`` exclusively; return it opened, no link followed.
+
+    ``mkdir`` fails on any existing entry (a link included), so nothing is
+    reused; the new directory is then opened with ``O_DIRECTORY | O_NOFOLLOW``
+    and set to exactly ``mode`` (the umask cannot widen or narrow it). The
+    caller closes the descriptor, fsyncs ``dir_fd`` when durability matters,
+    and removes the directory when what it fills in fails.
+
+    Raises:
+        FileSystemError: ``output_exists`` (the name exists),
+            ``unsafe_destination`` (replaced before it could be opened) or
+            ``output_unwritable`` (field ``output``).
+    """
+    try:
+        os.mkdir(name, mode, dir_fd=dir_fd)
+    except FileExistsError:
+        raise refusal("output_exists", "output") from None
+    except OSError:
+        raise refusal("output_unwritable", "output") from None
+    try:
+        fd = os.open(name, DIR_FLAGS, dir_fd=dir_fd)
+    except OSError:
+        raise refusal("unsafe_destination", "output") from None
+    try:
+        os.fchmod(fd, mode)
+    except OSError:
+        os.close(fd)
+        raise refusal("output_unwritable", "output") from None
+    return fd
+
+
 def create_exclusive(
     dir_fd: int, name: str, data: bytes | Iterable[bytes], *, mode: int = 0o600
 ) -> int:

@@ -27,11 +27,14 @@ the CLI prints for such a refusal. The CLI (:mod:`sealeval.cli.evaluate`),
 
 from __future__ import annotations
 
+import os
+import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from sealeval._fs import open_regular, translated
 from sealeval._progress import Progress, notify
 from sealeval.captured.comparison import (
     DEFAULT_MAX_BOOTSTRAP_DRAWS,
@@ -39,19 +42,22 @@ from sealeval.captured.comparison import (
     compare_run_files,
     compare_runs,
 )
-from sealeval.captured.importers import load_run
+from sealeval.captured.importers import import_run_streaming, load_run
 from sealeval.captured.pack import PublishedPack, build_evidence_pack
 from sealeval.captured.pack_reader import REFERENCE_PACK_LIMITS, UNCAPPED_PACK_LIMITS
 from sealeval.captured.policy import ComparisonPolicy
 from sealeval.captured.request import (
+    CapturedRequestError,
     PairedCheck,
     PreflightResult,
     RunFacts,
+    RunLoader,
     SourceSpec,
     preflight,
+    read_run_facts,
     run_source,
 )
-from sealeval.captured.run import INVARLOCK_LIMITS, UNLIMITED, Limits, Run
+from sealeval.captured.run import INVARLOCK_LIMITS, STREAM_MIN_BYTES, UNLIMITED, Limits, Run
 from sealeval.captured.signing import SigningKey
 
 __all__ = [
@@ -61,9 +67,11 @@ __all__ = [
     "compare_sides",
     "evaluate_request",
     "failure_document",
+    "import_run_facts",
     "native_run_loader",
     "paired_check",
     "preflight_request",
+    "run_loader",
 ]
 
 #: ``format_version`` of the evaluation result.
@@ -91,6 +99,18 @@ class Evaluation:
     checked: PreflightResult
 
 
+def _declared(side: SourceSpec) -> dict[str, Any]:
+    """Return the side's declared identities and projection, as the importers take them."""
+    return {
+        "source": side.source,
+        "run_id": side.run_id,
+        "artifact_digest": side.artifact_digest,
+        "service_identity": side.service_identity,
+        "score_provenance": side.score_provenance,
+        "input_projection": side.input_projection,
+    }
+
+
 def native_run_loader(path: Path, side: SourceSpec, *, limits: Limits) -> Run:
     """Load a non-``invarlock`` side with :func:`sealeval.captured.importers.load_run`.
 
@@ -98,17 +118,79 @@ def native_run_loader(path: Path, side: SourceSpec, *, limits: Limits) -> Run:
     ``service_identity``, ``score_provenance`` and ``input_projection`` are
     passed through; normalization then checks them against the run.
     """
-    return load_run(
-        path,
-        side.adapter,
-        source=side.source,
-        run_id=side.run_id,
-        artifact_digest=side.artifact_digest,
-        service_identity=side.service_identity,
-        score_provenance=side.score_provenance,
-        input_projection=side.input_projection,
-        limits=limits,
-    )
+    return load_run(path, side.adapter, limits=limits, **_declared(side))
+
+
+def import_run_facts(
+    path: Path, side: SourceSpec, *, limits: Limits, progress: Progress | None = None
+) -> RunFacts:
+    """Import a native side to a private canonical run file; return its facts (never held).
+
+    The file is imported by
+    :func:`~sealeval.captured.importers.import_run_streaming` (records stream
+    from the source into the run while it is hashed) into a fresh private
+    temporary folder (mode 0700), opened without following links, read once
+    for its facts (:func:`~sealeval.captured.request.read_run_facts`), and
+    the folder is removed before this returns: the facts keep the open
+    descriptor of the (now unlinked) file, so the comparison and the pack
+    read exactly the bytes that were checked. Refusals are the importer's
+    (the same codes and fields as :func:`native_run_loader`); no path is
+    ever part of one.
+    """
+
+    def imported(done: int, total: int) -> None:
+        notify(progress, "importing", done, total)
+
+    where = f"comparison.{side.side}.path"
+    try:
+        scratch = tempfile.TemporaryDirectory(prefix="sealeval-evaluate-")
+    except OSError:  # no private temporary folder (TMPDIR): named by code only
+        raise CapturedRequestError("unreadable", where) from None
+    with scratch as folder:
+        target = Path(folder) / "run.json"
+        import_run_streaming(
+            path,
+            target,
+            adapter=side.adapter,
+            limits=limits,
+            progress=None if progress is None else imported,
+            **_declared(side),
+        )
+        with translated(CapturedRequestError, where):
+            fd = open_regular(target)
+        try:
+            return read_run_facts(fd, limits=limits)
+        except BaseException:
+            os.close(fd)
+            raise
+
+
+def run_loader(progress: Progress | None = None) -> RunLoader:
+    """Return ``evaluate``'s loader of non-``invarlock`` sides.
+
+    Within a record cap (the reference's envelope) or below
+    :data:`~sealeval.captured.run.STREAM_MIN_BYTES`, a side is loaded whole
+    (:func:`native_run_loader`). A larger side read without a record cap
+    (``--uncapped``) is imported to a private canonical run file and reaches
+    the comparison as :class:`~sealeval.captured.request.RunFacts`
+    (:func:`import_run_facts`), so the comparison and the pack hold fixed-size
+    data per record, not the records. Both give the same pack bytes.
+    """
+
+    def load(path: Path, side: SourceSpec, *, limits: Limits) -> Run | RunFacts:
+        if limits.max_records is None and _size(path) >= STREAM_MIN_BYTES:
+            return import_run_facts(path, side, limits=limits, progress=progress)
+        return native_run_loader(path, side, limits=limits)
+
+    return load
+
+
+def _size(path: Path) -> int:
+    """Return the file's size (-1 if unseen: the whole-run loader then refuses it)."""
+    try:
+        return os.lstat(path).st_size
+    except OSError:  # pragma: no cover - a race: the file was opened beneath the root just before
+        return -1
 
 
 def compare_sides(
@@ -178,6 +260,7 @@ def _checked(
     overrides: Mapping[str, str | None],
     paired: PairedCheck | None,
     uncapped: bool,
+    progress: Progress | None,
 ) -> PreflightResult:
     return preflight(
         request,
@@ -187,7 +270,7 @@ def _checked(
         baseline_run=overrides.get("baseline_run"),
         subject_run=overrides.get("subject_run"),
         output=overrides.get("output"),
-        run_loader=native_run_loader,
+        run_loader=run_loader(progress),
         paired_check=paired,
         limits=UNLIMITED if uncapped else INVARLOCK_LIMITS,
     )
@@ -283,6 +366,7 @@ def preflight_request(
         overrides=overrides or {},
         paired=paired_check(max_bootstrap_draws, decision_order, progress),
         uncapped=uncapped,
+        progress=progress,
     )
     return Evaluation(preflight_document(checked, max_bootstrap_draws), None, None, checked)
 
@@ -332,6 +416,7 @@ def evaluate_request(
         overrides=overrides or {},
         paired=None,
         uncapped=uncapped,
+        progress=progress,
     )
     loaded = checked.request
     report = compare_sides(

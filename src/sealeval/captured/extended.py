@@ -25,20 +25,24 @@ needs. ``docs/statistics.md`` says what each number means for a release.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from sealeval._progress import Progress
 from sealeval.canonical import decode, digest_bytes, encode_invarlock, is_digest
 from sealeval.captured.comparison import (
     DEFAULT_MAX_BOOTSTRAP_DRAWS,
     ComparisonReport,
+    RunSource,
     ScopeValues,
+    compare_run_files,
     compare_runs,
     scope_values,
+    scope_values_files,
 )
-from sealeval.captured.comparison.engine import _decide
-from sealeval.captured.comparison.pairing import _run as _as_run
+from sealeval.captured.comparison.engine import decide
+from sealeval.captured.comparison.pairing import as_run
 from sealeval.captured.inference import (
     MCNEMAR_METHOD,
     METHOD10,
@@ -54,7 +58,7 @@ from sealeval.captured.inference import (
 from sealeval.captured.intervals import PairedCounts
 from sealeval.captured.planning import more_pairs_hint
 from sealeval.captured.policy import ComparisonPolicy, parse_comparison_policy
-from sealeval.captured.run import Run
+from sealeval.captured.run import UNLIMITED, Limits, Run
 from sealeval.errors import CapturedError
 
 __all__ = [
@@ -63,7 +67,10 @@ __all__ = [
     "MAX_FLIP_IDS",
     "ExtensionError",
     "PolicyExtension",
+    "check_extension",
     "extend_comparison",
+    "extend_comparison_files",
+    "extend_report",
     "load_policy_extension",
     "parse_policy_extension",
 ]
@@ -218,7 +225,7 @@ def _more_pairs(
     return hint if hint > 0 else None
 
 
-def extend_comparison(  # noqa: PLR0912 - one step per documented member of an entry
+def extend_comparison(
     *,
     baseline: Run | Mapping[str, Any],
     subject: Run | Mapping[str, Any],
@@ -235,12 +242,9 @@ def extend_comparison(  # noqa: PLR0912 - one step per documented member of an e
     this policy (``policy_mismatch``).
     """
     approved = policy if isinstance(policy, ComparisonPolicy) else parse_comparison_policy(policy)
-    if not isinstance(extension, PolicyExtension):
-        raise ExtensionError("invalid_document", "extension")
-    if extension.policy_digest != approved.digest:
-        raise ExtensionError("policy_mismatch", "policy_digest")
-    baseline = _as_run(baseline, "baseline")
-    subject = _as_run(subject, "subject")
+    check_extension(extension, approved)
+    baseline = as_run(baseline, "baseline")
+    subject = as_run(subject, "subject")
     if report is not None and report.bindings.to_dict() != {
         "baseline": baseline.digest,
         "subject": subject.digest,
@@ -255,6 +259,95 @@ def extend_comparison(  # noqa: PLR0912 - one step per documented member of an e
             max_bootstrap_draws=max_bootstrap_draws,
         )
     everything = scope_values(baseline=baseline, subject=subject, policy=approved)
+    return extend_report(report=report, per_pair=everything, policy=approved, extension=extension)
+
+
+def extend_comparison_files(
+    *,
+    baseline: RunSource,
+    subject: RunSource,
+    policy: ComparisonPolicy | Mapping[str, Any],
+    extension: PolicyExtension,
+    max_bootstrap_draws: int | None = DEFAULT_MAX_BOOTSTRAP_DRAWS,
+    decision_order: str = "reference",
+    limits: Limits = UNLIMITED,
+    progress: Progress | None = None,
+    opener: Callable[[str], RunSource] | None = None,
+) -> tuple[ComparisonReport, dict[str, Any]]:
+    """:func:`extend_comparison` over two run *files*, with memory bounded by records.
+
+    The reference report comes from
+    :func:`~sealeval.captured.comparison.compare_run_files` and the per-pair
+    values from :func:`~sealeval.captured.comparison.scope_values_files`
+    (a second streamed pass): the per-record columns are held, never the
+    records. Same document as :func:`extend_comparison` on the same runs;
+    refusals are :func:`compare_run_files`'s first (a run file's first of
+    all), then the extension's (``policy_mismatch``).
+
+    Args:
+        baseline: the baseline run: a path, or a binary handle at its first
+            byte (then ``opener`` must give a fresh one for the second pass).
+        subject: the subject run, same forms.
+        policy: as :func:`extend_comparison`.
+        extension: as :func:`extend_comparison`.
+        max_bootstrap_draws: as :func:`compare_run_files`.
+        decision_order: as :func:`compare_run_files`.
+        limits: the run limits (records, bytes); none by default.
+        progress: optional progress callback (counts and phases only).
+        opener: given ``"baseline"`` or ``"subject"``, returns that side's
+            source for the second pass (default: the paths again).
+
+    Returns:
+        The reference report and the ``sealeval/extended-comparison-v1`` document.
+    """
+    report = compare_run_files(
+        baseline=baseline,
+        subject=subject,
+        policy=policy,
+        max_bootstrap_draws=max_bootstrap_draws,
+        decision_order=decision_order,
+        limits=limits,
+        progress=progress,
+    )
+    approved = policy if isinstance(policy, ComparisonPolicy) else parse_comparison_policy(policy)
+    check_extension(extension, approved)
+    sources = {"baseline": baseline, "subject": subject}
+    again = opener if opener is not None else sources.__getitem__
+    everything = scope_values_files(
+        baseline=again("baseline"), subject=again("subject"), policy=approved, limits=limits
+    )
+    return report, extend_report(
+        report=report, per_pair=everything, policy=approved, extension=extension
+    )
+
+
+def check_extension(extension: PolicyExtension, approved: ComparisonPolicy) -> None:
+    """Refuse anything but an extension naming ``approved`` (``policy_mismatch``)."""
+    if not isinstance(extension, PolicyExtension):
+        raise ExtensionError("invalid_document", "extension")
+    if extension.policy_digest != approved.digest:
+        raise ExtensionError("policy_mismatch", "policy_digest")
+
+
+def extend_report(
+    *,
+    report: ComparisonReport,
+    per_pair: tuple[ScopeValues, ...],
+    policy: ComparisonPolicy,
+    extension: PolicyExtension,
+) -> dict[str, Any]:
+    """Return the ``sealeval/extended-comparison-v1`` document of a report and its values.
+
+    ``per_pair`` are the per-pair values of ``report``'s comparison
+    (:func:`~sealeval.captured.comparison.scope_values` or
+    :func:`~sealeval.captured.comparison.scope_values_files` on the same runs
+    and policy, one per entry in the report's order). Nothing is read.
+    """
+    check_extension(extension, policy)
+    if len(per_pair) != len(report.metrics) or report.bindings.policy != policy.digest:
+        raise ExtensionError("report_mismatch", "report")
+    approved = policy
+    everything = per_pair
     rows: list[dict[str, Any]] = []
     tested: list[int] = []
     p_values: list[float] = []
@@ -292,7 +385,7 @@ def extend_comparison(  # noqa: PLR0912 - one step per documented member of an e
                     "upper": interval.upper,
                     "method": interval.method,
                 }
-                decision, reasons = _decide(
+                decision, reasons = decide(
                     values.metric, interval, entry.subject_mean, report.decision_order
                 )
                 row["decision"], row["reasons"] = decision, list(reasons)

@@ -130,7 +130,8 @@ def _message(statement: Mapping[str, Any]) -> bytes:
 def seal_extended(pack: EvidencePack, extension: PolicyExtension, key: SigningKey) -> bytes:
     """Compute the extended statistics of a signed pack and seal them with its key.
 
-    The numbers are recomputed from the pack's runs (:func:`extended_for_pack`,
+    The numbers are recomputed from the pack's runs, streamed from its files
+    with memory bounded by the record count (:func:`extended_for_pack`,
     refused unless the recomputed reference comparison is byte-identical to the
     stored one). Returns the canonical seal bytes (final LF); Ed25519 is
     deterministic, so the same pack, extension and key give the same bytes.
@@ -142,6 +143,8 @@ def seal_extended(pack: EvidencePack, extension: PolicyExtension, key: SigningKe
         ExtensionError: the extension names another policy.
         ReportError: ``extended_mismatch`` (the stored comparison does not
             recompute).
+        EvidencePackError: ``file_changed`` (a run file was replaced since
+            the pack was read; the runs are re-scored streamed from its files).
     """
     if not isinstance(pack, EvidencePack):
         raise ExtendedSealError("invalid_value", "pack")

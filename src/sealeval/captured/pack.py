@@ -48,10 +48,11 @@ from pathlib import Path
 from typing import Any, Final
 
 from sealeval._fs import (
-    DIR_FLAGS,
     FileSystemError,
+    create_directory,
     create_exclusive,
     fsync_directory,
+    list_names,
     open_destination_parent,
     rename_noreplace,
     translated,
@@ -113,7 +114,6 @@ __all__ = [
 _FILE_MODE: Final = 0o444
 _DIR_MODE: Final = 0o700
 _CHUNK: Final = 1_048_576
-_DIR_FLAGS: Final = DIR_FLAGS
 
 
 class EvidencePackBuildError(CapturedError):
@@ -461,44 +461,21 @@ class PublishedPack:
         return f"PublishedPack(pack_manifest_digest={self.pack_manifest_digest!r})"
 
 
-def _fsync(fd: int) -> None:
-    fsync_directory(fd)
-
-
-def _relative_destination(destination: Path, anchor: Path | None) -> tuple[Path, tuple[str, ...]]:
-    """Return ``(anchor, components below it)``, refusing ``..`` and escapes."""
-    if anchor is None:
-        anchor = Path(destination.anchor or Path.cwd())
-        relative = destination.relative_to(anchor) if destination.is_absolute() else destination
-    elif destination.is_absolute():
-        try:
-            relative = destination.relative_to(anchor)
-        except ValueError:
-            raise _fail("unsafe_destination", "output") from None
-    else:
-        relative = destination
-    parts = relative.parts
-    if not parts or any(part in ("", ".", "..") for part in parts):
-        raise _fail("unsafe_destination", "output")
-    return anchor, parts
-
-
 def _open_parent(destination: Path, anchor: Path | None) -> tuple[int, str]:
     """Open the destination's parent below ``anchor`` without following symlinks.
 
-    Missing ancestors are created with mode 0700. Returns ``(fd, final name)``.
-    The walk is ``sealeval._fs.open_destination_parent`` below the anchor.
+    Missing ancestors are created with mode 0700; the final name must not
+    exist. Returns ``(fd, final name)``. The walk is
+    :func:`sealeval._fs.open_destination_parent` below the anchor (default:
+    the file-system root for an absolute destination, the working directory
+    otherwise), so a ``..`` component is refused.
     """
-    base, parts = _relative_destination(destination, anchor)
+    if anchor is None:
+        anchor = Path(destination.anchor or Path.cwd())
     with translated(EvidencePackBuildError, "output", default="output_unwritable"):
         return open_destination_parent(
-            Path(*parts), anchor=base, create_parents=True, directory_mode=_DIR_MODE
+            destination, anchor=anchor, create_parents=True, directory_mode=_DIR_MODE
         )
-
-
-def _names(dir_fd: int) -> list[str]:
-    """List a directory given as a file descriptor."""
-    return os.listdir(dir_fd)
 
 
 def _write_file(dir_fd: int, name: str, chunks: Iterable[bytes]) -> tuple[str, int]:
@@ -516,15 +493,11 @@ def _write_file(dir_fd: int, name: str, chunks: Iterable[bytes]) -> tuple[str, i
 
 def _stage(parent_fd: int, staging: str, staged: StagedPack) -> None:
     """Write every file into ``staging`` and verify what was written."""
-    os.mkdir(staging, _DIR_MODE, dir_fd=parent_fd)
-    root_fd = os.open(staging, _DIR_FLAGS, dir_fd=parent_fd)
+    root_fd = create_directory(staging, dir_fd=parent_fd, mode=_DIR_MODE)
     dir_fds: dict[str, int] = {}
     try:
-        os.fchmod(root_fd, _DIR_MODE)
         for directory in DIRECTORIES:
-            os.mkdir(directory, _DIR_MODE, dir_fd=root_fd)
-            dir_fds[directory] = os.open(directory, _DIR_FLAGS, dir_fd=root_fd)
-            os.fchmod(dir_fds[directory], _DIR_MODE)
+            dir_fds[directory] = create_directory(directory, dir_fd=root_fd, mode=_DIR_MODE)
         expected: dict[str, str] = {}
         for relative, source, size in staged.files():
             directory, _, leaf = relative.rpartition("/")
@@ -539,9 +512,9 @@ def _stage(parent_fd: int, staging: str, staged: StagedPack) -> None:
         if expected[MANIFEST_NAME] != staged.pack_manifest_digest:
             raise _fail("self_check_failed", "manifest")
         for fd in dir_fds.values():
-            _fsync(fd)
+            fsync_directory(fd)
         _check_staged_inventory(root_fd, dir_fds, set(expected))
-        _fsync(root_fd)
+        fsync_directory(root_fd)
     finally:
         for fd in dir_fds.values():
             os.close(fd)
@@ -551,7 +524,7 @@ def _stage(parent_fd: int, staging: str, staged: StagedPack) -> None:
 def _check_staged_inventory(root_fd: int, dir_fds: Mapping[str, int], names: set[str]) -> None:
     """Require exactly the pack's regular files (0444) and directories (0700) in the stage."""
     found: set[str] = set()
-    for name in _names(root_fd):
+    for name in list_names(root_fd):
         info = os.stat(name, dir_fd=root_fd, follow_symlinks=False)
         if name in DIRECTORIES:
             if not stat.S_ISDIR(info.st_mode) or stat.S_IMODE(info.st_mode) != _DIR_MODE:
@@ -561,7 +534,7 @@ def _check_staged_inventory(root_fd: int, dir_fds: Mapping[str, int], names: set
         if not stat.S_ISREG(info.st_mode) or stat.S_IMODE(info.st_mode) != _FILE_MODE:
             raise _fail("self_check_failed", "pack")
     for directory, fd in dir_fds.items():
-        for name in _names(fd):
+        for name in list_names(fd):
             info = os.stat(name, dir_fd=fd, follow_symlinks=False)
             if not stat.S_ISREG(info.st_mode) or stat.S_IMODE(info.st_mode) != _FILE_MODE:
                 raise _fail("self_check_failed", "pack")
@@ -598,16 +571,8 @@ def publish_pack(
         raise _fail("invalid_type", "pack")
     target = Path(destination)
     base = None if anchor is None else Path(anchor)
-    parent_fd, name = _open_parent(target, base)  # the name must not exist
+    parent_fd, name = _open_parent(target, base)  # the name did not exist
     try:
-        try:
-            os.stat(name, dir_fd=parent_fd, follow_symlinks=False)
-        except FileNotFoundError:
-            pass
-        except OSError:  # pragma: no cover - EACCES
-            raise _fail("output_unwritable", "output") from None
-        else:
-            raise _fail("output_exists", "output")
         remove_stale_staging(parent_fd)  # folders of killed publishers (no live owner)
         try:
             with staging_lock(parent_fd) as staging:
@@ -620,7 +585,7 @@ def publish_pack(
                     raise
         except (OSError, FileSystemError):
             raise _fail("output_unwritable", "output") from None
-        _fsync(parent_fd)
+        fsync_directory(parent_fd)
     finally:
         os.close(parent_fd)
     path = target if base is None or target.is_absolute() else base / target

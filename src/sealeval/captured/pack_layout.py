@@ -15,7 +15,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Final
 
-from sealeval._fs import DIR_FLAGS, READ_FLAGS
 from sealeval._validate import check_closed, freeze_json, thaw_json
 from sealeval.canonical import (
     digest_bytes,
@@ -149,10 +148,8 @@ _MANIFEST_REQUIRED: Final = (
 _REPORT_MEMBERS: Final = frozenset({"format", "decision", "bindings", "metrics", "limitations"})
 _WIDTH_FIRST_MEMBERS: Final = _REPORT_MEMBERS | {"decision_rule"}
 _HEX64: Final = re.compile(r"[0-9a-f]{64}")
-# The one file-system home's flags (portable: absent POSIX flags are 0 there).
-_DIR_FLAGS: Final = DIR_FLAGS
-_FILE_FLAGS: Final = READ_FLAGS
-_JSON_CODES: Final[Mapping[str, str]] = types.MappingProxyType(
+#: The strict decoder's codes as a pack's files report them (anything else: ``invalid_json``).
+PACK_JSON_CODES: Final[Mapping[str, str]] = types.MappingProxyType(
     {
         "too_large": "too_large",
         "byte_order_mark": "not_utf8",
@@ -255,7 +252,7 @@ def _fail(code: str, where: str | None = None) -> EvidencePackError:
 
 
 @contextmanager
-def _identified(manifest_digest: str) -> Iterator[None]:
+def identified(manifest_digest: str) -> Iterator[None]:
     """Attach the examined manifest's digest to every refusal raised inside."""
     try:
         yield

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any, Final, TypeAlias
 
 from sealeval._fs import read_regular
-from sealeval._validate import check_closed
+from sealeval._validate import check_closed, check_members, check_text
 from sealeval.canonical import decode, digest_bytes, encode_invarlock, is_digest
 from sealeval.captured.scorers import (
     BINARY_KINDS,
@@ -75,7 +75,6 @@ MAX_METRICS: Final = 16
 MAX_SLICES: Final = 16
 MAX_MINIMUM_COUNT: Final = 50_000
 MAX_CANONICAL_BYTES: Final = 134_217_728
-_MAX_MEMBERS: Final = 100
 _MAX_TEXT: Final = 128
 _MAX_WHERE_VALUE: Final = 4096
 
@@ -196,15 +195,9 @@ def _closed(
     )
 
 
-def _text(value: object, where: str, *, maximum: int = _MAX_TEXT, controls: bool = False) -> str:
-    if type(value) is not str:
-        raise _fail("invalid_type", where)
-    assert isinstance(value, str)
-    if not 1 <= len(value) <= maximum:
-        raise _fail("invalid_text", where)
-    if not controls and any(char < " " or char == "\x7f" for char in value):
-        raise _fail("invalid_text", where)
-    return value
+def _text(value: object, where: str) -> str:
+    """Check a policy text field (1-128 code points, no controls) with the toolkit."""
+    return check_text(value, where, error=ComparisonPolicyError, max_length=_MAX_TEXT)
 
 
 def _number(value: object, where: str) -> Number:
@@ -324,11 +317,9 @@ def _schema_metric(index: int, value: object) -> PolicyMetric:
     kind = metric["kind"]
     if kind not in KINDS:
         raise _fail("unknown_kind", f"{where}.kind")
-    configuration = metric["configuration"]
-    if not isinstance(configuration, Mapping):
-        raise _fail("invalid_type", f"{where}.configuration")
-    if len(configuration) > _MAX_MEMBERS:
-        raise _fail("too_many_members", f"{where}.configuration")
+    configuration = check_members(
+        metric["configuration"], f"{where}.configuration", error=ComparisonPolicyError
+    )
     nll = kind == NLL_KIND
     direction = metric["direction"]
     if direction not in (("lower",) if nll else ("higher", "lower")):
@@ -385,18 +376,18 @@ def _schema_slice(index: int, value: object) -> PolicySlice:
     where = f"slices[{index}]"
     item = _closed(value, where, _SLICE_MEMBERS, frozenset(_SLICE_MEMBERS))
     name = _text(item["name"], f"{where}.name")
-    conditions = item["where"]
-    if not isinstance(conditions, Mapping):
-        raise _fail("invalid_type", f"{where}.where")
+    conditions = check_members(item["where"], f"{where}.where", error=ComparisonPolicyError)
     if not conditions:
         raise _fail("empty_where", f"{where}.where")
-    if len(conditions) > _MAX_MEMBERS:
-        raise _fail("too_many_members", f"{where}.where")
     for required in conditions.values():
-        if type(required) is not str:
-            raise _fail("invalid_type", f"{where}.where")
-        if len(required) > _MAX_WHERE_VALUE:
-            raise _fail("invalid_text", f"{where}.where")
+        check_text(
+            required,
+            f"{where}.where",
+            error=ComparisonPolicyError,
+            max_length=_MAX_WHERE_VALUE,
+            min_length=0,
+            controls=True,
+        )
     return PolicySlice(name=name, where=types.MappingProxyType(dict(conditions)))
 
 

@@ -473,15 +473,14 @@ def _read_limited(path: str | os.PathLike[str], limit: int, where: str) -> bytes
         return read_regular(path, limit=limit)
 
 
-def _strict_object(data: bytes, limit: int, where: str) -> dict[str, Any]:
-    return decode_object(data, where, error=ReceiptError, limit=limit)
-
-
 def _recipient_policy(policy: ComparisonPolicy | str | os.PathLike[str]) -> ComparisonPolicy:
     if isinstance(policy, ComparisonPolicy):
         return policy
-    document = _strict_object(
-        _read_limited(policy, MAX_POLICY_BYTES, "policy"), MAX_POLICY_BYTES, "policy"
+    document = decode_object(
+        _read_limited(policy, MAX_POLICY_BYTES, "policy"),
+        "policy",
+        error=ReceiptError,
+        limit=MAX_POLICY_BYTES,
     )
     try:
         return parse_comparison_policy(document)
@@ -500,7 +499,7 @@ def _identified_manifest(evidence: str | os.PathLike[str]) -> tuple[bytes, dict[
     except FileSystemError:
         raise _fail("pack_unidentified", "pack") from None
     try:
-        document = _strict_object(data, MAX_MANIFEST_DETECT_BYTES, "pack")
+        document = decode_object(data, "pack", error=ReceiptError, limit=MAX_MANIFEST_DETECT_BYTES)
     except ReceiptError:
         raise _fail("pack_unidentified", "pack") from None
     if document.get("format") != PACK_FORMAT or document.get("kind") != PACK_KIND:
@@ -642,7 +641,9 @@ def check_receipt(
         "verifier_fingerprint": expected_verifier_fingerprint,
     }
     _expectations(expected, expected_verifier_identity, expected_trust_profile_digest)
-    document = _strict_object(_receipt_bytes(receipt), MAX_RECEIPT_BYTES, "receipt")
+    document = decode_object(
+        _receipt_bytes(receipt), "receipt", error=ReceiptError, limit=MAX_RECEIPT_BYTES
+    )
     approved = _recipient_policy(policy)
     statement = parse_receipt(document)
     if statement["subject"]["run_digest"] != expected_subject_run_digest:

@@ -46,11 +46,10 @@ from cryptography.hazmat.primitives.serialization import (
 )
 
 from sealeval._fs import (
-    FileSystemError,
+    create_directory,
     create_exclusive,
     fsync_directory,
     open_destination_parent,
-    open_directory,
     read_regular,
     translated,
 )
@@ -384,16 +383,9 @@ def generate_signing_key(
 
 def _fill_key_directory(parent_fd: int, name: str) -> SigningKey:
     """Create ``name`` (0700) in ``parent_fd`` with both key files; remove it all on failure."""
+    dir_fd = create_directory(name, dir_fd=parent_fd)
     try:
-        os.mkdir(name, 0o700, dir_fd=parent_fd)
-    except FileExistsError:
-        raise FileSystemError("output_exists", "output") from None
-    except OSError:
-        raise FileSystemError("output_unwritable", "output") from None
-    try:
-        dir_fd = open_directory(name, dir_fd=parent_fd)
         try:
-            os.fchmod(dir_fd, 0o700)
             key = SigningKey.generate()
             create_exclusive(dir_fd, PRIVATE_KEY_NAME, key.private_pem())
             create_exclusive(dir_fd, PUBLIC_KEY_NAME, key.public_key.pem.encode("ascii"))

@@ -34,7 +34,7 @@ from collections.abc import Iterator
 from typing import Final
 
 from sealeval import _lock
-from sealeval._fs import open_directory, open_lock_file
+from sealeval._fs import list_names, open_directory, open_lock_file
 from sealeval.errors import FileSystemError
 
 __all__ = [
@@ -94,11 +94,6 @@ def staging_lock(parent: int | str | os.PathLike[str]) -> Iterator[str]:
             os.close(fd)
 
 
-def _names(dir_fd: int) -> list[str]:
-    """List a directory given as a file descriptor."""
-    return os.listdir(dir_fd)
-
-
 def remove_tree(parent_fd: int, name: str) -> None:
     """Remove a directory tree we created (files first, then directories); links not followed.
 
@@ -109,7 +104,7 @@ def remove_tree(parent_fd: int, name: str) -> None:
     except FileSystemError:  # never created, already gone, or not a directory (a link)
         return
     try:
-        for entry in _names(fd):
+        for entry in list_names(fd):
             try:
                 info = os.stat(entry, dir_fd=fd, follow_symlinks=False)
             except OSError:  # pragma: no cover - removed concurrently
@@ -185,7 +180,7 @@ def remove_stale_staging(parent: int | str | os.PathLike[str]) -> int:
     removed = 0
     try:
         with _directory(parent) as parent_fd:
-            names = set(_names(parent_fd))
+            names = set(list_names(parent_fd))
             for name in sorted(names):
                 if _STAGING_NAME.fullmatch(name) is not None:
                     with contextlib.suppress(OSError):

@@ -237,10 +237,6 @@ def _read_reference(reference: _FileReference, limit: int, where: str) -> bytes:
         return read_regular(reference.path, limit=limit)
 
 
-def _strict_object(data: bytes, limit: int, where: str) -> dict[str, Any]:
-    return decode_object(data, where, error=TrustInputError, limit=limit)
-
-
 def parse_trust_profile(document: object) -> tuple[TrustAnchors, str, str, str]:
     """Check the closed profile schema; return ``(anchors, identity, policy path, key path)``.
 
@@ -297,7 +293,7 @@ def read_trust_profile(path: str | os.PathLike[str]) -> TrustInputs:
     directory = Path(os.path.realpath(absolute.parent))
     with translated(TrustInputError, "trust_profile"):
         data = read_below(directory, absolute.name, limit=MAX_PROFILE_BYTES)
-    document = _strict_object(data, MAX_PROFILE_BYTES, "trust_profile")
+    document = decode_object(data, "trust_profile", error=TrustInputError, limit=MAX_PROFILE_BYTES)
     anchors, identity, policy_path, key_path = parse_trust_profile(document)
     try:
         profile_digest = digest_invarlock(document)
@@ -447,7 +443,7 @@ def _load_policy(reference: _FileReference) -> ComparisonPolicy:
         if not isinstance(document, dict):
             raise _fail("not_object", "policy")
     else:
-        document = _strict_object(data, MAX_POLICY_BYTES, "policy")
+        document = decode_object(data, "policy", error=TrustInputError, limit=MAX_POLICY_BYTES)
     try:
         return parse_comparison_policy(document)
     except ComparisonPolicyError as error:

@@ -65,7 +65,7 @@ from sealeval.captured.pack_reader import (
 )
 from sealeval.captured.policy import ComparisonPolicy, ComparisonPolicyError, check_runtime
 from sealeval.captured.run import Run
-from sealeval.captured.run_outline import RunOutline
+from sealeval.captured.run_facts import RunFacts
 from sealeval.captured.signing import VerifyKey
 from sealeval.captured.trust import RecipientInputs
 from sealeval.errors import CanonicalError, CapturedError, SealevalError
@@ -251,12 +251,12 @@ def required_draws(pack: EvidencePack, policy: ComparisonPolicy) -> int:
     """Return the work a replay of ``pack`` under ``policy`` is charged (22-comparison.md §7).
 
     Scopes are counted on the baseline rows (``overall`` = every row; a
-    slice = rows whose metadata matches it). A baseline read as an outline
+    slice = rows whose metadata matches it). A baseline read as facts
     carries its slice counts (counted under the pack's policy, which a
     verification has checked is the recipient's).
     """
     baseline = pack.baseline
-    if isinstance(baseline, RunOutline):
+    if isinstance(baseline, RunFacts):
         counts = [baseline.record_count, *baseline.slice_counts]
         return required_bootstrap_draws(counts, policy.bootstrap_metric_count)
     records = baseline.records
@@ -340,7 +340,7 @@ def _compare(
 ) -> ComparisonReport:
     """Recompute the comparison: in memory, or streamed from the pack's run files.
 
-    Runs read as outlines are replayed by :func:`compare_run_files` over the
+    Runs read as facts are replayed by :func:`compare_run_files` over the
     examined files (opened again with their identities checked), so memory is
     bounded by the number of records, not their content; the report bytes
     are the same either way.

@@ -6,6 +6,7 @@ import contextlib
 import errno
 import functools
 import sys
+import unicodedata
 from collections.abc import Callable, Iterator, Mapping
 from typing import IO, Any, Final, ParamSpec, TypeVar
 
@@ -22,6 +23,7 @@ __all__ = [
     "closed_usage_errors",
     "decision_order_option",
     "fail",
+    "printable",
     "refusal_line",
     "refusals_exit",
     "refusals_naming",
@@ -44,6 +46,24 @@ EXIT_ERROR: Final = 2
 
 P = ParamSpec("P")
 R = TypeVar("R")
+
+
+#: Unicode general categories :func:`printable` escapes (controls, format, surrogates,
+#: private use, unassigned, line and paragraph separators).
+_UNPRINTABLE: Final = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
+
+
+def printable(text: str) -> str:
+    r"""Return user-supplied text (policy names, paths) for a terminal, invisible ones escaped.
+
+    Every control, format, surrogate, private-use, unassigned or separator
+    character becomes ``\uXXXX``, so a name cannot move the cursor, hide text
+    or break a line.
+    """
+    return "".join(
+        f"\\u{ord(char):04x}" if unicodedata.category(char) in _UNPRINTABLE else char
+        for char in text
+    )
 
 
 #: Remedies shared by the captured commands, by closed code (options only, never values).

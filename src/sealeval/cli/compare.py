@@ -26,13 +26,15 @@ paths; the table shows policy names and counts, never ids or captured text
 (the ``--json`` report lists missing ids, as the wire format requires).
 
 ``--extension FILE`` (opt-in, sealeval only) adds the extended statistics of
-:func:`sealeval.captured.extended.extend_comparison` below the table: p-values,
+:func:`sealeval.captured.extended.extend_report` below the table: p-values,
 multiplicity-adjusted p-values and decisions, flips per metric and slice (counts
 and the first K record ids; ids only), and for ``insufficient_evidence`` "about N
 more paired cases in slice X". The exit status then follows the extended
 decision, and ``--json`` prints the ``sealeval/extended-comparison-v1`` document
 (bound to the reference report by ``comparison_digest``) instead of the
-reference bytes. Without ``--extension`` nothing changes.
+reference bytes. Without ``--extension`` nothing changes. With ``--uncapped``
+the runs are streamed for the extended statistics too (memory bounded by the
+record count).
 """
 
 from __future__ import annotations
@@ -41,8 +43,6 @@ import math
 import os
 import re
 import sys
-import unicodedata
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
 
@@ -65,7 +65,8 @@ from sealeval.captured.comparison import (
 )
 from sealeval.captured.extended import (
     PolicyExtension,
-    extend_comparison,
+    check_extension,
+    extend_report,
     load_policy_extension,
 )
 from sealeval.captured.planning import DEFAULT_WORK_BUDGET
@@ -86,7 +87,13 @@ from sealeval.captured.report.wording import (
 )
 from sealeval.captured.run import COMPAT_MAX_BYTES, Limits, Run, RunReader, read_file_bytes
 from sealeval.captured.run.reader import read_run_file
-from sealeval.cli._common import CONTEXT_SETTINGS, EXIT_ERROR, EXIT_OK, shared_remedy
+from sealeval.cli._common import (
+    CONTEXT_SETTINGS,
+    EXIT_ERROR,
+    EXIT_OK,
+    printable,
+    shared_remedy,
+)
 from sealeval.cli._remedies import limit_remedy
 from sealeval.errors import CanonicalError, SealevalError
 
@@ -96,7 +103,6 @@ __all__ = ["EXIT_POLICY_NOT_PASSED", "compare_command", "refusal_lines"]
 EXIT_POLICY_NOT_PASSED: Final = 7
 _DRAWS: Final = re.compile(r"[0-9]{1,30}")
 _MAX_EXTENSION_BYTES: Final = 65_536
-_UNPRINTABLE: Final = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
 
 
 class _RefusalError(Exception):
@@ -182,6 +188,117 @@ def _budget(max_draws: str | None, unlimited: bool) -> int | None:
     return int(max_draws)
 
 
+class _Sides:
+    """The two runs as ``compare`` reads them: held, or streamed (``--uncapped``).
+
+    One flow for both (:func:`_compare`): :meth:`report` compares, and
+    :meth:`values` gives the per-pair values (the extended statistics and the
+    means of unevaluated entries), computed once.
+    """
+
+    def __init__(self) -> None:
+        self._values: tuple[ScopeValues, ...] | None = None
+
+    def report(
+        self,
+        policy: ComparisonPolicy,
+        *,
+        budget: int | None,
+        decision_order: str,
+        progress: TerminalProgress,
+    ) -> ComparisonReport:
+        raise NotImplementedError  # pragma: no cover - abstract
+
+    def _scope_values(self, policy: ComparisonPolicy) -> tuple[ScopeValues, ...]:
+        raise NotImplementedError  # pragma: no cover - abstract
+
+    def values(self, policy: ComparisonPolicy) -> tuple[ScopeValues, ...]:
+        """Return the per-pair values of every entry (computed on first use)."""
+        if self._values is None:
+            self._values = self._scope_values(policy)
+        return self._values
+
+    def check_files(self) -> None:
+        """Refuse a run file before an input read after it (nothing to do when held)."""
+
+
+class _HeldSides(_Sides):
+    """Both runs read whole first (the reference's envelope unless ``--uncapped``)."""
+
+    def __init__(self, baseline: Path, subject: Path, progress: TerminalProgress) -> None:
+        super().__init__()
+        progress("reading", 0, 2)
+        self.baseline = _read_run(baseline, "baseline")
+        progress("reading", 1, 2)
+        self.subject = _read_run(subject, "subject")
+        progress("reading", 2, 2)
+
+    def report(
+        self,
+        policy: ComparisonPolicy,
+        *,
+        budget: int | None,
+        decision_order: str,
+        progress: TerminalProgress,
+    ) -> ComparisonReport:
+        return compare_runs(
+            baseline=self.baseline,
+            subject=self.subject,
+            policy=policy,
+            max_bootstrap_draws=budget,
+            decision_order=decision_order,
+            progress=progress,
+        )
+
+    def _scope_values(self, policy: ComparisonPolicy) -> tuple[ScopeValues, ...]:
+        return scope_values(baseline=self.baseline, subject=self.subject, policy=policy)
+
+
+class _StreamedSides(_Sides):
+    """``--uncapped``: the run files streamed into per-record columns, never held.
+
+    :func:`compare_run_files` for the report and :func:`scope_values_files`
+    (a second streamed pass) for the per-pair values: memory is bounded by
+    the number of records, not their content.
+    """
+
+    def __init__(self, baseline: Path, subject: Path) -> None:
+        super().__init__()
+        self.paths = (baseline, subject)
+        self.limits = _uncapped_limits(self.paths)
+
+    def check_files(self) -> None:
+        for path, side in zip(self.paths, ("baseline", "subject"), strict=True):
+            _check_run_file(path, side, self.limits)
+
+    def report(
+        self,
+        policy: ComparisonPolicy,
+        *,
+        budget: int | None,
+        decision_order: str,
+        progress: TerminalProgress,
+    ) -> ComparisonReport:
+        try:
+            return compare_run_files(
+                baseline=self.paths[0],
+                subject=self.paths[1],
+                policy=policy,
+                max_bootstrap_draws=budget,
+                decision_order=decision_order,
+                limits=self.limits,
+                progress=progress,
+            )
+        except CanonicalError:  # a file that is not JSON: name the side as _read_run does
+            self.check_files()
+            raise _RefusalError("comparison", "invalid_json") from None  # pragma: no cover
+
+    def _scope_values(self, policy: ComparisonPolicy) -> tuple[ScopeValues, ...]:
+        return scope_values_files(
+            baseline=self.paths[0], subject=self.paths[1], policy=policy, limits=self.limits
+        )
+
+
 def _compare(
     baseline: Path,
     subject: Path,
@@ -192,60 +309,40 @@ def _compare(
     decision_order: str,
     uncapped: bool,
     progress: TerminalProgress,
-) -> tuple[ComparisonReport, dict[str, Any] | None, _ValuesSource, ComparisonPolicy]:
+) -> tuple[ComparisonReport, dict[str, Any] | None, _Sides, ComparisonPolicy]:
     """Read the inputs and compare (every library refusal becomes a rooted refusal).
 
-    Without ``--extension`` and with ``--uncapped`` the run files are never
-    held (:func:`_compare_streamed`); otherwise both runs are read first.
+    One flow, held or streamed: with ``--uncapped`` the run files are never
+    held (:class:`_StreamedSides`, memory bounded by records, ``--extension``
+    included); otherwise both runs are read first. Same report bytes and
+    refusals in the same order either way: a run file is refused before the
+    policy and the extension (the streamed path checks the files then).
     """
     _check_order(decision_order)
-    if extension_path is None and uncapped:
-        return _compare_streamed(
-            baseline,
-            subject,
-            policy_path,
-            budget=budget,
-            decision_order=decision_order,
-            progress=progress,
-        )
-    progress("reading", 0, 2)
-    baseline_run = _read_run(baseline, "baseline", uncapped=uncapped)
-    progress("reading", 1, 2)
-    subject_run = _read_run(subject, "subject", uncapped=uncapped)
-    progress("reading", 2, 2)
-    policy = _read_policy(policy_path)
-    extension = None if extension_path is None else _read_extension(extension_path)
+    sides: _Sides = (
+        _StreamedSides(baseline, subject) if uncapped else _HeldSides(baseline, subject, progress)
+    )
+    try:
+        policy = _read_policy(policy_path)
+        extension = None if extension_path is None else _read_extension(extension_path)
+    except _RefusalError:
+        sides.check_files()
+        raise
     extended: dict[str, Any] | None = None
     try:
-        report = compare_runs(
-            baseline=baseline_run,
-            subject=subject_run,
-            policy=policy,
-            max_bootstrap_draws=budget,
-            decision_order=decision_order,
-            progress=progress,
+        report = sides.report(
+            policy, budget=budget, decision_order=decision_order, progress=progress
         )
         if extension is not None:
-            extended = extend_comparison(
-                baseline=baseline_run,
-                subject=subject_run,
-                policy=policy,
-                extension=extension,
-                report=report,
+            check_extension(extension, policy)
+            extended = extend_report(
+                report=report, per_pair=sides.values(policy), policy=policy, extension=extension
             )
     except ComparisonPolicyError as error:
         raise _rooted("policy", error) from None
     except SealevalError as error:
         raise _RefusalError(error.field or "comparison", error.code) from None
-
-    def values() -> tuple[ScopeValues, ...]:
-        return scope_values(baseline=baseline_run, subject=subject_run, policy=policy)
-
-    return report, extended, values, policy
-
-
-#: The per-pair values behind the means of unevaluated entries (computed only if shown).
-_ValuesSource = Callable[[], tuple[ScopeValues, ...]]
+    return report, extended, sides, policy
 
 
 def _uncapped_limits(paths: tuple[Path, Path]) -> Limits:
@@ -271,53 +368,6 @@ def _check_run_file(path: Path, side: str, limits: Limits) -> None:
         _read_run(path, side, uncapped=True)  # strict JSON, not canonical: read whole
 
 
-def _compare_streamed(
-    baseline: Path,
-    subject: Path,
-    policy_path: Path,
-    *,
-    budget: int | None,
-    decision_order: str,
-    progress: TerminalProgress,
-) -> tuple[ComparisonReport, None, _ValuesSource, ComparisonPolicy]:
-    """``compare --uncapped`` through :func:`compare_run_files`: memory bounded by records.
-
-    Same report bytes and refusals, in the same order, as reading both runs
-    first: a policy file's refusal is reported after the run files are
-    checked (a streamed pass each).
-    """
-    limits = _uncapped_limits((baseline, subject))
-    try:
-        policy = _read_policy(policy_path)
-    except _RefusalError:
-        for path, side in ((baseline, "baseline"), (subject, "subject")):
-            _check_run_file(path, side, limits)
-        raise
-    try:
-        report = compare_run_files(
-            baseline=baseline,
-            subject=subject,
-            policy=policy,
-            max_bootstrap_draws=budget,
-            decision_order=decision_order,
-            limits=limits,
-            progress=progress,
-        )
-    except ComparisonPolicyError as error:
-        raise _rooted("policy", error) from None
-    except CanonicalError:  # a file that is not JSON: name the side as _read_run does
-        for path, side in ((baseline, "baseline"), (subject, "subject")):
-            _check_run_file(path, side, limits)
-        raise _RefusalError("comparison", "invalid_json") from None  # pragma: no cover
-    except SealevalError as error:
-        raise _RefusalError(error.field or "comparison", error.code) from None
-
-    def values() -> tuple[ScopeValues, ...]:
-        return scope_values_files(baseline=baseline, subject=subject, policy=policy, limits=limits)
-
-    return report, None, values, policy
-
-
 def _check_order(decision_order: str) -> None:
     if decision_order not in DECISION_ORDERS:
         raise _RefusalError("decision_order", "invalid_decision_order")
@@ -325,11 +375,7 @@ def _check_order(decision_order: str) -> None:
 
 def _printable(text: str) -> Text:
     """Policy text for the terminal: control and format characters escaped, no markup."""
-    shown = "".join(
-        f"\\u{ord(char):04x}" if unicodedata.category(char) in _UNPRINTABLE else char
-        for char in text
-    )
-    return Text(shown)
+    return Text(printable(text))
 
 
 #: Output width when standard output is not a terminal and ``COLUMNS`` is not set.
@@ -578,13 +624,13 @@ def _print_extended(document: dict[str, Any]) -> None:
 
 
 def _unevaluated_values(
-    report: ComparisonReport, values: _ValuesSource
+    report: ComparisonReport, sides: _Sides, policy: ComparisonPolicy
 ) -> tuple[ScopeValues, ...] | None:
     """Per-pair values for the means of unevaluated entries (``None`` if none or unscorable)."""
     if all(entry.baseline_mean is not None for entry in report.metrics):
         return None
     try:
-        return values()
+        return sides.values(policy)
     except SealevalError:
         return None
 
@@ -659,7 +705,7 @@ def compare_command(
     """
     try:
         with terminal_progress(announce=not as_json) as progress:
-            report, extended, values, policy = _compare(
+            report, extended, sides, policy = _compare(
                 baseline,
                 subject,
                 policy_path,
@@ -680,12 +726,12 @@ def compare_command(
         if as_json:
             click.echo(encode_invarlock(extended), nl=False)
         else:
-            _print_table(report, policy, _unevaluated_values(report, values))
+            _print_table(report, policy, _unevaluated_values(report, sides, policy))
             _print_extended(extended)
         passed = extended["decision"] == "pass"
         raise click.exceptions.Exit(EXIT_OK if passed else EXIT_POLICY_NOT_PASSED)
     if as_json:
         click.echo(report.canonical_bytes, nl=False)
     else:
-        _print_table(report, policy, _unevaluated_values(report, values))
+        _print_table(report, policy, _unevaluated_values(report, sides, policy))
     raise click.exceptions.Exit(EXIT_OK if report.passed else EXIT_POLICY_NOT_PASSED)

@@ -22,7 +22,7 @@ from rich.console import Console
 from rich.rule import Rule
 from rich.table import Table
 
-from sealeval.canonical import encode_openmed
+from sealeval.canonical import decode, encode_openmed
 from sealeval.captured.signing import load_verify_key
 from sealeval.cli._common import CONTEXT_SETTINGS, EXIT_NEGATIVE, is_terminal, refusals_exit
 from sealeval.cli.session import describe_outcome, read_store, run_attempt
@@ -247,10 +247,21 @@ def _session_section(console: Console, out: Path) -> bool:
     )
 
 
+def _root_group() -> click.Group:
+    """Return the ``sealeval`` group running the demo (found at run time: it imports this module).
+
+    The demo is a subcommand: invoked on its own (``demo.main()`` from Python)
+    it has no group whose commands it could run.
+    """
+    root = click.get_current_context().find_root().command
+    if not isinstance(root, click.Group):
+        raise TypeError("run the demo as a subcommand of the sealeval group")
+    return root
+
+
 def _command(console: Console, args: list[str], *, show: bool = True) -> tuple[int, str]:
     """Run ``sealeval ARGS`` in this process; print (or only return) its output."""
-    from sealeval.cli import cli  # noqa: PLC0415 - the group imports this module lazily
-
+    cli = _root_group()
     console.print("$ sealeval " + " ".join(args), markup=False)
     buffer = io.StringIO()
     with contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(buffer):
@@ -310,7 +321,7 @@ def _captured_section(console: Console, out: Path) -> bool:
     )
     codes.append(code)
     try:
-        result = json.loads(output)
+        result = decode(output)
         anchors = {
             "baseline_run_digest": result["baseline_run_digest"],
             "subject_run_digest": result["subject_run_digest"],
@@ -385,6 +396,7 @@ def demo(out: Path) -> None:
     Writes into --out (default ./demo-out), replacing only a folder that an
     earlier demo created.
     """
+    _root_group()  # before writing anything: the captured section runs sealeval commands
     # A wide page when writing to a file or pipe (a terminal keeps its own width).
     console = Console(highlight=False, width=None if is_terminal() else 110)
     _prepare(out)

@@ -56,11 +56,12 @@ from sealeval.cli._common import (
     EXIT_ERROR,
     EXIT_OK,
     decision_order_option,
+    printable,
     refusal_line,
     shared_remedy,
 )
 from sealeval.cli._remedies import CAP_CODES, limit_remedy
-from sealeval.cli.verify import dump_json, metric_lines, printable
+from sealeval.cli.verify import dump_json, metric_lines
 from sealeval.errors import CanonicalError, CapturedError, SealevalError
 
 __all__ = [

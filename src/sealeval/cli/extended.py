@@ -12,7 +12,9 @@ the seal is written beside the pack (never inside it: the pack stays
 invarlock's, byte for byte), atomically and never over an existing file. The
 second form checks a seal against the pack: signer, signature, pack,
 extension and a recomputation of the numbers; ``--json`` prints the sealed
-extended document.
+extended document. Both forms re-score the pack's runs streamed from its
+files (memory bounded by the record count, never by content); ``--uncapped``
+reads a pack built with ``evaluate --uncapped``.
 
 Exit status 0 when sealed or the seal holds, 2 on any refusal, reported as
 ``sealeval: error: <field>: <code>`` (field names and codes only).
@@ -30,7 +32,12 @@ from sealeval._fs import publish_exclusive
 from sealeval.canonical import encode_invarlock
 from sealeval.captured.extended import load_policy_extension
 from sealeval.captured.extended_seal import MAX_SEAL_BYTES, seal_extended, verify_extended_seal
-from sealeval.captured.pack_reader import read_evidence_pack
+from sealeval.captured.pack_reader import (
+    REFERENCE_PACK_LIMITS,
+    UNCAPPED_PACK_LIMITS,
+    EvidencePack,
+    read_evidence_pack,
+)
 from sealeval.captured.run import read_file_bytes
 from sealeval.captured.signing import load_signing_key
 from sealeval.cli._common import CONTEXT_SETTINGS, EXIT_OK, refusals_naming
@@ -39,6 +46,15 @@ from sealeval.errors import UsageError
 __all__ = ["extended_command"]
 
 _MAX_EXTENSION_BYTES: Final = 65_536
+
+
+def _read_pack(evidence: str, *, uncapped: bool) -> EvidencePack:
+    """Examine the pack; its runs are re-scored streamed from its files, never held."""
+    return read_evidence_pack(
+        evidence,
+        limits=UNCAPPED_PACK_LIMITS if uncapped else REFERENCE_PACK_LIMITS,
+        runs="outline",
+    )
 
 
 def _inside(path: Path, pack: Path) -> bool:
@@ -64,6 +80,7 @@ def _inside(path: Path, pack: Path) -> bool:
 @click.option("--output", "output_path", metavar="SEAL", help="Write the seal to SEAL (new file).")
 @click.option("--check", "check_path", metavar="SEAL", help="Check SEAL against the pack.")
 @click.option("--json", "as_json", is_flag=True, help="With --check: print the sealed document.")
+@click.option("--uncapped", is_flag=True, help="Read a pack built with evaluate --uncapped.")
 @refusals_naming(
     {
         "pack": "EVIDENCE",
@@ -81,6 +98,7 @@ def extended_command(
     output_path: str | None,
     check_path: str | None,
     as_json: bool,
+    uncapped: bool,
 ) -> None:
     """Seal a signed pack's extended statistics with its key, or check a seal.
 
@@ -90,7 +108,7 @@ def extended_command(
     if check_path is not None:
         if extension_path is not None or output_path is not None:
             raise UsageError("invalid_option_usage", "--check")
-        pack = read_evidence_pack(evidence)
+        pack = _read_pack(evidence, uncapped=uncapped)
         sealed = verify_extended_seal(
             pack, read_file_bytes(Path(check_path), MAX_SEAL_BYTES, "seal")
         )
@@ -115,7 +133,7 @@ def extended_command(
         read_file_bytes(Path(extension_path), _MAX_EXTENSION_BYTES, "extension")
     )
     key = load_signing_key(signing_key)
-    pack = read_evidence_pack(evidence)
+    pack = _read_pack(evidence, uncapped=uncapped)
     data = seal_extended(pack, extension, key)
     publish_exclusive(output_path, data, mode=0o644)
     click.echo(f"Sealed extended statistics: {output_path}")

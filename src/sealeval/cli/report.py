@@ -196,16 +196,16 @@ def report_command(
                 limits=UNCAPPED_PACK_LIMITS if uncapped else REFERENCE_PACK_LIMITS,
                 decision_order=decision_order,
                 # The report renders the stored comparison: large runs are read as
-                # outlines (checked and hashed, no record kept) unless --extension
-                # re-scores them.
-                runs="outline" if extension_path is None else "full",
+                # facts (checked and hashed, no record kept); --extension re-scores
+                # them streamed from the pack's files.
+                runs="outline",
             )
             extended = None
             if extension_path is not None:
                 extension = load_policy_extension(
                     read_file_bytes(Path(extension_path), _MAX_EXTENSION_BYTES, "extension")
                 )
-                extended = extended_for_pack(pack, extension)
+                extended = extended_for_pack(pack, extension, progress=progress)
             markdown = render_markdown(pack, explain=explain, extended=extended, wording=wording)
             rendered = {
                 "html": lambda: render_html(pack, extended=extended).encode("utf-8"),

@@ -90,8 +90,8 @@ def run_attempt(
 ) -> AttemptOutcome:
     """Run (or replay) one official attempt from a configuration file.
 
-    ``progress`` (optional) hears the session's ``cases`` and ``forensics``
-    phases (counts only; :mod:`sealeval._progress`).
+    ``progress`` (optional) hears the session's ``cases``, ``forensics`` and
+    ``adjudication`` phases (counts only; :mod:`sealeval._progress`).
 
     Returns the outcome of a released attempt or of a budget denial
     (``rerun_budget_exhausted``, recorded as ``budget_denied``).

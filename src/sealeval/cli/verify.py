@@ -29,7 +29,6 @@ by its file name only).
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
@@ -53,6 +52,7 @@ from sealeval.cli._common import (
     CONTEXT_SETTINGS,
     EXIT_ERROR,
     decision_order_option,
+    printable,
     refusal_line,
 )
 from sealeval.cli._remedies import limit_remedy
@@ -65,7 +65,6 @@ __all__ = [
     "guidance",
     "metric_lines",
     "option_names",
-    "printable",
     "verify_command",
 ]
 
@@ -82,7 +81,6 @@ _EXPLICIT: Final = (
     ("verifier_identity", "verifier_identity"),
 )
 _DRAWS: Final = re.compile(r"[0-9]{1,30}")
-_UNPRINTABLE: Final = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
 _C1: Final = re.compile("[\x7f-\x9f]")
 
 
@@ -175,14 +173,6 @@ def dump_json(document: Mapping[str, Any]) -> str:
     """Encode a CLI result: sorted keys, compact, non-ASCII raw, control characters escaped."""
     text = encode_invarlock(document).decode("utf-8")
     return _C1.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
-
-
-def printable(text: str) -> str:
-    """Return policy text for a terminal (control and format characters escaped)."""
-    return "".join(
-        f"\\u{ord(char):04x}" if unicodedata.category(char) in _UNPRINTABLE else char
-        for char in text
-    )
 
 
 def metric_lines(summaries: tuple[MetricSummary, ...]) -> list[str]:

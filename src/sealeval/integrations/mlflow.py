@@ -16,6 +16,13 @@ inventory, digests, ledger, signature if signed, bindings), then logs:
   (and ``.baseline_mean`` / ``.subject_mean``), names reduced to MLflow's
   allowed characters.
 
+Memory does not grow with the runs: the pack is examined with its large run
+files kept as outlines (``runs="outline"``, as ``sealeval report`` does); the
+metrics come from the stored comparison report; the pack's files are copied
+into a private temporary folder in 1 MiB chunks through descriptors (no link
+followed, each file the one examined, and the pack re-scanned unchanged after
+the copy), and MLflow uploads that copy.
+
 Logging is not verification: the tags say what the pack *records*. With no
 ``run_id`` a new run is created in ``experiment_name`` and ended
 (``FINISHED``, or ``FAILED`` if logging failed). Refusals are
@@ -27,26 +34,40 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from sealeval._fs import descend, open_directory, open_regular, translated
+from sealeval._progress import Progress, notify
 from sealeval.captured.pack_reader import (
     REFERENCE_PACK_LIMITS,
     UNCAPPED_PACK_LIMITS,
     EvidencePack,
+    EvidencePackError,
     read_evidence_pack,
 )
 from sealeval.captured.report import render_html, render_junit, render_markdown
 from sealeval.errors import CapturedError, SealevalError
 
-__all__ = ["EVIDENCE_PATH", "REPORTS_PATH", "MlflowLogError", "MlflowLogged", "log_pack_to_mlflow"]
+__all__ = [
+    "COPY_CHUNK_BYTES",
+    "EVIDENCE_PATH",
+    "REPORTS_PATH",
+    "MlflowLogError",
+    "MlflowLogged",
+    "copy_examined_pack",
+    "log_pack_to_mlflow",
+]
 
 #: Artifact folder of the pack's files.
 EVIDENCE_PATH: Final = "sealeval/evidence"
 #: Artifact folder of the rendered reports.
 REPORTS_PATH: Final = "sealeval/reports"
+#: Bytes per read when the pack's files are copied for upload.
+COPY_CHUNK_BYTES: Final = 1_048_576
 _UNSAFE_NAME: Final = re.compile(r"[^A-Za-z0-9_\-. /]")
 
 
@@ -104,6 +125,61 @@ def _client(tracking_uri: str | None) -> Any:
     return MlflowClient(tracking_uri=tracking_uri)
 
 
+def _copy_file(root_fd: int, name: str, identity: Any, target: Path) -> None:
+    """Copy one examined file in chunks; refuse (``file_changed``) another file in its place."""
+    *parents, leaf = name.split("/")
+    with translated(EvidencePackError, "pack", default="file_changed"):
+        folder = descend(os.dup(root_fd), parents)
+        try:
+            source = open_regular(leaf, dir_fd=folder)
+        finally:
+            os.close(folder)
+    try:
+        found = os.fstat(source)
+        if (found.st_dev, found.st_ino, found.st_size) != (
+            identity.device,
+            identity.inode,
+            identity.size,
+        ):
+            raise EvidencePackError("file_changed", "pack")
+        written = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        try:
+            while chunk := os.read(source, COPY_CHUNK_BYTES):
+                os.write(written, chunk)  # a regular file: the whole chunk is written
+        finally:
+            os.close(written)
+    finally:
+        os.close(source)
+
+
+def copy_examined_pack(pack: EvidencePack, folder: Path) -> None:
+    """Copy every entry of an examined pack into ``folder`` (an empty private folder).
+
+    Folders are created 0700 and files 0600; each file is opened below the
+    pack's root by descriptor (no link followed), must be the file examined
+    (device, inode, size) and is copied in :data:`COPY_CHUNK_BYTES` chunks.
+    The pack is then re-scanned (:meth:`EvidencePack.check_unchanged`), so the
+    copy holds the examined bytes.
+
+    Raises:
+        EvidencePackError: ``file_changed`` (the pack changed since it was examined).
+    """
+    with translated(EvidencePackError, "pack", default="file_changed"):
+        root_fd = open_directory(pack.path)
+    try:
+        for name in sorted(pack.snapshot.entries):
+            identity = pack.snapshot.entries[name]
+            if name == ".":
+                continue
+            if stat.S_ISDIR(identity.mode):
+                (folder / name).mkdir(mode=0o700)
+            else:
+                _copy_file(root_fd, name, identity, folder / name)
+    finally:
+        os.close(root_fd)
+    pack.check_unchanged()
+
+
 def _write_reports(pack: EvidencePack, folder: Path) -> None:
     outputs = {
         "report.md": render_markdown(pack).encode("utf-8"),
@@ -129,6 +205,7 @@ def log_pack_to_mlflow(
     client: Any = None,
     uncapped: bool = False,
     decision_order: str = "reference",
+    progress: Progress | None = None,
 ) -> MlflowLogged:
     """Examine ``pack_dir`` and log it, its decision and its reports to an MLflow run.
 
@@ -143,12 +220,15 @@ def log_pack_to_mlflow(
         client: an ``mlflow.tracking.MlflowClient`` to use instead.
         uncapped: read a pack built with ``evaluate --uncapped``.
         decision_order: read a pack built with ``--decision-order width_first``.
+        progress: optional :data:`sealeval._progress.Progress` callback
+            (``examining``, ``rendering``); counts only.
 
     Returns:
         The run id, the recorded decision and the tags set.
 
     Raises:
-        EvidencePackError: the pack fails examination (nothing is logged).
+        EvidencePackError: the pack fails examination, or changed before it
+            was copied (``file_changed``) (nothing is logged).
         ReportError: the report fails the consistency checks (nothing is logged).
         MlflowLogError: ``mlflow_unavailable`` (extra not installed),
             ``invalid_run_id``, ``mlflow_failed`` (MLflow refused; its
@@ -156,17 +236,26 @@ def log_pack_to_mlflow(
     """
     if run_id is not None and (type(run_id) is not str or not run_id):
         raise MlflowLogError("invalid_run_id", "run_id")
+    notify(progress, "examining", 0, 1)
     pack = read_evidence_pack(
         pack_dir,
         limits=UNCAPPED_PACK_LIMITS if uncapped else REFERENCE_PACK_LIMITS,
         decision_order=decision_order,
+        runs="outline",
     )
     tags = pack_tags(pack)
     metrics = pack_metrics(pack)
     mlflow = client if client is not None else _client(tracking_uri)
     with tempfile.TemporaryDirectory(prefix="sealeval-mlflow-") as scratch:
-        reports = Path(scratch)
+        reports = Path(scratch) / "reports"
+        evidence = Path(scratch) / "evidence"
+        reports.mkdir(mode=0o700)
+        evidence.mkdir(mode=0o700)
+        notify(progress, "rendering", 0, 2)
         _write_reports(pack, reports)
+        notify(progress, "rendering", 1, 2)
+        copy_examined_pack(pack, evidence)
+        notify(progress, "rendering", 2, 2)
         created = run_id is None
         try:
             if run_id is None:
@@ -179,7 +268,7 @@ def log_pack_to_mlflow(
                 mlflow.set_tag(run_id, name, value)
             for name, number in metrics.items():
                 mlflow.log_metric(run_id, name, number)
-            mlflow.log_artifacts(run_id, os.fspath(pack_dir), EVIDENCE_PATH)
+            mlflow.log_artifacts(run_id, os.fspath(evidence), EVIDENCE_PATH)
             mlflow.log_artifacts(run_id, os.fspath(reports), REPORTS_PATH)
         except SealevalError:
             raise

@@ -14,9 +14,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from sealeval._validate import check_closed
-from sealeval.canonical import decode, digest_openmed, encode_openmed, is_digest
-from sealeval.errors import CanonicalError, ManifestError
+from sealeval._validate import check_closed, decode_document
+from sealeval.canonical import digest_openmed, encode_openmed, is_digest
+from sealeval.errors import ManifestError
 
 __all__ = [
     "COMPONENTS",
@@ -137,11 +137,7 @@ class SealedWorkflowManifest:
     @classmethod
     def from_json(cls, data: bytes | str) -> SealedWorkflowManifest:
         """Strictly parse a manifest document and re-check its seal."""
-        try:
-            document = decode(data)
-        except CanonicalError:
-            raise ManifestError("invalid_document", "manifest") from None
-        return cls.from_dict(document)
+        return cls.from_dict(decode_document(data, "manifest", error=ManifestError))
 
 
 def seal_workflow_manifest(component_digests: object) -> SealedWorkflowManifest:

@@ -505,7 +505,12 @@ _FAILED: Final = object()
 
 
 def _build(field: str, action: Callable[[], Any]) -> Any:
-    """Run a constructor over loaded content; any refusal is ``<field>: invalid_content``."""
+    """Run a constructor over loaded content; any refusal is ``<field>: invalid_content``.
+
+    The constructors refuse with their family's closed codes (the shape checks
+    here with ``invalid_content`` itself); whatever they raise is replaced by
+    ``<field>: invalid_content``, its message and cause dropped unseen.
+    """
     try:
         result = action()
     except Exception:  # noqa: BLE001 - the constructor's error is dropped unseen
@@ -539,26 +544,26 @@ def read_session_config(path: str | os.PathLike[str]) -> tuple[SessionConfig, Pa
     return parse_session_config(document), source.parent
 
 
-def _digest_list(value: object) -> tuple[str, ...]:
+def _digest_list(value: object, field: str) -> tuple[str, ...]:
     if not isinstance(value, list) or not value or not all(map(is_digest, value)):
-        raise ValueError
+        _fail("invalid_content", field)
     return tuple(value)
 
 
-def _texts(value: object) -> tuple[str, ...]:
+def _texts(value: object, field: str) -> tuple[str, ...]:
     if not isinstance(value, list) or not value:
-        raise ValueError
+        _fail("invalid_content", field)
     if not all(type(item) is str and item.strip() for item in value):
-        raise ValueError
+        _fail("invalid_content", field)
     return tuple(value)
 
 
 def _case(value: object) -> ComparisonCase:
     if not isinstance(value, Mapping) or set(value) != _CASE_KEYS:
-        raise ValueError
+        _fail("invalid_content", "cases")
     evidence = value["source_evidence"]
     if not isinstance(evidence, list):
-        raise TypeError
+        _fail("invalid_content", "cases")
     return ComparisonCase(
         case_ref=value["case_ref"],
         source_evidence=tuple(SourceEvidence.from_dict(item) for item in evidence),
@@ -568,16 +573,16 @@ def _case(value: object) -> ComparisonCase:
 
 def _cases(value: object) -> tuple[ComparisonCase, ...]:
     if not isinstance(value, list) or not value:
-        raise ValueError
+        _fail("invalid_content", "cases")
     cases = tuple(_case(item) for item in value)
     if len({case.case_ref for case in cases}) != len(cases):
-        raise ValueError
+        _fail("invalid_content", "cases")
     return cases
 
 
 def _rubric(value: object) -> tuple[RubricCriterion, ...]:
     if not isinstance(value, list) or not value:
-        raise ValueError
+        _fail("invalid_content", "rubric")
     return tuple(RubricCriterion.from_dict(item) for item in value)
 
 
@@ -641,7 +646,7 @@ def load_session_inputs(config: SessionConfig, base: Path) -> SessionInputs:
     for kind in MANIFEST_KINDS:
         field = f"holdout.manifests.{kind}"
         items = _load(base, config.holdout_manifests[kind], field)
-        holdout_manifests[kind] = _build(field, functools.partial(_digest_list, items))
+        holdout_manifests[kind] = _build(field, functools.partial(_digest_list, items, field))
     loaded_cases = _load(base, config.cases, "cases")
     cases = _build("cases", lambda: _cases(loaded_cases))
     providers = {
@@ -657,7 +662,7 @@ def load_session_inputs(config: SessionConfig, base: Path) -> SessionInputs:
     for name in CORPORA:
         field = f"corpora.{name}"
         items = _load(base, config.corpora[name], field)
-        corpora[name] = _build(field, functools.partial(_texts, items))
+        corpora[name] = _build(field, functools.partial(_texts, items, field))
     loaded_policy = _load(base, config.feedback_policy, "feedback.policy")
     policy = _build("feedback.policy", lambda: FeedbackBudgetPolicy.from_dict(loaded_policy))
     if policy.epoch_digest != holdout.commitment_digest:

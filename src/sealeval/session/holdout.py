@@ -29,8 +29,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, TypeGuard
 
-from sealeval._validate import check_closed, check_exact
-from sealeval.canonical import decode, digest_bytes, digest_openmed, encode_openmed, is_digest
+from sealeval._validate import check_closed, check_exact, decode_document
+from sealeval.canonical import digest_bytes, digest_openmed, encode_openmed, is_digest
 from sealeval.errors import CanonicalError, SessionError
 
 __all__ = [
@@ -426,11 +426,7 @@ class HoldoutCommitment:
             HoldoutError: ``commitment: invalid_document`` for bytes that are
                 not one strict JSON document, else as :meth:`from_dict`.
         """
-        try:
-            document = decode(data)
-        except CanonicalError:
-            raise HoldoutError("invalid_document", "commitment") from None
-        return cls.from_dict(document)
+        return cls.from_dict(decode_document(data, "commitment", error=HoldoutError))
 
 
 def commit_holdout(
@@ -563,11 +559,7 @@ class InclusionProof:
             HoldoutError: ``proof: invalid_document`` for bytes that are not
                 one strict JSON document, else as :meth:`from_dict`.
         """
-        try:
-            document = decode(data)
-        except CanonicalError:
-            raise HoldoutError("invalid_document", "proof") from None
-        return cls.from_dict(document)
+        return cls.from_dict(decode_document(data, "proof", error=HoldoutError))
 
 
 def build_inclusion_proof(

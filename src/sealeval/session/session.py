@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from typing import Any, Final, NoReturn, Protocol, TypeVar, runtime_checkable
 
 from sealeval._progress import Progress, notify
-from sealeval.canonical import digest_openmed, is_digest
+from sealeval.canonical import OpenmedItems, digest_openmed, digest_openmed_items, is_digest
 from sealeval.manifest.sealed import SealedWorkflowManifest, verify_at_evaluation_start
 from sealeval.session.adjudication import (
     MIN_KEY_BYTES,
@@ -751,7 +751,8 @@ class EvaluationSession:
             output = _checked_output(_call("execution_failed", self._runner, case.source_evidence))
             scores.append(_checked_score(_call("execution_failed", self._scorer, case, output)))
             outputs.append(output)
-        digest = digest_openmed([outputs, scores])
+        # The outputs' canonical text is hashed item by item, never built whole.
+        digest = digest_openmed_items([OpenmedItems(outputs), scores])
         self._write_step("cases", digest, len(outputs))
         self._outputs = tuple(outputs)
         self._scores = tuple(scores)
@@ -802,6 +803,7 @@ class EvaluationSession:
             _fail("forensics_required")
         binding = self._binding
         identity = binding.candidate_identity
+        notify(self._progress, "adjudication", 0, 2)
         adjudicated = tuple(
             ComparisonCase(
                 case_ref=case.case_ref,
@@ -822,17 +824,20 @@ class EvaluationSession:
         packets = rendered.packets
         if not audit_mapping(packets, rendered.mapping, self._key).valid:
             _fail("adjudication_failed")
-        digest = digest_openmed(
+        # Each packet's document is built, hashed and dropped in turn (one at a time).
+        digest = digest_openmed_items(
             {
                 "mapping_digest": rendered.mapping.mapping_commitment,
-                "packets": [packet.to_dict() for packet in packets],
+                "packets": OpenmedItems(packet.to_dict() for packet in packets),
             }
         )
         del rendered
         if self._replaying():
             self._check_replay("adjudication", digest, len(packets))
+        notify(self._progress, "adjudication", 1, 2)
         _call("adjudication_failed", self._review, packets)
         self._write_step("adjudication", digest, len(packets))
+        notify(self._progress, "adjudication", 2, 2)
         self._outputs = None
 
     def release_feedback(self) -> SessionFeedback:
@@ -920,7 +925,7 @@ class EvaluationSession:
         """Run (or replay) every step in order and return the feedback.
 
         ``progress`` (optional, :data:`sealeval._progress.Progress`) hears the
-        ``cases`` and ``forensics`` phases: counts only.
+        ``cases``, ``forensics`` and ``adjudication`` phases: counts only.
 
         Raises:
             EvaluationSessionError: the first failing step's error.

@@ -22,14 +22,15 @@ Example::
     server.shutdown()
 
 Faces: :func:`scan` (the catalog), :func:`paired_outcomes` (per-record
-outcomes of two runs under a policy), :class:`ViewerServer` /
+outcomes of two runs under a policy), :func:`iter_pack_outcomes` (the same
+outcomes streamed from a pack's run files, no run held), :class:`ViewerServer` /
 :func:`start_viewer` (the server).
 """
 
 from __future__ import annotations
 
 from sealeval.view.catalog import CATALOG_LIMITS, Catalog, CatalogLimits, Item, ViewError, scan
-from sealeval.view.outcomes import CHANGES, PairedOutcome, paired_outcomes
+from sealeval.view.outcomes import CHANGES, PairedOutcome, iter_pack_outcomes, paired_outcomes
 from sealeval.view.server import CONTENT_SECURITY_POLICY, ViewerServer, start_viewer
 
 __all__ = [
@@ -42,6 +43,7 @@ __all__ = [
     "PairedOutcome",
     "ViewError",
     "ViewerServer",
+    "iter_pack_outcomes",
     "paired_outcomes",
     "scan",
     "start_viewer",

@@ -3,7 +3,8 @@
 Runs go through :func:`sealeval.captured.run.parse_run`, packs through
 :func:`sealeval.captured.pack_reader.read_evidence_pack` (the examination
 verification performs, reference decision order first, then sealeval's
-width-first order), receipts through
+width-first order; large run files kept as facts, ``runs="outline"``: the
+pages stream them again), receipts through
 :func:`sealeval.captured.receipt.parse_receipt`, comparison reports through
 the strict JSON decoder (displayed, not re-validated: they are shown as
 found and say so). A failure is a closed code, never content.
@@ -94,10 +95,10 @@ class Loader:
     def _pack(self, item: Item) -> EvidencePack:
         path = Path(self._root) / item.path
         try:
-            return read_evidence_pack(path, limits=UNCAPPED_PACK_LIMITS)
+            return read_evidence_pack(path, limits=UNCAPPED_PACK_LIMITS, runs="outline")
         except SealevalError:
             return read_evidence_pack(
-                path, limits=UNCAPPED_PACK_LIMITS, decision_order="width_first"
+                path, limits=UNCAPPED_PACK_LIMITS, decision_order="width_first", runs="outline"
             )
 
 

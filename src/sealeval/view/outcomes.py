@@ -13,20 +13,31 @@ A pair *regressed* when the subject's value is worse in the metric's
 direction (for 0/1 kinds: right -> wrong), *improved* when better
 (wrong -> right), else *unchanged*. This is presentation, not evidence: the
 decision is the report's.
+
+:func:`paired_outcomes` pairs two runs held in memory;
+:func:`iter_pack_outcomes` yields the same outcomes, in the same order, from
+a pack's run files without holding either run (a streamed pass over each
+file; see its docstring for the memory bound).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import IO, Any, Final
 
+from sealeval._validate import MAX_VALUE_DEPTH
+from sealeval.canonical import DecodeLimits, decode
+from sealeval.captured.comparison.table import RowSpill
+from sealeval.captured.pack_reader import EvidencePack, EvidencePackError
 from sealeval.captured.policy import ComparisonPolicy, PolicyMetric, check_runtime
-from sealeval.captured.run import Record, Run
+from sealeval.captured.run import Limits, Record, Run, RunReader
+from sealeval.captured.run.document import paused_full_collections
 from sealeval.captured.scorers import NormalizedNll, RecordedScore
 from sealeval.errors import SealevalError
 
-__all__ = ["CHANGES", "PairedOutcome", "counts", "paired_outcomes"]
+__all__ = ["CHANGES", "PairedOutcome", "counts", "iter_pack_outcomes", "paired_outcomes"]
 
 #: Change classes, in display order.
 CHANGES: Final = ("regressed", "improved", "missing", "unchanged")
@@ -90,6 +101,26 @@ def _change(metric: PolicyMetric, baseline: float | None, subject: float | None)
     return "regressed" if worse else "improved"
 
 
+def _pair(
+    left: Record, right: Record, policy: ComparisonPolicy, scorers: Sequence[Any]
+) -> Iterator[PairedOutcome]:
+    """Yield one pair's outcome under every policy metric (policy order)."""
+    scopes = ("overall", *(item.name for item in policy.slices if item.matches(left.metadata)))
+    for metric, scorer in zip(policy.metrics, scorers, strict=True):
+        before, after = _values(scorer, left, right)
+        yield PairedOutcome(
+            record_id=left.id,
+            metric=metric.name,
+            binary=metric.is_binary or {before, after} <= {0.0, 1.0},
+            scopes=scopes,
+            baseline_value=before,
+            subject_value=after,
+            change=_change(metric, before, after),
+            baseline=left,
+            subject=right,
+        )
+
+
 def paired_outcomes(
     baseline: Run, subject: Run, policy: ComparisonPolicy
 ) -> tuple[PairedOutcome, ...]:
@@ -103,28 +134,77 @@ def paired_outcomes(
     outcomes: list[PairedOutcome] = []
     for left in baseline.records:
         right = by_id.get(left.id)
-        if right is None:
-            continue
-        scopes = ("overall", *(item.name for item in policy.slices if item.matches(left.metadata)))
-        for metric, scorer in zip(policy.metrics, scorers, strict=True):
-            before, after = _values(scorer, left, right)
-            outcomes.append(
-                PairedOutcome(
-                    record_id=left.id,
-                    metric=metric.name,
-                    binary=metric.is_binary or {before, after} <= {0.0, 1.0},
-                    scopes=scopes,
-                    baseline_value=before,
-                    subject_value=after,
-                    change=_change(metric, before, after),
-                    baseline=left,
-                    subject=right,
-                )
-            )
+        if right is not None:
+            outcomes.extend(_pair(left, right, policy, scorers))
     return tuple(outcomes)
 
 
-def counts(outcomes: Sequence[PairedOutcome]) -> dict[str, int]:
+def _spilled(row: bytes) -> Record:
+    """Rebuild a subject record from its spilled canonical bytes (our own, already valid)."""
+    size = len(row)
+    limits = DecodeLimits(
+        max_bytes=size,
+        max_depth=MAX_VALUE_DEPTH + 2,
+        max_string_length=size,
+        max_containers=size,
+        max_items=size,
+    )
+    return Record.from_document(decode(row, limits=limits))
+
+
+def _streamed(
+    handle: IO[bytes], limits: Limits, expected_digest: str, changed: EvidencePackError
+) -> Iterator[Record]:
+    """Yield a canonical run's records; refuse with ``changed`` unless its digest is expected."""
+    reader = RunReader(handle, limits=limits)
+    with paused_full_collections():
+        yield from reader
+    if reader.summary.run_digest != expected_digest:
+        raise changed
+
+
+def iter_pack_outcomes(pack: EvidencePack) -> Iterator[PairedOutcome]:
+    """Yield :func:`paired_outcomes` of a pack's runs, same order, never holding a run.
+
+    Works alike whether the pack was read with its runs held or as
+    :class:`~sealeval.captured.run_facts.RunFacts` (``runs="outline"``): both
+    run files are re-opened with :meth:`EvidencePack.open_run` (identities
+    checked against the examination) and streamed once each. The subject's
+    records are spilled, as canonical bytes, to an unlinked temporary file
+    indexed by id; then the baseline streams past and each pair is rebuilt
+    from the spill. Memory: the subject's ids and spill positions, plus one
+    record per side (and whatever the caller keeps of the yielded outcomes).
+
+    Outcomes are provisional until the iterator is exhausted: a run file
+    whose bytes are no longer the examined run's digest is refused at the
+    end of its pass.
+
+    Raises:
+        EvidencePackError: ``file_changed`` (status 6) when a run file is not
+            the one examined (opened or read).
+        CapturedRunError: a run file no longer reads as a canonical run.
+    """
+    policy = pack.policy
+    scorers = check_runtime(policy)
+    limits = pack.limits.run_limits()
+    changed = EvidencePackError("file_changed", "pack", manifest_digest=pack.manifest_digest)
+    with ExitStack() as stack:
+        baseline = stack.enter_context(pack.open_run("baseline"))
+        subject = stack.enter_context(pack.open_run("subject"))
+        spill = RowSpill()
+        stack.callback(spill.close)
+        positions: dict[str, int] = {}
+        for record in _streamed(subject, limits, pack.subject.digest, changed):
+            positions[record.id] = len(positions)
+            spill.add(record.to_canonical())
+        for left in _streamed(baseline, limits, pack.baseline.digest, changed):
+            position = positions.get(left.id)
+            if position is not None:
+                right = _spilled(next(spill.rows((position,))))
+                yield from _pair(left, right, policy, scorers)
+
+
+def counts(outcomes: Iterable[PairedOutcome]) -> dict[str, int]:
     """Return the number of outcomes per change class."""
     found = dict.fromkeys(CHANGES, 0)
     for outcome in outcomes:

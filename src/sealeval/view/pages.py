@@ -22,9 +22,10 @@ from urllib.parse import urlencode
 from sealeval.captured.pack_reader import EvidencePack
 from sealeval.captured.report import render_html
 from sealeval.captured.run import Run
+from sealeval.errors import SealevalError
 from sealeval.view.catalog import Catalog, Item
 from sealeval.view.load import Loaded, run_summary
-from sealeval.view.outcomes import CHANGES, PairedOutcome, counts
+from sealeval.view.outcomes import CHANGES, PairedOutcome, counts, iter_pack_outcomes
 
 __all__ = [
     "MAX_ROWS",
@@ -197,11 +198,19 @@ def _facts(rows: Iterable[tuple[str, object]]) -> str:
     return f'<table class="facts"><tbody>{cells}</tbody></table>'
 
 
+def _refused(item: Item, error: SealevalError) -> str:
+    """Return the item's page showing the closed code met while streaming its runs."""
+    return item_page(Loaded(item, None, error.code))
+
+
 def _pack_page(item: Item, pack: EvidencePack) -> str:
     report = render_html(pack)
     style = _REPORT_STYLE.search(report)
     main = _REPORT_MAIN.search(report)
-    outcomes = counts(_outcomes(pack))
+    try:
+        outcomes = counts(iter_pack_outcomes(pack))
+    except SealevalError as error:
+        return _refused(item, error)
     cases = _link("cases", item.path)
     summary = (
         f'<section class="panel" id="paired-summary"><h2>Per-record paired outcomes</h2>'
@@ -217,12 +226,6 @@ def _pack_page(item: Item, pack: EvidencePack) -> str:
         f'<p class="note">Evidence pack <code>{_h(item.path)}</code></p>{summary}{embedded}',
         extra_css=style.group(1) if style is not None else "",
     )
-
-
-def _outcomes(pack: EvidencePack) -> tuple[PairedOutcome, ...]:
-    from sealeval.view.outcomes import paired_outcomes  # noqa: PLC0415 - keeps imports light
-
-    return paired_outcomes(*pack.held_runs(), pack.policy)
 
 
 def _matches(outcome: PairedOutcome, query: str) -> bool:
@@ -248,13 +251,44 @@ def _select(name: str, label: str, options: Sequence[str], chosen: str) -> str:
     return f'<label>{_h(label)}<select name="{name}" id="filter-{name}">{rendered}</select></label>'
 
 
+def _wanted(outcome: PairedOutcome, metric: str, scope: str, change: str) -> bool:
+    return (
+        metric in ("all", outcome.metric)
+        and (scope == "all" or scope in outcome.scopes)
+        and (
+            change in ("all", outcome.change)
+            or (change == "flipped" and outcome.change in ("regressed", "improved"))
+        )
+    )
+
+
+def _selected(
+    pack: EvidencePack, filters: tuple[str, str, str], text: str
+) -> tuple[list[PairedOutcome], int, int]:
+    """Return the outcomes shown, how many match and how many there are (one streamed pass).
+
+    Shown: the matching outcomes by change class (display order), baseline
+    order within a class, the first :data:`MAX_ROWS`; so at most
+    :data:`MAX_ROWS` per class are kept while the outcomes stream past.
+    """
+    kept: dict[str, list[PairedOutcome]] = {name: [] for name in CHANGES}
+    matching = total = 0
+    for outcome in iter_pack_outcomes(pack):
+        total += 1
+        if _wanted(outcome, *filters) and _matches(outcome, text):
+            matching += 1
+            if len(kept[outcome.change]) < MAX_ROWS:
+                kept[outcome.change].append(outcome)
+    shown = [outcome for name in CHANGES for outcome in kept[name]][:MAX_ROWS]
+    return shown, matching, total
+
+
 def case_page(loaded: Loaded, query: Mapping[str, str]) -> str:
     """Return the paired outcomes of a pack, filtered by q, metric, slice and change."""
     item = loaded.item
     if loaded.error is not None or item.kind != "pack":
         return item_page(loaded)
     pack: EvidencePack = loaded.value
-    outcomes = _outcomes(pack)
     metrics = ["all", *(metric.name for metric in pack.policy.metrics)]
     scopes = ["all", "overall", *(item.name for item in pack.policy.slices)]
     metric = query.get("metric", "all")
@@ -264,18 +298,10 @@ def case_page(loaded: Loaded, query: Mapping[str, str]) -> str:
     metric = metric if metric in metrics else "all"
     scope = scope if scope in scopes else "all"
     change = change if change in _FILTER_CHANGES else "flipped"
-    selected = [
-        outcome
-        for outcome in outcomes
-        if metric in ("all", outcome.metric)
-        and (scope == "all" or scope in outcome.scopes)
-        and (
-            change in ("all", outcome.change)
-            or (change == "flipped" and outcome.change in ("regressed", "improved"))
-        )
-        and _matches(outcome, text)
-    ]
-    selected.sort(key=lambda outcome: CHANGES.index(outcome.change))
+    try:
+        selected, matching, total = _selected(pack, (metric, scope, change), text)
+    except SealevalError as error:
+        return _refused(item, error)
     form = (
         f'<form class="filters" method="get" action="/cases" id="filters">'
         f'<input type="hidden" name="path" value="{_h(item.path)}">'
@@ -287,7 +313,7 @@ def case_page(loaded: Loaded, query: Mapping[str, str]) -> str:
         + '<button type="submit" id="apply">Apply</button></form>'
     )
     rows = []
-    for outcome in selected[:MAX_ROWS]:
+    for outcome in selected:
         rows.append(
             f'<tr class="{outcome.change}" data-id="{_h(outcome.record_id)}">'
             f'<td class="id"><code>{_h(outcome.record_id)}</code></td>'
@@ -302,8 +328,8 @@ def case_page(loaded: Loaded, query: Mapping[str, str]) -> str:
             + "</tr>"
         )
     shown = (
-        f'<p class="note" id="shown">{min(len(selected), MAX_ROWS)} of {len(selected)} matching '
-        f"pairs shown ({len(outcomes)} pair-metric outcomes in the pack).</p>"
+        f'<p class="note" id="shown">{len(selected)} of {matching} matching '
+        f"pairs shown ({total} pair-metric outcomes in the pack).</p>"
     )
     table = _table(
         [

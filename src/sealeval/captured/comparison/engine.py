@@ -42,19 +42,19 @@ from sealeval.captured.comparison.model import (
     FloatArray,
     IndexArray,
     MetricEntry,
-    _document,
+    report_document,
 )
 from sealeval.captured.comparison.pairing import (
-    _budget,
-    _metric_values,
-    _missing_id_bytes,
-    _pair,
-    _Pairs,
-    _policy,
-    _run,
-    _Values,
+    MetricValues,
+    Pairs,
+    as_policy,
+    as_run,
+    bootstrap_budget,
+    count_missing_id_bytes,
+    metric_pair_values,
+    pair_records,
 )
-from sealeval.captured.comparison.parallel import _shake_interval, _workers
+from sealeval.captured.comparison.parallel import shake_interval, worker_count
 from sealeval.captured.errors import CapturedRunError
 from sealeval.captured.intervals import (
     Interval,
@@ -89,12 +89,17 @@ def _mean(values: FloatArray, count: int, where: str) -> float:
         raise ComparisonError("overflow", where) from None
 
 
-def _decide(
+def decide(
     metric: PolicyMetric,
     interval: Interval,
     subject_mean: float,
     decision_order: str,
 ) -> tuple[str, tuple[str, ...]]:
+    """Decide one entry from its interval and subject mean; return the decision and its reasons.
+
+    ``decision_order`` is the policy's (``width_first`` checks the interval
+    width before the bound).
+    """
     lower = interval.lower
     upper = interval.upper
     reasons: list[str] = []
@@ -138,9 +143,9 @@ def _entry(
     scope_name: str,
     scope: IndexArray | None,
     seed: str | None,
-    values: _Values,
+    values: MetricValues,
     mask: BoolArray,
-    pairs: _Pairs,
+    pairs: Pairs,
     decision_order: str,
     workers: int,
     where: str,
@@ -189,14 +194,14 @@ def _entry(
             interval = result.interval
         else:
             assert seed is not None
-            interval = _shake_interval(left, right, seed, workers)
+            interval = shake_interval(left, right, seed, workers)
     except IntervalError as error:
         raise _interval_failure(error, where) from None
     if not _finite(baseline_mean, subject_mean, delta, interval.lower, interval.upper):
         raise ComparisonError("non_finite_value", where)
     if ratio is not None and not math.isfinite(ratio):
         raise ComparisonError("non_finite_value", where)
-    decision, reasons = _decide(metric, interval, subject_mean, decision_order)
+    decision, reasons = decide(metric, interval, subject_mean, decision_order)
     return dataclasses.replace(
         skeleton,
         baseline_mean=baseline_mean,
@@ -272,13 +277,13 @@ def compare_runs(
             ``unicode_version`` this installation cannot provide.
         CapturedRunError: an invalid run document.
     """
-    budget = _budget(max_bootstrap_draws)
+    budget = bootstrap_budget(max_bootstrap_draws)
     if type(decision_order) is not str or decision_order not in DECISION_ORDERS:
         raise ComparisonError("invalid_decision_order", "decision_order")
-    processes = _workers(workers)
-    baseline_run = _run(baseline, "baseline")
-    subject_run = _run(subject, "subject")
-    approved = _policy(policy)
+    processes = worker_count(workers)
+    baseline_run = as_run(baseline, "baseline")
+    subject_run = as_run(subject, "subject")
+    approved = as_policy(policy)
     scorers = check_runtime(approved)
     pinned = approved.expected_case_set_digest
     if pinned is not None:
@@ -288,13 +293,13 @@ def compare_runs(
             except CapturedRunError:
                 raise ComparisonError("case_set_mismatch", side) from None
     seeded = approved.bootstrap_metric_count > 0
-    pairs = _pair(baseline_run, subject_run, approved, seeded)
+    pairs = pair_records(baseline_run, subject_run, approved, seeded)
     notify(progress, "pairing", len(pairs.ids), len(pairs.ids))
     required = check_budget(pairs, approved, budget, progress)
-    metric_values: list[_Values] = []
+    metric_values: list[MetricValues] = []
     for metric, scorer in zip(approved.metrics, scorers, strict=True):
         notify(progress, "scoring", len(metric_values), len(approved.metrics))
-        metric_values.append(_metric_values(metric, scorer, baseline_run, subject_run, pairs))
+        metric_values.append(metric_pair_values(metric, scorer, baseline_run, subject_run, pairs))
     hosted = baseline_run.service_identity is not None or subject_run.service_identity is not None
     return finish_report(
         pairs,
@@ -310,7 +315,7 @@ def compare_runs(
 
 
 def check_budget(
-    pairs: _Pairs,
+    pairs: Pairs,
     approved: ComparisonPolicy,
     budget: int | None,
     progress: Progress | None = None,
@@ -328,8 +333,8 @@ def check_budget(
 
 
 def finish_report(
-    pairs: _Pairs,
-    metric_values: Sequence[_Values],
+    pairs: Pairs,
+    metric_values: Sequence[MetricValues],
     approved: ComparisonPolicy,
     bindings: Bindings,
     *,
@@ -346,7 +351,7 @@ def finish_report(
     """
     entry_count = len(pairs.scopes) * len(approved.metrics)
     masks = [values.missing_mask() for values in metric_values]
-    missing_bytes = _missing_id_bytes(pairs, masks)
+    missing_bytes = count_missing_id_bytes(pairs, masks)
     if missing_bytes > MAX_MISSING_ID_BYTES:
         raise ComparisonError("missing_id_capacity_exceeded", "missing_ids")
     entries: list[MetricEntry] = []
@@ -380,7 +385,7 @@ def finish_report(
     if approved.has_nll:
         limitations.append(NLL_LIMITATION)
     decision = _overall(entries)
-    document = _document(decision, bindings, entries, limitations, decision_order)
+    document = report_document(decision, bindings, entries, limitations, decision_order)
     canonical = encode_invarlock(document)
     if len(canonical) > MAX_REPORT_BYTES:
         raise ComparisonError("report_too_large", "report")
@@ -432,9 +437,9 @@ def scope_values(
     pairing, attributed values) but no interval, budget or report; scope seeds
     are always computed. Order: scope-major (overall, then slices), metric order.
     """
-    baseline_run = _run(baseline, "baseline")
-    subject_run = _run(subject, "subject")
-    approved = _policy(policy)
+    baseline_run = as_run(baseline, "baseline")
+    subject_run = as_run(subject, "subject")
+    approved = as_policy(policy)
     scorers = check_runtime(approved)
     pinned = approved.expected_case_set_digest
     if pinned is not None:
@@ -443,16 +448,16 @@ def scope_values(
                 validate_run_case_set(run, pinned)
             except CapturedRunError:
                 raise ComparisonError("case_set_mismatch", side) from None
-    pairs = _pair(baseline_run, subject_run, approved, True)
+    pairs = pair_records(baseline_run, subject_run, approved, True)
     metric_values = [
-        _metric_values(metric, scorer, baseline_run, subject_run, pairs)
+        metric_pair_values(metric, scorer, baseline_run, subject_run, pairs)
         for metric, scorer in zip(approved.metrics, scorers, strict=True)
     ]
     return scope_results(approved, pairs, metric_values)
 
 
 def scope_results(
-    approved: ComparisonPolicy, pairs: _Pairs, metric_values: Sequence[_Values]
+    approved: ComparisonPolicy, pairs: Pairs, metric_values: Sequence[MetricValues]
 ) -> tuple[ScopeValues, ...]:
     """Split paired metric values into :class:`ScopeValues` (scope-major, metric order).
 

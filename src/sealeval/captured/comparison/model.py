@@ -284,7 +284,7 @@ class ComparisonReport:
 
     def to_dict(self) -> dict[str, Any]:
         """Return a fresh plain copy of the report document."""
-        return _document(
+        return report_document(
             self.decision, self.bindings, self.metrics, self.limitations, self.decision_order
         )
 
@@ -293,13 +293,14 @@ class ComparisonReport:
         return self.canonical_bytes
 
 
-def _document(
+def report_document(
     decision: str,
     bindings: Bindings,
     entries: Sequence[MetricEntry],
     limitations: Sequence[str],
     decision_order: str,
 ) -> dict[str, Any]:
+    """Return the comparison report's document (members in the contract's order)."""
     document: dict[str, Any] = {
         "format": REPORT_FORMAT,
         "decision": decision,

@@ -39,7 +39,8 @@ from sealeval.errors import SealevalError
 # Arguments
 
 
-def _budget(value: object) -> int | None:
+def bootstrap_budget(value: object) -> int | None:
+    """Check the ``max_bootstrap_draws`` argument (``None`` or an ``int`` >= 0)."""
     if value is None:
         return None
     if type(value) is not int:
@@ -50,7 +51,8 @@ def _budget(value: object) -> int | None:
     return value
 
 
-def _run(value: object, side: str) -> Run:
+def as_run(value: object, side: str) -> Run:
+    """Return a :class:`Run` argument, or validate a run document into one (at ``side``)."""
     if isinstance(value, Run):
         return value
     if isinstance(value, Mapping):
@@ -59,7 +61,8 @@ def _run(value: object, side: str) -> Run:
     raise ComparisonError("invalid_type", side)
 
 
-def _policy(value: object) -> ComparisonPolicy:
+def as_policy(value: object) -> ComparisonPolicy:
+    """Return a :class:`ComparisonPolicy` argument, or parse a policy document into one."""
     if isinstance(value, ComparisonPolicy):
         return value
     if isinstance(value, Mapping):
@@ -91,7 +94,7 @@ def _same_value(left: object, right: object) -> bool:
     )
 
 
-def _seed_row(record: Record) -> bytes:
+def record_seed_row(record: Record) -> bytes:
     """Canonical bytes (no LF) of ``{id, input, expected, metadata}`` of a record.
 
     Equals :func:`sealeval.captured.intervals.seed_row` (tested); the common
@@ -130,17 +133,19 @@ def _seed_row(record: Record) -> bytes:
     return canonical.frozen_canonical(row, error=CapturedRunError)[:-1]
 
 
-class _ScopeHash:
+class ScopeHash:
     """Streams ``digest([row, row, ...])`` (canonical array of rows) in large chunks."""
 
     __slots__ = ("_buffer", "_empty", "_hasher")
 
     def __init__(self, prefix: bytes = b"[") -> None:
+        """Start the array with ``prefix`` (a wrapping object may open it)."""
         self._hasher = hashlib.sha256()
         self._buffer = bytearray(prefix)
         self._empty = True
 
     def add(self, row: bytes) -> None:
+        """Append one row (canonical bytes, no LF)."""
         buffer = self._buffer
         if not self._empty:
             buffer += b","
@@ -151,6 +156,7 @@ class _ScopeHash:
             buffer.clear()
 
     def seed(self, suffix: bytes = b"]\n") -> str:
+        """Close the array with ``suffix``; return its ``sha256:`` digest."""
         self._buffer += suffix
         self._hasher.update(self._buffer)
         return "sha256:" + self._hasher.hexdigest()
@@ -187,7 +193,7 @@ def _check_pair(left: Record, right: Record, subject_position: int) -> None:
 
 
 @dataclass(slots=True)
-class _Pairs:
+class Pairs:
     """The paired records in pair order (ids ascending) and the scopes over them.
 
     Record positions (for error fields) are looked up in the runs' indexes
@@ -204,7 +210,7 @@ class _Pairs:
     seeds: list[str | None]
 
 
-def _pair(baseline: Run, subject: Run, policy: ComparisonPolicy, seeded: bool) -> _Pairs:
+def pair_records(baseline: Run, subject: Run, policy: ComparisonPolicy, seeded: bool) -> Pairs:
     """Pair the records (§2), select the scopes (§2.1) and hash the scope seeds."""
     baseline_index = baseline.index
     subject_index = subject.index
@@ -215,7 +221,7 @@ def _pair(baseline: Run, subject: Run, policy: ComparisonPolicy, seeded: bool) -
     subject_records = subject.records
     slices = [tuple(item.where.items()) for item in policy.slices]
     members: list[list[int]] = [[] for _ in slices]
-    hashes = [_ScopeHash() for _ in range(len(slices) + 1)] if seeded else []
+    hashes = [ScopeHash() for _ in range(len(slices) + 1)] if seeded else []
     pairs_baseline: list[Record] = []
     pairs_subject: list[Record] = []
     errored = bytearray(len(ids))
@@ -232,7 +238,7 @@ def _pair(baseline: Run, subject: Run, policy: ComparisonPolicy, seeded: bool) -
             errored[index] = 1
         row = b""
         if seeded:
-            row = _seed_row(left)
+            row = record_seed_row(left)
             hashes[0].add(row)
         for slice_index, conditions in enumerate(slices):
             # Metadata values are strings: ``get`` equality is the slice rule.
@@ -245,7 +251,7 @@ def _pair(baseline: Run, subject: Run, policy: ComparisonPolicy, seeded: bool) -
     seeds: list[str | None] = [scope.seed() for scope in hashes] if seeded else []
     if not seeded:
         seeds = [None] * len(scopes)
-    return _Pairs(
+    return Pairs(
         ids=ids,
         baseline=pairs_baseline,
         subject=pairs_subject,
@@ -262,7 +268,7 @@ def _pair(baseline: Run, subject: Run, policy: ComparisonPolicy, seeded: bool) -
 
 
 @dataclass(slots=True)
-class _Values:
+class MetricValues:
     """Per-pair missing flags and values of one metric, and its held-back error."""
 
     missing: bytearray
@@ -271,21 +277,24 @@ class _Values:
     error: SealevalError | None = None
 
     def missing_mask(self) -> BoolArray:
+        """Return the per-pair missing flags as a boolean array."""
         mask: BoolArray = np.frombuffer(self.missing, dtype=np.uint8).astype(np.bool_)
         return mask
 
     def arrays(self) -> tuple[FloatArray, FloatArray]:
+        """Return the baseline and subject values as float64 arrays (no copy)."""
         left: FloatArray = np.frombuffer(self.baseline, dtype=np.float64)
         right: FloatArray = np.frombuffer(self.subject, dtype=np.float64)
         return left, right
 
 
-def _held(error: SealevalError, where: str) -> ComparisonError:
+def held_error(error: SealevalError, where: str) -> ComparisonError:
+    """Return a held scorer refusal as a comparison error at ``where`` (same code if declared)."""
     code = error.code if error.code in ComparisonError.codes else "invalid_type"
     return ComparisonError(code, where)
 
 
-def _deterministic_values(scorer: Scorer, pairs: _Pairs, values: _Values, where: str) -> None:
+def _deterministic_values(scorer: Scorer, pairs: Pairs, values: MetricValues, where: str) -> None:
     """Availability, then ``prepare(expected)`` once per pair and both outputs."""
     available = scorer.is_available
     prepare = scorer.prepare
@@ -306,7 +315,7 @@ def _deterministic_values(scorer: Scorer, pairs: _Pairs, values: _Values, where:
             reference = prepare(left.expected)
         except ScorerError as error:
             position = pairs.baseline_index[pairs.ids[index]]
-            values.error = _held(error, f"{where}.baseline.records[{position}].expected")
+            values.error = held_error(error, f"{where}.baseline.records[{position}].expected")
             scoring = False
             continue
         score = reference.score(left_output)
@@ -322,8 +331,8 @@ def _deterministic_values(scorer: Scorer, pairs: _Pairs, values: _Values, where:
 def _recorded_values(
     scorer: RecordedScore,
     runs: tuple[Run, Run],
-    pairs: _Pairs,
-    values: _Values,
+    pairs: Pairs,
+    values: MetricValues,
     where: str,
 ) -> None:
     """Provenance of both runs (held back), then ``float(scores[score_key])`` per side."""
@@ -331,7 +340,7 @@ def _recorded_values(
         try:
             scorer.check_provenance(run.score_provenance)
         except ScorerError as error:
-            values.error = _held(error, f"{where}.{side}.score_provenance")
+            values.error = held_error(error, f"{where}.{side}.score_provenance")
             break
     key = scorer.score_key
     missing = values.missing
@@ -353,12 +362,12 @@ def _recorded_values(
                 target[index] = scorer.value(scores)
             except ScorerError as error:
                 position = positions[pairs.ids[index]]
-                values.error = _held(error, f"{where}.{side}.records[{position}].scores")
+                values.error = held_error(error, f"{where}.{side}.records[{position}].scores")
                 scoring = False
                 break
 
 
-def _nll_values(scorer: NormalizedNll, pairs: _Pairs, values: _Values, where: str) -> None:
+def _nll_values(scorer: NormalizedNll, pairs: Pairs, values: MetricValues, where: str) -> None:
     """Bindings of every record with facts (held back), then ``-logprob_sum / bytes``."""
     missing = values.missing
     errored = pairs.errored
@@ -376,7 +385,7 @@ def _nll_values(scorer: NormalizedNll, pairs: _Pairs, values: _Values, where: st
                     check(facts)
                 except ScorerError as error:
                     position = positions[pairs.ids[index]]
-                    binding_error = _held(
+                    binding_error = held_error(
                         error, f"{where}.{side}.records[{position}].{error.field}"
                     )
                     break
@@ -393,20 +402,21 @@ def _nll_values(scorer: NormalizedNll, pairs: _Pairs, values: _Values, where: st
                 target[index] = scorer.value(facts)
             except ScorerError as error:
                 position = positions[pairs.ids[index]]
-                value_error = _held(error, f"{where}.{side}.records[{position}].likelihood")
+                value_error = held_error(error, f"{where}.{side}.records[{position}].likelihood")
                 break
     values.error = binding_error if binding_error is not None else value_error
 
 
-def _metric_values(
+def metric_pair_values(
     metric: PolicyMetric,
     scorer: MetricScorer,
     baseline: Run,
     subject: Run,
-    pairs: _Pairs,
-) -> _Values:
+    pairs: Pairs,
+) -> MetricValues:
+    """Score one metric over the pairs: per-pair values, missing flags and any held-back error."""
     size = len(pairs.ids)
-    values = _Values(
+    values = MetricValues(
         missing=bytearray(size),
         baseline=array("d", [0.0]) * size,
         subject=array("d", [0.0]) * size,
@@ -425,7 +435,7 @@ def _metric_values(
 # Capacity (§7.1)
 
 
-def _id_costs(pairs: _Pairs, any_missing: BoolArray) -> npt.NDArray[np.int64]:
+def _id_costs(pairs: Pairs, any_missing: BoolArray) -> npt.NDArray[np.int64]:
     """``len(canonical JSON of the id) + 1`` for every pair missing somewhere, else 0."""
     costs = np.zeros(len(pairs.ids), dtype=np.int64)
     for index in np.flatnonzero(any_missing).tolist():
@@ -433,7 +443,7 @@ def _id_costs(pairs: _Pairs, any_missing: BoolArray) -> npt.NDArray[np.int64]:
     return costs
 
 
-def _missing_id_bytes(pairs: _Pairs, masks: Sequence[BoolArray]) -> int:
+def count_missing_id_bytes(pairs: Pairs, masks: Sequence[BoolArray]) -> int:
     """Σ over scope x metric of ``2 + Σ(len(id JSON)) + commas`` (§7.1)."""
     total = 2 * len(pairs.scopes) * len(masks)
     if not masks:

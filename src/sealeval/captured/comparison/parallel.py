@@ -161,7 +161,7 @@ def _parallel_shake(
     )
 
 
-def _shake_interval(left: FloatArray, right: FloatArray, seed: str, workers: int) -> Interval:
+def shake_interval(left: FloatArray, right: FloatArray, seed: str, workers: int) -> Interval:
     """``shake256_bootstrap_interval``, with the replicates spread over processes when it pays."""
     if workers > 1 and left.size >= PARALLEL_MIN_PAIRS:
         with np.errstate(over="ignore", invalid="ignore"):
@@ -180,7 +180,12 @@ def _shake_interval(left: FloatArray, right: FloatArray, seed: str, workers: int
     return shake256_bootstrap_interval(left, right, seed)
 
 
-def _workers(requested: object) -> int:
+def worker_count(requested: object) -> int:
+    """Return the worker processes to use: ``requested`` (>= 1), or the available CPUs capped at 8.
+
+    Raises:
+        ComparisonError: ``invalid_workers`` (field ``workers``).
+    """
     if requested is None:
         try:
             available = len(os.sched_getaffinity(0))

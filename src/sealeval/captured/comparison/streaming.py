@@ -31,8 +31,8 @@ from sealeval.captured.comparison.model import (
     ComparisonError,
     ComparisonReport,
 )
-from sealeval.captured.comparison.pairing import _budget, _policy
-from sealeval.captured.comparison.parallel import _workers
+from sealeval.captured.comparison.pairing import as_policy, bootstrap_budget
+from sealeval.captured.comparison.parallel import worker_count
 from sealeval.captured.comparison.table import RunTable, pair_tables, table_values
 from sealeval.captured.errors import CapturedRunError
 from sealeval.captured.policy import ComparisonPolicy, MetricScorer, check_runtime
@@ -146,12 +146,12 @@ def compare_run_files(
         ComparisonError: as :func:`compare_runs`.
         ComparisonPolicyError: as :func:`compare_runs`.
     """
-    budget = _budget(max_bootstrap_draws)
+    budget = bootstrap_budget(max_bootstrap_draws)
     if type(decision_order) is not str or decision_order not in DECISION_ORDERS:
         raise ComparisonError("invalid_decision_order", "decision_order")
-    processes = _workers(workers)
+    processes = worker_count(workers)
     try:
-        approved = _policy(policy)
+        approved = as_policy(policy)
         scorers = check_runtime(approved)
     except Exception:
         # The runs are refused before the policy, as when they are read first.
@@ -211,7 +211,7 @@ def scope_values_files(
     :func:`compare_run_files`: the per-record columns, never the records.
     """
     try:
-        approved = _policy(policy)
+        approved = as_policy(policy)
         scorers = check_runtime(approved)
     except Exception:
         for source, side in ((baseline, "baseline"), (subject, "subject")):

@@ -53,7 +53,13 @@ from sealeval.captured.comparison.model import (
     ComparisonError,
     IndexArray,
 )
-from sealeval.captured.comparison.pairing import _held, _Pairs, _ScopeHash, _seed_row, _Values
+from sealeval.captured.comparison.pairing import (
+    MetricValues,
+    Pairs,
+    ScopeHash,
+    held_error,
+    record_seed_row,
+)
 from sealeval.captured.errors import CapturedRunError
 from sealeval.captured.policy import ComparisonPolicy, MetricScorer, PolicyMetric
 from sealeval.captured.run import Record, RunHeader
@@ -140,7 +146,7 @@ class RowSpill:
 
 def spilled_case_set_digest(spill: RowSpill, ids: list[str]) -> str:
     """Return the case-set digest of spilled seed rows (``case_set_of_run``): rows in id order."""
-    hasher = _ScopeHash(b'{"cases":[')
+    hasher = ScopeHash(b'{"cases":[')
     for row in spill.rows(_id_order(ids).tolist()):
         hasher.add(row)
     return hasher.seed(b'],"format":' + JSON_STRING(CASE_SET_FORMAT).encode("utf-8") + b"}\n")
@@ -214,7 +220,7 @@ class RunTable:
         for members, conditions in zip(self.members, self._slices, strict=True):
             members.append(all(metadata.get(key) == value for key, value in conditions))
         if self.spill is not None:
-            self.spill.add(_seed_row(record))
+            self.spill.add(record_seed_row(record))
         for scorer, column in zip(self._scorers, self.columns, strict=True):
             self._score(scorer, column, record, position, errored)
 
@@ -309,7 +315,7 @@ def _mismatch(left: RunTable, right: RunTable, lpos: int, rpos: int) -> None:
 class TablePairs:
     """Two paired tables: the engine's pairs plus the file positions of each pair."""
 
-    pairs: _Pairs
+    pairs: Pairs
     left_positions: _Positions
     right_positions: _Positions
 
@@ -317,7 +323,7 @@ class TablePairs:
 def pair_tables(
     baseline: RunTable, subject: RunTable, policy: ComparisonPolicy, seeded: bool
 ) -> TablePairs:
-    """Pair two tables exactly like :func:`~.pairing._pair` pairs two runs."""
+    """Pair two tables exactly like :func:`~.pairing.pair_records` pairs two runs."""
     if len(baseline.ids) != len(subject.ids):
         raise ComparisonError("record_ids_differ", "subject")
     # Ids are unique within a run (the reader refuses duplicates): sorting both sides
@@ -354,7 +360,7 @@ def pair_tables(
     seeds: list[str | None] = [None] * len(scopes)
     if seeded:
         assert baseline.spill is not None
-        hashes = [_ScopeHash() for _ in scopes]
+        hashes = [ScopeHash() for _ in scopes]
         order = left_positions.tolist()
         for lpos, row in zip(order, baseline.spill.rows(order), strict=True):
             hashes[0].add(row)
@@ -362,7 +368,7 @@ def pair_tables(
                 if members[lpos]:
                     hashes[number + 1].add(row)
         seeds = [scope.seed() for scope in hashes]
-    pairs = _Pairs(
+    pairs = Pairs(
         ids=ids,
         baseline=[],
         subject=[],
@@ -421,7 +427,7 @@ def _first_of_sides(
         return None
     _pair, _order, side, position, fault = min(found, key=lambda item: (item[0], item[1]))
     name = fault.field if member is None else member
-    return _held(fault, f"{where}.{side}.records[{position}].{name}")
+    return held_error(fault, f"{where}.{side}.records[{position}].{name}")
 
 
 def table_values(
@@ -430,8 +436,8 @@ def table_values(
     scorer: MetricScorer,
     tables: tuple[RunTable, RunTable],
     paired: TablePairs,
-) -> _Values:
-    """One metric's :class:`~.pairing._Values` in pair order, with the same held refusal."""
+) -> MetricValues:
+    """One metric's :class:`~.pairing.MetricValues` in pair order, with the same held refusal."""
     baseline, subject = tables
     left_positions = paired.left_positions
     right_positions = paired.right_positions
@@ -453,7 +459,7 @@ def table_values(
             try:
                 scorer.check_provenance(table.header.score_provenance)
             except ScorerError as held:
-                error = _held(held, f"{where}.{side}.score_provenance")
+                error = held_error(held, f"{where}.{side}.score_provenance")
                 break
         if error is None:
             error = _first_of_sides(columns, paired, scored, where, "scores")
@@ -466,8 +472,8 @@ def table_values(
         found = _first(columns[0].faults, left_positions, scored)
         if found is not None:
             _pair, position, fault = found
-            error = _held(fault, f"{where}.baseline.records[{position}].expected")
-    values = _Values(
+            error = held_error(fault, f"{where}.baseline.records[{position}].expected")
+    values = MetricValues(
         missing=bytearray(missing.astype(np.uint8).tobytes()),
         baseline=array("d", left_values.tobytes()),
         subject=array("d", right_values.tobytes()),

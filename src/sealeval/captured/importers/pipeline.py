@@ -268,6 +268,10 @@ _FILE_CODES: Final = frozenset(
 )
 
 
+#: Native-reader refusals that ``auto`` reports over the specified adapter's.
+_NATIVE_VERDICTS: Final = frozenset({"incomplete_export", "not_results"})
+
+
 def _with_fallback(
     adapter: str, request: ImportRequest, attempt: Callable[[ImportRequest], _T]
 ) -> _T:
@@ -277,7 +281,10 @@ def _with_fallback(
     adapter; when it refuses the file (several filters, a list target...),
     ``auto`` reads it with the native importer of the same files
     (:data:`~sealeval.captured.importers.registry.FALLBACKS`). When both
-    refuse, the specified adapter's refusal is reported. A named adapter never
+    refuse, the specified adapter's refusal is reported, unless the native
+    reader found the file short of what it states (``incomplete_export``) or
+    holding no per-sample results at all (``not_results``: an Inspect log
+    written without its ``samples``), which say more. A named adapter never
     falls back.
     """
     fallback = FALLBACKS.get(request.name) if adapter == AUTO else None
@@ -297,9 +304,31 @@ def _with_fallback(
     try:
         return attempt(dataclasses.replace(request, name=fallback, importer=native))
     except CapturedError as error:
-        if error.code == "incomplete_export":
-            raise  # the file holds fewer records than it states: that is the fault
+        if error.code in _NATIVE_VERDICTS:
+            raise  # fewer records than the file states, or none at all: that is the fault
+        if error.code == "identities_required" and (verdict := _native_verdict(native, request)):
+            raise verdict from None
         raise refusal from None
+
+
+def _native_verdict(native: Any, request: ImportRequest) -> CapturedError | None:
+    """Return the native reader's :data:`_NATIVE_VERDICTS` refusal of the file, if any.
+
+    Read only to name the fault when the native attempt stopped at the
+    identities it needs (a file that states none): a file holding no
+    per-sample results is refused as such, not sent back for identities.
+    """
+    records: Any = None
+    try:
+        records = native.records(request.path, request.options)
+        next(iter(records), None)
+    except CapturedError as error:
+        return error if error.code in _NATIVE_VERDICTS else None
+    finally:
+        close = getattr(records, "close", None)
+        if callable(close):
+            close()
+    return None
 
 
 def _falls_short(native: object, request: ImportRequest) -> bool:

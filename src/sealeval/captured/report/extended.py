@@ -2,8 +2,9 @@
 
 :func:`extended_for_pack` computes a ``sealeval/extended-comparison-v1``
 document from the runs and policy an evidence pack holds (this re-scores the
-runs: the section says so) and refuses it unless its comparison is the one the
-pack stores (``extended_mismatch``). The renderers add one section to
+runs, streamed with memory bounded by their record count: the section says
+so) and refuses it unless its comparison is the one the pack stores
+(``extended_mismatch``). The renderers add one section to
 Markdown and HTML and per-testcase properties to JUnit XML only when given
 such a document; without it every output keeps its bytes.
 
@@ -17,15 +18,27 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping
-from typing import Any, Final
+from contextlib import ExitStack
+from typing import IO, Any, Final
 
+from sealeval._progress import Progress
 from sealeval._validate import thaw_json
 from sealeval.canonical import digest_bytes, encode_invarlock
-from sealeval.captured.comparison import DEFAULT_MAX_BOOTSTRAP_DRAWS, compare_runs
-from sealeval.captured.extended import EXTENDED_FORMAT, PolicyExtension, extend_comparison
+from sealeval.captured.comparison import (
+    DEFAULT_MAX_BOOTSTRAP_DRAWS,
+    compare_run_files,
+    scope_values_files,
+)
+from sealeval.captured.extended import (
+    EXTENDED_FORMAT,
+    PolicyExtension,
+    check_extension,
+    extend_report,
+)
 from sealeval.captured.pack_reader import EvidencePack
 from sealeval.captured.report.model import ReportError
-from sealeval.captured.report.wording import _h
+from sealeval.captured.report.wording import html_text as _h
+from sealeval.captured.run import Run
 
 __all__ = [
     "EXTENDED_NOTE",
@@ -47,33 +60,50 @@ def extended_for_pack(
     extension: PolicyExtension,
     *,
     max_bootstrap_draws: int | None = DEFAULT_MAX_BOOTSTRAP_DRAWS,
+    progress: Progress | None = None,
 ) -> dict[str, Any]:
     """Return the extended document of a pack's runs, bound to the pack's stored report.
+
+    The runs are streamed from the pack's files (re-opened by descriptor,
+    ``file_changed`` if replaced since the pack was read) into per-record
+    columns (:func:`~sealeval.captured.comparison.compare_run_files`, then
+    :func:`~sealeval.captured.comparison.scope_values_files`): memory is
+    bounded by the number of records, whether the pack was read with its runs
+    held or as :class:`~sealeval.captured.run_facts.RunFacts`.
 
     Raises:
         ReportError: ``extended_mismatch`` when the recomputed comparison is
             not byte-identical to the stored one.
         ExtensionError: the extension does not name the pack's policy.
+        EvidencePackError: ``file_changed`` (status 6) when a run file is
+            not the one examined.
     """
     order = "width_first" if "decision_rule" in pack.report else "reference"
-    baseline, subject = pack.held_runs()
-    report = compare_runs(
-        baseline=baseline,
-        subject=subject,
-        policy=pack.policy,
-        max_bootstrap_draws=max_bootstrap_draws,
-        decision_order=order,
-    )
     stored = digest_bytes(encode_invarlock(thaw_json(pack.report)))
-    if report.digest != stored:
-        raise ReportError("extended_mismatch", "extended.comparison_digest")
-    return extend_comparison(
-        baseline=baseline,
-        subject=subject,
-        policy=pack.policy,
-        extension=extension,
-        report=report,
-    )
+    with ExitStack() as stack:
+
+        def reopen(role: str) -> IO[bytes]:
+            return stack.enter_context(pack.open_run(role))
+
+        report = compare_run_files(
+            baseline=reopen("baseline"),
+            subject=reopen("subject"),
+            policy=pack.policy,
+            max_bootstrap_draws=max_bootstrap_draws,
+            decision_order=order,
+            limits=pack.limits.run_limits(),
+            progress=progress,
+        )
+        if report.digest != stored:
+            raise ReportError("extended_mismatch", "extended.comparison_digest")
+        check_extension(extension, pack.policy)  # before the second pass
+        per_pair = scope_values_files(
+            baseline=reopen("baseline"),
+            subject=reopen("subject"),
+            policy=pack.policy,
+            limits=pack.limits.run_limits(),
+        )
+    return extend_report(report=report, per_pair=per_pair, policy=pack.policy, extension=extension)
 
 
 def _checked(pack: EvidencePack, document: Mapping[str, Any]) -> list[Mapping[str, Any]]:
@@ -87,7 +117,8 @@ def _checked(pack: EvidencePack, document: Mapping[str, Any]) -> list[Mapping[st
     grid = [(item["name"], item["slice"]) for item in pack.report["metrics"]]
     if [(row["metric"], row["slice"]) for row in entries] != grid:
         raise ReportError("extended_mismatch", "extended.entries")
-    known = {record.id for record in pack.held_runs()[0].records}
+    baseline = pack.baseline
+    known = baseline.index if isinstance(baseline, Run) else baseline
     for position, row in enumerate(entries):
         flips = row.get("flips") or {}
         for key in ("right_to_wrong_ids", "wrong_to_right_ids"):

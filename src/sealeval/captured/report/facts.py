@@ -1,6 +1,6 @@
 """Pack-level facts of a report: compared runs, identities, bindings, previews.
 
-Shared by every output format and gathered once per render as a ``_View``.
+Shared by every output format and gathered once per render as a ``ReportView``.
 """
 
 from __future__ import annotations
@@ -14,25 +14,25 @@ from sealeval._validate import thaw_json
 from sealeval.captured.comparison import WIDTH_FIRST_RULE
 from sealeval.captured.pack_reader import PACK_FORMAT, EvidencePack
 from sealeval.captured.report.model import (
-    _UNAVAILABLE,
     DECISION_LABELS,
     MISSING_IDS_PREVIEW,
+    UNAVAILABLE,
     ReportEntry,
+    ReportError,
     VerificationStatus,
-    _check_verification,
-    _fail,
     check_consistency,
+    check_verification,
     display_order,
 )
-from sealeval.captured.report.wording import _count, display_name
+from sealeval.captured.report.wording import count_text, display_name
 from sealeval.captured.run import Run
-from sealeval.captured.run_outline import RunOutline
+from sealeval.captured.run_facts import RunFacts
 
 # ---------------------------------------------------------------------------
 # Pack-level facts (shared by every format)
 
 
-def _hosted_identity(run: Run | RunOutline) -> str:
+def _hosted_identity(run: Run | RunFacts) -> str:
     identity = run.service_identity
     if identity is None:
         return f"Recorded run: {run.run_id}"
@@ -41,18 +41,18 @@ def _hosted_identity(run: Run | RunOutline) -> str:
     return f"Requested model: {identity.requested_model} · Deployment: {identity.deployment}"
 
 
-def _side_fields(run: Run | RunOutline) -> list[tuple[str, str]]:
-    records = _count(len(run))
+def _side_fields(run: Run | RunFacts) -> list[tuple[str, str]]:
+    records = count_text(len(run))
     identity = run.service_identity
     if identity is None:
         return [
             ("Evaluator", f"{run.source.name} {run.source.version}"),
-            ("Model revision", _UNAVAILABLE),
-            ("Capture role", _UNAVAILABLE),
-            ("Workflow", _UNAVAILABLE),
-            ("Dataset", _UNAVAILABLE),
+            ("Model revision", UNAVAILABLE),
+            ("Capture role", UNAVAILABLE),
+            ("Workflow", UNAVAILABLE),
+            ("Dataset", UNAVAILABLE),
             ("Records", records),
-            ("Effective message roles", _UNAVAILABLE),
+            ("Effective message roles", UNAVAILABLE),
         ]
     window = identity.observation_window
     return [
@@ -70,7 +70,7 @@ def _side_fields(run: Run | RunOutline) -> list[tuple[str, str]]:
 
 
 @dataclass(frozen=True, slots=True)
-class _Compared:
+class ComparedRuns:
     """What was compared: the identity row, matching and additional fields, changes."""
 
     identity_label: str
@@ -86,7 +86,8 @@ def _side_label(side: str, label: str) -> str:
     return f"{side} {label[:1].lower()}{label[1:]}"
 
 
-def _compared(pack: EvidencePack) -> _Compared:
+def compared_runs(pack: EvidencePack) -> ComparedRuns:
+    """Return what the two compared runs are: identity label and state, sides, recorded changes."""
     baseline, subject = pack.baseline, pack.subject
     hosted = [run.service_identity is not None for run in (baseline, subject)]
     if any(hosted):
@@ -120,7 +121,7 @@ def _compared(pack: EvidencePack) -> _Compared:
         model_note = (
             "Model-key comparison is unavailable because recorded values are missing or mixed."
         )
-    return _Compared(
+    return ComparedRuns(
         identity_label=label,
         identity_state="Differs" if identities[0] != identities[1] else "Matches",
         baseline_identity=identities[0],
@@ -135,7 +136,7 @@ def _compared(pack: EvidencePack) -> _Compared:
     )
 
 
-def _checked(
+def checked_rows(
     pack: EvidencePack, verification: VerificationStatus | None
 ) -> tuple[tuple[str, str], ...]:
     """Return what was checked (the last row: the no-authority notice or the caller's status)."""
@@ -170,11 +171,11 @@ def _checked(
     )
 
 
-_WIDTH_FIRST_NOTE: Final = (
+WIDTH_FIRST_NOTE: Final = (
     f"{WIDTH_FIRST_RULE}: the interval width was checked before the regression bounds "
     "(sealeval's opt-in rule, not the reference's)."
 )
-_NEXT_STEPS: Final = (
+NEXT_STEPS: Final = (
     "Review the recorded checks against the approved requirements.",
     "For a signed handoff, run invarlock verify with independent signer, policy, request and "
     "complete-run anchors and an external signed receipt.",
@@ -187,11 +188,13 @@ _CONTEXT_LIMITATION: Final = (
 )
 
 
-def _limitations(pack: EvidencePack) -> tuple[str, ...]:
+def pack_limitations(pack: EvidencePack) -> tuple[str, ...]:
+    """Return the report's recorded limitations and the recorded-context limitation."""
     return (*pack.report["limitations"], _CONTEXT_LIMITATION)
 
 
-def _identities(pack: EvidencePack) -> tuple[tuple[str, str], ...]:
+def pack_identities(pack: EvidencePack) -> tuple[tuple[str, str], ...]:
+    """Return the evidence identities as (label, value) rows: manifest, comparison, signer, runs."""
     rows = [
         ("Manifest", pack.manifest_digest),
         ("Comparison", pack.comparison_id),
@@ -214,7 +217,7 @@ def _identities(pack: EvidencePack) -> tuple[tuple[str, str], ...]:
     return tuple(rows)
 
 
-def _identifier_rows(entries: Sequence[ReportEntry]) -> list[dict[str, Any]]:
+def identifier_rows(entries: Sequence[ReportEntry]) -> list[dict[str, Any]]:
     """Display names that differ from the recorded identifiers (display order, 1-based)."""
     rows: list[dict[str, Any]] = []
     for number, entry in enumerate(entries, 1):
@@ -278,7 +281,8 @@ def _preview_value(value: Any) -> tuple[Any, bool]:
     return shown, truncated[0]
 
 
-def _preview(value: Any, note: str) -> dict[str, Any]:
+def preview_block(value: Any, note: str) -> dict[str, Any]:
+    """Return a bounded preview of a JSON value with its limits and ``note``."""
     shown, truncated = _preview_value(value)
     preview: dict[str, Any] = {
         "limits": dict(_PREVIEW_LIMITS),
@@ -295,20 +299,22 @@ _POLICY_NOTE: Final = (
     "Display preview, not a replacement configuration. Full configuration remains in evidence "
     "under the original policy binding."
 )
-_SERVICE_NOTE: Final = (
+SERVICE_NOTE: Final = (
     "Full declared configuration remains in the captured run. Its digest identifies the "
     "declaration."
 )
 
 
-def _policy_preview(pack: EvidencePack) -> dict[str, Any]:
+def policy_preview(pack: EvidencePack) -> dict[str, Any]:
+    """Return the bound policy with each metric's configuration as a bounded preview."""
     document: dict[str, Any] = thaw_json(pack.policy.document)
     for metric in document["metrics"]:
-        metric["configuration"] = _preview(metric["configuration"], _POLICY_NOTE)
+        metric["configuration"] = preview_block(metric["configuration"], _POLICY_NOTE)
     return document
 
 
-def _exact_data(pack: EvidencePack) -> dict[str, Any]:
+def exact_data(pack: EvidencePack) -> dict[str, Any]:
+    """Return the comparison report's data with missing ids as a count and a preview."""
     document: dict[str, Any] = thaw_json(pack.report)
     for entry in document["metrics"]:
         missing = entry.pop("missing_ids")
@@ -318,24 +324,29 @@ def _exact_data(pack: EvidencePack) -> dict[str, Any]:
     return document
 
 
-def _json_block(value: Any) -> list[str]:
+def json_block(value: Any) -> list[str]:
+    """Return a fenced Markdown JSON block (indented, sorted keys) as lines."""
     return ["```json", json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False), "```"]
 
 
 @dataclass(frozen=True, slots=True)
-class _View:
+class ReportView:
+    """The pack-level facts one render reads: the pack, its entries, the caller's status."""
+
     pack: EvidencePack
     entries: tuple[ReportEntry, ...]  # display order
     verification: VerificationStatus | None
 
     @property
     def label(self) -> str:
+        """Return the label of the recorded decision."""
         return DECISION_LABELS[self.pack.decision]
 
 
-def _view(pack: EvidencePack, verification: VerificationStatus | None) -> _View:
+def report_view(pack: EvidencePack, verification: VerificationStatus | None) -> ReportView:
+    """Check the pack and the caller's verification status; gather the facts of one render."""
     if not isinstance(pack, EvidencePack):
-        raise _fail("invalid_entry", "pack")
+        raise ReportError("invalid_entry", "pack")
     entries = display_order(check_consistency(pack))
-    _check_verification(pack, verification)
-    return _View(pack, entries, verification)
+    check_verification(pack, verification)
+    return ReportView(pack, entries, verification)

@@ -14,53 +14,53 @@ from sealeval.captured.pack_reader import EvidencePack
 from sealeval.captured.policy import PolicyMetric
 from sealeval.captured.report.extended import extended_html
 from sealeval.captured.report.facts import (
-    _NEXT_STEPS,
-    _SERVICE_NOTE,
-    _WIDTH_FIRST_NOTE,
-    _checked,
-    _compared,
-    _identifier_rows,
-    _identities,
-    _limitations,
-    _policy_preview,
-    _preview,
-    _view,
+    NEXT_STEPS,
+    SERVICE_NOTE,
+    WIDTH_FIRST_NOTE,
+    checked_rows,
+    compared_runs,
+    identifier_rows,
+    pack_identities,
+    pack_limitations,
+    policy_preview,
+    preview_block,
+    report_view,
 )
 from sealeval.captured.report.model import (
-    _DISPLAY_RANK,
-    _NOT_EVALUATED,
-    _NOT_MET,
-    _PASSED,
     DECISION_LABELS,
+    DISPLAY_RANK,
     MISSING_IDS_PREVIEW,
+    NOT_EVALUATED,
+    NOT_MET,
+    PASSED,
     ReportEntry,
     VerificationStatus,
-    _overall,
+    overall_decision,
 )
 from sealeval.captured.report.wording import (
-    _calculation,
-    _checks,
-    _count,
-    _estimate,
-    _h,
-    _h_json,
-    _h_rich,
-    _higher,
-    _interval_line,
-    _notes,
-    _plain,
-    _reading,
-    _summary,
-    _threshold,
-    _with_unit,
+    calculation_lines,
     change_text,
     change_unit,
+    check_rows,
+    count_text,
     display_name,
+    entry_notes,
+    estimate_value,
     explanation,
+    higher_is_better,
+    html_json,
+    html_rich,
+    html_text,
+    interval_line,
     level_text,
     mean_text,
+    plain_text,
+    reading_rows,
     scaled,
     significant,
+    summary_text,
+    threshold_value,
+    with_unit,
 )
 
 # ---------------------------------------------------------------------------
@@ -127,9 +127,9 @@ pre{background:#f3f1ea;padding:10px;border-radius:6px;overflow-x:auto;font-size:
 """
 
 _CHECK_CLASSES: Final[Mapping[str, str]] = {
-    _PASSED: "check-pass",
-    _NOT_MET: "check-fail",
-    _NOT_EVALUATED: "check-na",
+    PASSED: "check-pass",
+    NOT_MET: "check-fail",
+    NOT_EVALUATED: "check-na",
 }
 _GLYPHS: Final[Mapping[str, str]] = {
     "regression": "✗ not met",
@@ -139,14 +139,14 @@ _GLYPHS: Final[Mapping[str, str]] = {
 
 
 def _badge(decision: str) -> str:
-    return f'<span class="badge {decision}">{_h(DECISION_LABELS[decision])}</span>'
+    return f'<span class="badge {decision}">{html_text(DECISION_LABELS[decision])}</span>'
 
 
 def _dl(rows: Iterable[tuple[str, str]], *, code: bool = False) -> str:
     items = []
     for label, value in rows:
-        shown = f'<code class="digest">{_h(value)}</code>' if code else _h(value)
-        items.append(f"<dt>{_h(label)}</dt><dd>{shown}</dd>")
+        shown = f'<code class="digest">{html_text(value)}</code>' if code else html_text(value)
+        items.append(f"<dt>{html_text(label)}</dt><dd>{shown}</dd>")
     return '<dl class="facts">' + "".join(items) + "</dl>"
 
 
@@ -207,8 +207,8 @@ def _row_title(entry: ReportEntry) -> str:
     label = DECISION_LABELS[entry.decision]
     if not entry.evaluated:
         return (
-            f"{scope}: no estimate or interval ({_count(len(entry.missing_ids))} missing of "
-            f"{_count(entry.count)} included pairs; {_count(entry.metric.minimum_count)} "
+            f"{scope}: no estimate or interval ({count_text(len(entry.missing_ids))} missing of "
+            f"{count_text(entry.count)} included pairs; {count_text(entry.metric.minimum_count)} "
             f"required). {label}."
         )
     interval = entry.interval
@@ -245,7 +245,7 @@ _PLOT_ROW: Final = 30
 
 def _plot_geometry(entries: Sequence[ReportEntry]) -> _Plot:
     first = entries[0]
-    threshold = _threshold(first)
+    threshold = threshold_value(first)
     neutral = 1.0 if first.nll else 0.0
     values = [threshold, neutral]
     for entry in entries:
@@ -253,7 +253,7 @@ def _plot_geometry(entries: Sequence[ReportEntry]) -> _Plot:
             values += [
                 scaled(entry, entry.interval.lower),
                 scaled(entry, entry.interval.upper),
-                _estimate(entry),
+                estimate_value(entry),
             ]
     return _Plot(
         scale=_scale(values, _PLOT_LABELS + 10, _PLOT_WIDTH - 24),
@@ -263,7 +263,7 @@ def _plot_geometry(entries: Sequence[ReportEntry]) -> _Plot:
         threshold=threshold,
         neutral=neutral,
         unit=change_unit(first),
-        relation="≥" if _higher(first) else "≤",
+        relation="≥" if higher_is_better(first) else "≤",
     )
 
 
@@ -285,7 +285,7 @@ def _plot_axes(plot: _Plot, higher: bool) -> list[str]:
             f'<line class="grid" x1="{x}" x2="{x}" y1="{top}" y2="{bottom}"/>'
             f'<line class="tick" x1="{x}" x2="{x}" y1="{bottom}" y2="{bottom + 5}"/>'
             f'<text class="small" x="{x}" y="{bottom + 18}" text-anchor="middle">'
-            f"{_h(significant(tick))}</text>"
+            f"{html_text(significant(tick))}</text>"
         )
     x_neutral = _coordinate(scale.x(plot.neutral))
     anchor = "start" if x_threshold < (scale.left + scale.right) / 2 else "end"
@@ -298,8 +298,8 @@ def _plot_axes(plot: _Plot, higher: bool) -> list[str]:
         f'<line class="threshold" x1="{_coordinate(x_threshold)}" '
         f'x2="{_coordinate(x_threshold)}" y1="{top - 14}" y2="{bottom}"/>'
         f'<text class="small" x="{_coordinate(x_threshold + offset)}" y="{top - 18}" '
-        f'text-anchor="{anchor}">{_h(bound)}</text>'
-        f'<text class="small" x="10" y="{top - 18}">{_h(f"Scope ({plot.unit})")}</text>'
+        f'text-anchor="{anchor}">{html_text(bound)}</text>'
+        f'<text class="small" x="10" y="{top - 18}">{html_text(f"Scope ({plot.unit})")}</text>'
     )
     return parts
 
@@ -309,10 +309,10 @@ def _plot_row(plot: _Plot, entry: ReportEntry, index: int) -> str:
     scale = plot.scale
     y = plot.top + _PLOT_ROW * index + _PLOT_ROW // 2
     parts = [
-        f'<g class="row {entry.decision}"><title>{_h(_row_title(entry))}</title>'
-        f'<text class="label" x="10" y="{y + 4}">{_h(display_name(entry.slice))}</text>'
+        f'<g class="row {entry.decision}"><title>{html_text(_row_title(entry))}</title>'
+        f'<text class="label" x="10" y="{y + 4}">{html_text(display_name(entry.slice))}</text>'
         f'<text class="small" x="{plot.label_width - 4}" y="{y + 4}" text-anchor="end">'
-        f"{_h(_GLYPHS[entry.decision])}</text>"
+        f"{html_text(_GLYPHS[entry.decision])}</text>"
     ]
     if entry.interval is not None:
         x1 = _coordinate(scale.x(scaled(entry, entry.interval.lower)))
@@ -321,18 +321,19 @@ def _plot_row(plot: _Plot, entry: ReportEntry, index: int) -> str:
         parts += [
             f'<line class="range" x1="{x}" x2="{x}" y1="{y - 5}" y2="{y + 5}"/>' for x in (x1, x2)
         ]
-        cx = _coordinate(scale.x(_estimate(entry)))
+        cx = _coordinate(scale.x(estimate_value(entry)))
         parts.append(f'<circle class="estimate" cx="{cx}" cy="{y}" r="5"/>')
     else:
         if entry.missing_ids:
-            note = f"No interval: {_count(len(entry.missing_ids))} missing results"
+            note = f"No interval: {count_text(len(entry.missing_ids))} missing results"
         else:
             note = (
-                f"No interval: {_count(entry.count)} of "
-                f"{_count(entry.metric.minimum_count)} required pairs"
+                f"No interval: {count_text(entry.count)} of "
+                f"{count_text(entry.metric.minimum_count)} required pairs"
             )
         parts.append(
-            f'<text class="note" x="{_coordinate(scale.left + 6)}" y="{y + 4}">{_h(note)}</text>'
+            f'<text class="note" x="{_coordinate(scale.left + 6)}" y="{y + 4}">'
+            f"{html_text(note)}</text>"
         )
     parts.append("</g>")
     return "".join(parts)
@@ -354,10 +355,10 @@ def _forest_plot(metric: PolicyMetric, entries: Sequence[ReportEntry], number: i
     parts = [
         f'<svg viewBox="0 0 {_PLOT_WIDTH} {height}" width="{_PLOT_WIDTH}" height="{height}" '
         f'role="img" aria-labelledby="{ids}" class="forest-plot" '
-        f'data-metric="{_h(metric.name)}">'
-        f'<title id="forest-{number}-title">{_h(title)}</title>'
-        f'<desc id="forest-{number}-desc">{_h(desc)}</desc>',
-        *_plot_axes(plot, _higher(first)),
+        f'data-metric="{html_text(metric.name)}">'
+        f'<title id="forest-{number}-title">{html_text(title)}</title>'
+        f'<desc id="forest-{number}-desc">{html_text(desc)}</desc>',
+        *_plot_axes(plot, higher_is_better(first)),
         *(_plot_row(plot, entry, index) for index, entry in enumerate(entries)),
         "</svg>",
     ]
@@ -368,10 +369,10 @@ def _missing_cell(entry: ReportEntry) -> str:
     if not entry.missing_ids:
         return '<span class="muted">none</span>'
     shown = entry.missing_ids[:MISSING_IDS_PREVIEW]
-    items = "".join(f"<li><code>{_h(item)}</code></li>" for item in shown)
+    items = "".join(f"<li><code>{html_text(item)}</code></li>" for item in shown)
     rest = len(entry.missing_ids) - len(shown)
     more = (
-        f'<p class="muted">and {_count(rest)} more (first {MISSING_IDS_PREVIEW} shown)</p>'
+        f'<p class="muted">and {count_text(rest)} more (first {MISSING_IDS_PREVIEW} shown)</p>'
         if rest
         else ""
     )
@@ -401,26 +402,26 @@ def _scope_table(metric: PolicyMetric, entries: Sequence[ReportEntry], number: i
     for entry in entries:
         cells = [
             _badge(entry.decision),
-            _h(mean_text(entry, entry.baseline_mean)),
-            _h(mean_text(entry, entry.subject_mean)),
-            _h(change_text(entry)),
-            _h(_interval_cell(entry)),
-            _count(entry.usable),
-            _count(len(entry.missing_ids)),
-            _count(entry.count),
-            "≥ " + _count(metric.minimum_count),
+            html_text(mean_text(entry, entry.baseline_mean)),
+            html_text(mean_text(entry, entry.subject_mean)),
+            html_text(change_text(entry)),
+            html_text(_interval_cell(entry)),
+            count_text(entry.usable),
+            count_text(len(entry.missing_ids)),
+            count_text(entry.count),
+            "≥ " + count_text(metric.minimum_count),
             _missing_cell(entry),
         ]
         rows.append(
             f'<tr id="result-{entry.position + 1}"><th scope="row">'
-            f"{_h(display_name(entry.slice))}</th>"
+            f"{html_text(display_name(entry.slice))}</th>"
             + "".join(f"<td>{cell}</td>" for cell in cells)
             + "</tr>"
         )
     caption = f"{display_name(metric.name)}: per-scope counts and missing ids"
     return (
-        f'<div class="scroll" role="region" tabindex="0" aria-label="{_h(caption)}">'
-        f'<table class="scope-table" id="scopes-{number}"><caption>{_h(caption)}</caption>'
+        f'<div class="scroll" role="region" tabindex="0" aria-label="{html_text(caption)}">'
+        f'<table class="scope-table" id="scopes-{number}"><caption>{html_text(caption)}</caption>'
         + head
         + "<tbody>"
         + "".join(rows)
@@ -431,60 +432,70 @@ def _scope_table(metric: PolicyMetric, entries: Sequence[ReportEntry], number: i
 def _entry_details(entry: ReportEntry) -> str:
     scope = display_name(entry.slice)
     parts = [
-        f"<details><summary>{_h(scope)}: {_h(DECISION_LABELS[entry.decision])} — decision "
+        f"<details><summary>{html_text(scope)}: "
+        f"{html_text(DECISION_LABELS[entry.decision])} — decision "
         "checks and method</summary>",
-        f"<p>{_h(explanation(entry))}</p>",
+        f"<p>{html_text(explanation(entry))}</p>",
     ]
     if entry.evaluated:
-        parts.append(f"<p>{_h_rich(_interval_line(entry))}</p>")
+        parts.append(f"<p>{html_rich(interval_line(entry))}</p>")
     rows = "".join(
-        f'<tr><th scope="row">{_h(row.label)}'
-        + (f'<br><small class="muted">{_h(row.detail)}</small>' if row.detail else "")
-        + f"</th><td>{_h(row.observed)}</td><td>{_h(row.required)}</td>"
-        f'<td class="{_CHECK_CLASSES[row.result]}">{_h(row.result)}</td></tr>'
-        for row in _checks(entry)
+        f'<tr><th scope="row">{html_text(row.label)}'
+        + (f'<br><small class="muted">{html_text(row.detail)}</small>' if row.detail else "")
+        + f"</th><td>{html_text(row.observed)}</td><td>{html_text(row.required)}</td>"
+        f'<td class="{_CHECK_CLASSES[row.result]}">{html_text(row.result)}</td></tr>'
+        for row in check_rows(entry)
     )
     parts.append(
         '<table><caption>Decision checks</caption><thead><tr><th scope="col">Check</th>'
         '<th scope="col">Observed</th><th scope="col">Required</th>'
         f'<th scope="col">Result</th></tr></thead><tbody>{rows}</tbody></table>'
     )
-    parts.append("<ul>" + "".join(f"<li>{_h_rich(note)}</li>" for note in _notes(entry)) + "</ul>")
+    parts.append(
+        "<ul>" + "".join(f"<li>{html_rich(note)}</li>" for note in entry_notes(entry)) + "</ul>"
+    )
     if entry.evaluated:
         parts.append('<h4>How to read this comparison</h4><dl class="facts">')
-        parts += [f"<dt>{_h(title)}</dt><dd>{_h(text)}</dd>" for title, text in _reading(entry)]
+        parts += [
+            f"<dt>{html_text(title)}</dt><dd>{html_text(text)}</dd>"
+            for title, text in reading_rows(entry)
+        ]
         parts.append("</dl><h4>How this interval was calculated</h4>")
-        parts += [f"<p>{_h(_plain(paragraph))}</p>" for paragraph in _calculation(entry)]
+        parts += [
+            f"<p>{html_text(plain_text(paragraph))}</p>" for paragraph in calculation_lines(entry)
+        ]
     parts.append("</details>")
     return "".join(parts)
 
 
 def _metric_section(metric: PolicyMetric, entries: Sequence[ReportEntry], number: int) -> str:
     first = entries[0]
-    worst = _overall(entry.decision for entry in entries)
+    worst = overall_decision(entry.decision for entry in entries)
     unit = change_unit(first)
-    relation = "≥" if _higher(first) else "≤"
+    relation = "≥" if higher_is_better(first) else "≤"
     if first.nll:
-        rule = f"upper ratio bound {relation} {significant(_threshold(first))}"
+        rule = f"upper ratio bound {relation} {significant(threshold_value(first))}"
     else:
-        side = "lower" if _higher(first) else "upper"
-        rule = f"{side} interval bound {relation} {significant(_threshold(first))} {unit}"
+        side = "lower" if higher_is_better(first) else "upper"
+        rule = f"{side} interval bound {relation} {significant(threshold_value(first))} {unit}"
     better = "higher" if metric.direction == "higher" else "lower"
     facts = (
-        f"Kind <code>{_h(metric.kind)}</code> · {better} is better · policy bound: "
-        f"{_h(rule)} · maximum interval width "
-        f"{_h(_with_unit(first, metric.maximum_interval_width))} · at least "
-        f"{_count(metric.minimum_count)} included pairs"
+        f"Kind <code>{html_text(metric.kind)}</code> · {better} is better · policy bound: "
+        f"{html_text(rule)} · maximum interval width "
+        f"{html_text(with_unit(first, metric.maximum_interval_width))} · at least "
+        f"{count_text(metric.minimum_count)} included pairs"
     )
     caption = (
-        f"Estimate (dot) and {_h(level_text(0.95))} interval (bar) per scope; the dashed red line "
+        f"Estimate (dot) and {html_text(level_text(0.95))} interval (bar) per scope; "
+        "the dashed red line "
         "is the policy bound, the shaded side is allowed, the dotted line marks no change. The "
         "table below gives the same values as text."
     )
     return (
         f'<section class="panel metric {worst}" id="metric-{number}" '
         f'aria-labelledby="metric-{number}-heading">'
-        f'<h2 id="metric-{number}-heading">{_h(display_name(metric.name))} {_badge(worst)}</h2>'
+        f'<h2 id="metric-{number}-heading">{html_text(display_name(metric.name))} '
+        f"{_badge(worst)}</h2>"
         f'<p class="muted">{facts}</p>'
         f'<figure class="forest">{_forest_plot(metric, entries, number)}'
         f"<figcaption>{caption}</figcaption></figure>"
@@ -500,13 +511,14 @@ def _overview(entries: Sequence[ReportEntry]) -> str:
         rows.append(
             "<tr>"
             f'<th scope="row"><a href="#result-{entry.position + 1}">'
-            f"{_h(display_name(entry.name))} · {_h(display_name(entry.slice))}</a></th>"
+            f"{html_text(display_name(entry.name))} · "
+            f"{html_text(display_name(entry.slice))}</a></th>"
             f"<td>{_badge(entry.decision)}</td>"
-            f"<td>{_h(mean_text(entry, entry.baseline_mean))}</td>"
-            f"<td>{_h(mean_text(entry, entry.subject_mean))}</td>"
-            f"<td>{_h(change_text(entry))}</td>"
-            f"<td>{_count(entry.usable)}</td>"
-            f"<td>{_h(explanation(entry))}</td></tr>"
+            f"<td>{html_text(mean_text(entry, entry.baseline_mean))}</td>"
+            f"<td>{html_text(mean_text(entry, entry.subject_mean))}</td>"
+            f"<td>{html_text(change_text(entry))}</td>"
+            f"<td>{count_text(entry.usable)}</td>"
+            f"<td>{html_text(explanation(entry))}</td></tr>"
         )
     return (
         '<div class="scroll" role="region" tabindex="0" aria-label="All results">'
@@ -541,21 +553,21 @@ def _verification_section(pack: EvidencePack, verification: VerificationStatus |
     rows = [("Source of the status", detail), ("Receipt", receipt)]
     rows += [
         (label, value.replace("invarlock verify", "sealeval verify"))
-        for label, value in _checked(pack, verification)
+        for label, value in checked_rows(pack, verification)
     ]
     if "decision_rule" in pack.report:
-        rows.append(("Decision rule", _WIDTH_FIRST_NOTE))
+        rows.append(("Decision rule", WIDTH_FIRST_NOTE))
     return (
         '<section class="panel" id="verification" aria-labelledby="verification-heading">'
         '<h2 id="verification-heading">Verification status</h2>'
-        f'<p class="status" id="verification-status"><strong>{_h(status)}</strong></p>'
+        f'<p class="status" id="verification-status"><strong>{html_text(status)}</strong></p>'
         + _dl(rows)
         + "</section>"
     )
 
 
 def _compared_section(pack: EvidencePack) -> str:
-    compared = _compared(pack)
+    compared = compared_runs(pack)
     identity = (
         f"{compared.identity_label}: {compared.identity_state}",
         f"Baseline: {compared.baseline_identity} · Subject: {compared.subject_identity}",
@@ -572,7 +584,7 @@ def _compared_section(pack: EvidencePack) -> str:
     parts.append("<h3>Additional fields</h3>" + _dl(compared.additional))
     parts.append(
         "<h3>Recorded changes</h3><ul>"
-        + "".join(f"<li>{_h(change)}</li>" for change in compared.changes)
+        + "".join(f"<li>{html_text(change)}</li>" for change in compared.changes)
         + '</ul><p class="muted">sealeval derives no model or prompt fields from record '
         "context: context can carry inputs, and derived fields could mislead.</p></section>"
     )
@@ -580,13 +592,13 @@ def _compared_section(pack: EvidencePack) -> str:
 
 
 def _bindings_section(pack: EvidencePack, entries: Sequence[ReportEntry]) -> str:
-    identifiers = _identifier_rows(entries)
+    identifiers = identifier_rows(entries)
     extra = ""
     if identifiers:
         rows = "".join(
-            f"<tr><td>{row['result']}</td><td>{_h(row['display_metric'])}</td>"
-            f"<td><code>{_h(row['metric'])}</code></td><td>{_h(row['display_scope'])}</td>"
-            f"<td><code>{_h(row['scope'])}</code></td></tr>"
+            f"<tr><td>{row['result']}</td><td>{html_text(row['display_metric'])}</td>"
+            f"<td><code>{html_text(row['metric'])}</code></td><td>{html_text(row['display_scope'])}</td>"
+            f"<td><code>{html_text(row['scope'])}</code></td></tr>"
             for row in identifiers
         )
         extra = (
@@ -598,17 +610,17 @@ def _bindings_section(pack: EvidencePack, entries: Sequence[ReportEntry]) -> str
     previews = []
     for side, run in (("Baseline", pack.baseline), ("Subject", pack.subject)):
         if run.service_identity is not None:
-            preview = _preview(run.service_identity.configuration, _SERVICE_NOTE)
+            preview = preview_block(run.service_identity.configuration, SERVICE_NOTE)
             previews.append((f"{side} declared service configuration", preview))
-    previews.append(("Bound policy (configuration preview)", _policy_preview(pack)))
+    previews.append(("Bound policy (configuration preview)", policy_preview(pack)))
     details = "".join(
-        f"<details><summary>{_h(title)}</summary><pre><code>{_h_json(value)}</code></pre></details>"
+        f"<details><summary>{html_text(title)}</summary><pre><code>{html_json(value)}</code></pre></details>"
         for title, value in previews
     )
     return (
         '<section class="panel" id="bindings" aria-labelledby="bindings-heading">'
         '<h2 id="bindings-heading">Bindings and evidence identities</h2>'
-        + _dl(_identities(pack), code=True)
+        + _dl(pack_identities(pack), code=True)
         + extra
         + details
         + "</section>"
@@ -641,14 +653,14 @@ def render_html(
         ReportError: a consistency check failed, or ``verification``
             contradicts the pack.
     """
-    view = _view(pack, verification)
+    view = report_view(pack, verification)
     by_metric: dict[str, list[ReportEntry]] = {metric.name: [] for metric in pack.policy.metrics}
     for entry in sorted(view.entries, key=lambda item: item.position):
         by_metric[entry.name].append(entry)
     metrics = sorted(
         pack.policy.metrics,
         key=lambda metric: (
-            _DISPLAY_RANK[_overall(entry.decision for entry in by_metric[metric.name])],
+            DISPLAY_RANK[overall_decision(entry.decision for entry in by_metric[metric.name])],
             metric.index,
         ),
     )
@@ -665,11 +677,11 @@ def render_html(
         "· presentation of stored evidence</span></header>",
         f'<section class="decision {decision}" id="decision" role="region" '
         'aria-labelledby="decision-heading"><p class="eyebrow">Recorded policy result</p>'
-        f'<h1 id="decision-heading">{_h(view.label)}</h1>'
-        f'<p class="summary">{_h_rich(_summary(view.entries))}</p></section>',
+        f'<h1 id="decision-heading">{html_text(view.label)}</h1>'
+        f'<p class="summary">{html_rich(summary_text(view.entries))}</p></section>',
         '<aside class="notice" id="authority-notice" role="note" '
         'aria-labelledby="authority-heading"><h2 id="authority-heading">No verification '
-        f"authority</h2><p>{_h(notice)}</p></aside>",
+        f"authority</h2><p>{html_text(notice)}</p></aside>",
         _verification_section(pack, verification),
         '<section class="panel" id="overview" aria-labelledby="overview-heading">'
         '<h2 id="overview-heading">Results at a glance</h2>'
@@ -684,14 +696,14 @@ def render_html(
     body.append(_bindings_section(pack, view.entries))
     body.append(
         '<section class="panel" id="limitations"><h2>Scope and limitations</h2><ul>'
-        + "".join(f"<li>{_h(item)}</li>" for item in _limitations(pack))
+        + "".join(f"<li>{html_text(item)}</li>" for item in pack_limitations(pack))
         + "</ul></section>"
     )
     body.append(
         '<section class="panel" id="next-steps"><h2>Next steps</h2><ol>'
         + "".join(
-            f"<li>{_h(step.replace('invarlock verify', 'sealeval verify'))}</li>"
-            for step in _NEXT_STEPS
+            f"<li>{html_text(step.replace('invarlock verify', 'sealeval verify'))}</li>"
+            for step in NEXT_STEPS
         )
         + "</ol></section>"
     )
@@ -701,7 +713,7 @@ def render_html(
         '<meta name="viewport" content="width=device-width,initial-scale=1">'
         '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
         "style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'\">"
-        f"<title>{_h(title)}</title><style>{_CSS.strip()}</style></head><body><main>"
+        f"<title>{html_text(title)}</title><style>{_CSS.strip()}</style></head><body><main>"
         + "".join(body)
         + "</main></body></html>\n"
     )

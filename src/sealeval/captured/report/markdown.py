@@ -14,19 +14,19 @@ from sealeval.canonical import encode_invarlock
 from sealeval.captured.pack_reader import EvidencePack
 from sealeval.captured.report.extended import extended_junit, extended_markdown
 from sealeval.captured.report.facts import (
-    _NEXT_STEPS,
-    _SERVICE_NOTE,
-    _WIDTH_FIRST_NOTE,
-    _checked,
-    _compared,
-    _exact_data,
-    _identifier_rows,
-    _identities,
-    _json_block,
-    _limitations,
-    _policy_preview,
-    _preview,
-    _view,
+    NEXT_STEPS,
+    SERVICE_NOTE,
+    WIDTH_FIRST_NOTE,
+    checked_rows,
+    compared_runs,
+    exact_data,
+    identifier_rows,
+    json_block,
+    pack_identities,
+    pack_limitations,
+    policy_preview,
+    preview_block,
+    report_view,
 )
 from sealeval.captured.report.model import (
     DECISION_LABELS,
@@ -35,23 +35,23 @@ from sealeval.captured.report.model import (
     VerificationStatus,
 )
 from sealeval.captured.report.wording import (
-    _XML_INVALID,
-    _calculation,
-    _checks,
-    _count,
-    _escape_char,
-    _interval_line,
-    _matched,
-    _md,
-    _md_text,
-    _notes,
-    _reading,
-    _summary,
-    _terminal_safe,
+    XML_INVALID,
+    calculation_lines,
     change_text,
+    check_rows,
+    count_text,
     display_name,
+    entry_notes,
+    escape_char,
     explanation,
+    interval_line,
+    matched_count,
+    md_dynamic,
+    md_escape,
     mean_text,
+    reading_rows,
+    summary_text,
+    terminal_safe,
 )
 
 # ---------------------------------------------------------------------------
@@ -59,39 +59,39 @@ from sealeval.captured.report.wording import (
 
 
 def _md_bullets(rows: Iterable[tuple[str, str]]) -> list[str]:
-    return [f"- **{_md(label)}:** {_md_text(value)}" for label, value in rows]
+    return [f"- **{md_escape(label)}:** {md_dynamic(value)}" for label, value in rows]
 
 
 def _md_entry(entry: ReportEntry) -> list[str]:
     label = DECISION_LABELS[entry.decision]
     lines = [
-        f"## {_md_text(display_name(entry.name))}: {_md_text(display_name(entry.slice))}",
+        f"## {md_dynamic(display_name(entry.name))}: {md_dynamic(display_name(entry.slice))}",
         "",
-        f"**{_md(label)}**. {_md(explanation(entry))}",
+        f"**{md_escape(label)}**. {md_escape(explanation(entry))}",
         "",
         "| Baseline | Subject | Change | Usable pairs |",
         "| --- | --- | --- | --- |",
-        f"| {_md_text(mean_text(entry, entry.baseline_mean))} | "
-        f"{_md_text(mean_text(entry, entry.subject_mean))} | {_md_text(change_text(entry))} | "
-        f"{_count(entry.usable)} |",
+        f"| {md_dynamic(mean_text(entry, entry.baseline_mean))} | "
+        f"{md_dynamic(mean_text(entry, entry.subject_mean))} | {md_dynamic(change_text(entry))} | "
+        f"{count_text(entry.usable)} |",
         "",
     ]
     if entry.binary and entry.evaluated:
         for side, mean in (("Baseline", entry.baseline_mean), ("Subject", entry.subject_mean)):
-            matched = _count(_matched(entry, mean))
-            lines += [f"{side}: {matched} of {_count(entry.usable)} matched.", ""]
+            matched = count_text(matched_count(entry, mean))
+            lines += [f"{side}: {matched} of {count_text(entry.usable)} matched.", ""]
     lines += [
-        f"Usable pairs: {_count(len(entry.missing_ids))} missing · {_count(entry.count)} "
-        f"included · ≥ {_count(entry.metric.minimum_count)} required.",
+        f"Usable pairs: {count_text(len(entry.missing_ids))} missing · {count_text(entry.count)} "
+        f"included · ≥ {count_text(entry.metric.minimum_count)} required.",
         "",
     ]
     if entry.evaluated:
-        lines += [_md(_interval_line(entry)), "", "### How to read this comparison", ""]
-        for title, text in _reading(entry):
-            lines += [f"**{_md(title)}:** {_md(text)}", ""]
+        lines += [md_escape(interval_line(entry)), "", "### How to read this comparison", ""]
+        for title, text in reading_rows(entry):
+            lines += [f"**{md_escape(title)}:** {md_escape(text)}", ""]
         lines += ["### How this interval was calculated", ""]
-        for paragraph in _calculation(entry):
-            lines += [_md(paragraph), ""]
+        for paragraph in calculation_lines(entry):
+            lines += [md_escape(paragraph), ""]
     lines += [
         "### Decision checks",
         "",
@@ -100,12 +100,14 @@ def _md_entry(entry: ReportEntry) -> list[str]:
     ]
     lines += [
         "| "
-        + " | ".join(_md_text(cell) for cell in (row.label, row.observed, row.required, row.result))
+        + " | ".join(
+            md_dynamic(cell) for cell in (row.label, row.observed, row.required, row.result)
+        )
         + " |"
-        for row in _checks(entry)
+        for row in check_rows(entry)
     ]
     lines.append("")
-    lines += [f"- {_md(note)}" for note in _notes(entry)]
+    lines += [f"- {md_escape(note)}" for note in entry_notes(entry)]
     return lines
 
 
@@ -158,22 +160,22 @@ def render_markdown(
     """
     if wording not in WORDINGS:
         raise ValueError("render_markdown: wording must be 'sealeval' or 'invarlock'")
-    view = _view(pack, verification)
-    compared = _compared(pack)
+    view = report_view(pack, verification)
+    compared = compared_runs(pack)
     lines = [
         _TITLES[wording],
         "",
-        f"**Recorded policy result: {_md(view.label)}**",
+        f"**Recorded policy result: {md_escape(view.label)}**",
         "",
-        _md(_summary(view.entries)),
+        md_escape(summary_text(view.entries)),
         "",
         "## What was compared",
         "",
         "",
-        f"### {_md(compared.identity_label)}: {_md(compared.identity_state)}",
+        f"### {md_escape(compared.identity_label)}: {md_escape(compared.identity_state)}",
         "",
-        f"- **Baseline:** {_md_text(compared.baseline_identity)}",
-        f"- **Subject:** {_md_text(compared.subject_identity)}",
+        f"- **Baseline:** {md_dynamic(compared.baseline_identity)}",
+        f"- **Subject:** {md_dynamic(compared.subject_identity)}",
         "",
     ]
     lines += [  # "Records" always matches: both runs hold the same ids
@@ -185,35 +187,42 @@ def render_markdown(
         "",
     ]
     lines += ["### Additional fields", "", *_md_bullets(compared.additional), ""]
-    lines += ["### Recorded changes", "", *(f"- {_md(change)}" for change in compared.changes)]
-    checked = [(label, _worded(value, wording)) for label, value in _checked(pack, verification)]
+    lines += [
+        "### Recorded changes",
+        "",
+        *(f"- {md_escape(change)}" for change in compared.changes),
+    ]
+    checked = [
+        (label, _worded(value, wording)) for label, value in checked_rows(pack, verification)
+    ]
     lines += ["", "## What was checked", "", *_md_bullets(checked), ""]
     if "decision_rule" in pack.report:
-        lines[-1:-1] = _md_bullets([("Decision rule", _WIDTH_FIRST_NOTE)])
+        lines[-1:-1] = _md_bullets([("Decision rule", WIDTH_FIRST_NOTE)])
     for entry in view.entries:
         lines += [*_md_entry(entry), ""]
     lines += ["## Next steps", ""]
     lines += [
-        f"{number}. {_md(_worded(step, wording))}" for number, step in enumerate(_NEXT_STEPS, 1)
+        f"{number}. {md_escape(_worded(step, wording))}"
+        for number, step in enumerate(NEXT_STEPS, 1)
     ]
     lines += ["", "## Scope and limitations", ""]
-    lines += [f"- {_md_text(item)}" for item in _limitations(pack)]
-    lines += ["", "## Evidence identities", "", *_md_bullets(_identities(pack))]
-    identifiers = _identifier_rows(view.entries)
+    lines += [f"- {md_dynamic(item)}" for item in pack_limitations(pack)]
+    lines += ["", "## Evidence identities", "", *_md_bullets(pack_identities(pack))]
+    identifiers = identifier_rows(view.entries)
     if identifiers:
-        lines += ["", "## Recorded metric and scope identifiers", "", *_json_block(identifiers)]
+        lines += ["", "## Recorded metric and scope identifiers", "", *json_block(identifiers)]
     if extended is not None:
-        lines += ["", *extended_markdown(pack, extended, _md_text)]
+        lines += ["", *extended_markdown(pack, extended, md_dynamic)]
     if explain:
         for side, run in (("Baseline", pack.baseline), ("Subject", pack.subject)):
             if run.service_identity is not None:
-                preview = _preview(run.service_identity.configuration, _SERVICE_NOTE)
+                preview = preview_block(run.service_identity.configuration, SERVICE_NOTE)
                 lines += ["", f"## {side} declared service configuration", ""]
-                lines += _json_block(preview)
-        lines += ["", f"## {_md('Bound policy (configuration preview)')}", ""]
-        lines += _json_block(_policy_preview(pack))
-        lines += ["", "## Exact comparison data", "", *_json_block(_exact_data(pack))]
-    return _terminal_safe("\n".join(lines) + "\n")
+                lines += json_block(preview)
+        lines += ["", f"## {md_escape('Bound policy (configuration preview)')}", ""]
+        lines += json_block(policy_preview(pack))
+        lines += ["", "## Exact comparison data", "", *json_block(exact_data(pack))]
+    return terminal_safe("\n".join(lines) + "\n")
 
 
 # ---------------------------------------------------------------------------
@@ -222,7 +231,7 @@ def render_markdown(
 
 def _xml_text(text: str) -> str:
     r"""Show characters not allowed in XML 1.0 as ``\uXXXX`` / ``\UXXXXXXXX``."""
-    return _XML_INVALID.sub(_escape_char, text)
+    return XML_INVALID.sub(escape_char, text)
 
 
 def render_junit(
@@ -245,7 +254,7 @@ def render_junit(
     """
     if wording not in WORDINGS:
         raise ValueError("render_junit: wording must be 'sealeval' or 'invarlock'")
-    entries = _view(pack, None).entries
+    entries = report_view(pack, None).entries
     failures = sum(entry.decision == "regression" for entry in entries)
     errors = sum(entry.decision == "insufficient_evidence" for entry in entries)
     root = ET.Element(
@@ -303,4 +312,4 @@ def report_result(
 
 def encode_result(document: Mapping[str, Any]) -> str:
     r"""Return the canonical JSON text of a result (terminal controls as ``\uXXXX``)."""
-    return _terminal_safe(encode_invarlock(document).decode("utf-8"))
+    return terminal_safe(encode_invarlock(document).decode("utf-8"))

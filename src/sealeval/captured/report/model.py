@@ -41,9 +41,9 @@ _STATUS_LABELS: Final[Mapping[str, str]] = {
     "contract_failure": "Rejected: the pack does not meet the evidence-pack contract",
     "integrity_failure": "Rejected: evidence integrity could not be established",
 }
-_DISPLAY_RANK: Final[Mapping[str, int]] = {"regression": 0, "insufficient_evidence": 1, "pass": 2}
-_UNAVAILABLE: Final = "Unavailable in recorded context"
-_PASSED, _NOT_MET, _NOT_EVALUATED = "Passed", "Not met", "Unavailable"
+DISPLAY_RANK: Final[Mapping[str, int]] = {"regression": 0, "insufficient_evidence": 1, "pass": 2}
+UNAVAILABLE: Final = "Unavailable in recorded context"
+PASSED, NOT_MET, NOT_EVALUATED = "Passed", "Not met", "Unavailable"
 
 
 class ReportError(CapturedError):
@@ -128,7 +128,7 @@ class VerificationStatus:
         return _STATUS_LABELS[self.status]
 
 
-def _check_verification(pack: EvidencePack, verification: VerificationStatus | None) -> None:
+def check_verification(pack: EvidencePack, verification: VerificationStatus | None) -> None:
     """Refuse a caller-supplied outcome that the pack itself contradicts."""
     if verification is None:
         return
@@ -155,7 +155,7 @@ def _number(value: object) -> bool:
         return False
 
 
-def _as_float(value: float) -> float:
+def display_float(value: float) -> float:
     """``float(value)``, with integers beyond binary64 as infinities (display only)."""
     try:
         return float(value)
@@ -351,7 +351,8 @@ def _entry(
     return entry
 
 
-def _bound_ok(entry: ReportEntry) -> bool:
+def bound_ok(entry: ReportEntry) -> bool:
+    """Whether the interval satisfies the policy bound (ratio or regression)."""
     assert entry.interval is not None
     metric = entry.metric
     if entry.nll:
@@ -362,7 +363,7 @@ def _bound_ok(entry: ReportEntry) -> bool:
     return entry.interval.upper <= limit  # type: ignore[operator]
 
 
-def _estimate_ok(entry: ReportEntry) -> bool:
+def estimate_ok(entry: ReportEntry) -> bool:
     """Whether the point estimate itself is on the allowed side of the bound."""
     metric = entry.metric
     if entry.nll:
@@ -373,13 +374,14 @@ def _estimate_ok(entry: ReportEntry) -> bool:
     return entry.delta <= limit  # type: ignore[operator]
 
 
-def _width_ok(entry: ReportEntry) -> bool:
+def width_ok(entry: ReportEntry) -> bool:
+    """Whether the interval is no wider than the policy allows."""
     assert entry.interval is not None
     width = entry.interval.upper - entry.interval.lower
     return width <= entry.metric.maximum_interval_width
 
 
-def _absolute_ok(entry: ReportEntry) -> tuple[bool, bool]:
+def absolute_ok(entry: ReportEntry) -> tuple[bool, bool]:
     """(minimum met, maximum met) for the subject mean; ``True`` when not configured."""
     metric, mean = entry.metric, entry.subject_mean
     assert mean is not None
@@ -401,11 +403,11 @@ def _check_decision(entry: ReportEntry, where: str, *, width_first: bool) -> Non
         return
     if entry.missing_ids or entry.count < entry.metric.minimum_count:
         raise _fail("contradictory_decision", f"{where}.decision")
-    if width_first and not _width_ok(entry):
+    if width_first and not width_ok(entry):
         expected = "insufficient_evidence"
-    elif not (_bound_ok(entry) and all(_absolute_ok(entry))):
+    elif not (bound_ok(entry) and all(absolute_ok(entry))):
         expected = "regression"
-    elif not _width_ok(entry):
+    elif not width_ok(entry):
         expected = "insufficient_evidence"
     else:
         expected = "pass"
@@ -413,7 +415,8 @@ def _check_decision(entry: ReportEntry, where: str, *, width_first: bool) -> Non
         raise _fail("contradictory_decision", f"{where}.decision")
 
 
-def _overall(decisions: Iterable[str]) -> str:
+def overall_decision(decisions: Iterable[str]) -> str:
+    """Return the worst decision: ``regression``, then ``insufficient_evidence``, else ``pass``."""
     seen = set(decisions)
     for decision in ("regression", "insufficient_evidence"):
         if decision in seen:
@@ -459,11 +462,11 @@ def check_consistency(pack: EvidencePack) -> tuple[ReportEntry, ...]:
         entries.append(entry)
     if len(seen) != len(metrics) * len(scopes):
         raise _fail("incomplete_grid", "report.metrics")
-    if pack.report["decision"] != _overall(entry.decision for entry in entries):
+    if pack.report["decision"] != overall_decision(entry.decision for entry in entries):
         raise _fail("decision_mismatch", "report.decision")
     return tuple(entries)
 
 
 def display_order(entries: Iterable[ReportEntry]) -> tuple[ReportEntry, ...]:
     """Group entries by decision (regression, insufficient_evidence, pass), keeping report order."""
-    return tuple(sorted(entries, key=lambda entry: (_DISPLAY_RANK[entry.decision], entry.position)))
+    return tuple(sorted(entries, key=lambda entry: (DISPLAY_RANK[entry.decision], entry.position)))

@@ -15,16 +15,16 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from sealeval.captured.report.model import (
-    _NOT_EVALUATED,
-    _NOT_MET,
-    _PASSED,
+    NOT_EVALUATED,
+    NOT_MET,
+    PASSED,
     CheckRow,
     ReportEntry,
-    _absolute_ok,
-    _as_float,
-    _bound_ok,
-    _estimate_ok,
-    _width_ok,
+    absolute_ok,
+    bound_ok,
+    display_float,
+    estimate_ok,
+    width_ok,
 )
 from sealeval.captured.scorers import RECORDED_KIND
 
@@ -56,41 +56,43 @@ def display_name(name: str) -> str:
 
 def significant(value: float) -> str:
     """Four significant digits (``format(x, ".4g")``), without a negative zero."""
-    text = format(_as_float(value), ".4g")
+    text = format(display_float(value), ".4g")
     return "0" if text == "-0" else text
 
 
 def _signed(value: float) -> str:
-    return "0" if value == 0 else format(_as_float(value), "+.4g")
+    return "0" if value == 0 else format(display_float(value), "+.4g")
 
 
-def _count(value: int) -> str:
+def count_text(value: int) -> str:
+    """Return a count with thousands separators."""
     return f"{value:,}"
 
 
 def _percent(value: float) -> str:
-    return significant(_as_float(value) * 100.0) + "%"
+    return significant(display_float(value) * 100.0) + "%"
 
 
 _TERMINAL_CONTROLS: Final = re.compile(
     "[\x00-\x09\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]"
 )
-_XML_INVALID: Final = re.compile("[^\x09\x0a\x0d\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+XML_INVALID: Final = re.compile("[^\x09\x0a\x0d\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
-def _escape_char(match: re.Match[str]) -> str:
+def escape_char(match: re.Match[str]) -> str:
+    r"""Return a matched character as ``\uXXXX`` (or ``\UXXXXXXXX``)."""
     code = ord(match.group())
     return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
 
 
-def _terminal_safe(text: str) -> str:
+def terminal_safe(text: str) -> str:
     r"""Show terminal control characters (except LF) as ``\uXXXX``."""
-    return _TERMINAL_CONTROLS.sub(_escape_char, text)
+    return _TERMINAL_CONTROLS.sub(escape_char, text)
 
 
 def _one_line(text: str) -> str:
     r"""Return dynamic text on one line: control characters (LF included) as ``\uXXXX``."""
-    return _terminal_safe(text.replace("\n", "\\u000a"))
+    return terminal_safe(text.replace("\n", "\\u000a"))
 
 
 # Rich text: a sequence of (text, dynamic) pieces. Fixed wording and dynamic
@@ -110,7 +112,8 @@ def _rich(template: str, /, **values: str) -> _Rich:
     return tuple(pieces)
 
 
-def _plain(text: _Rich) -> str:
+def plain_text(text: _Rich) -> str:
+    """Return rich text as plain text (fixed and dynamic pieces alike)."""
     return "".join(piece for piece, _dynamic in text)
 
 
@@ -140,33 +143,36 @@ _MD_DYNAMIC: Final = str.maketrans(
 )
 
 
-def _md_text(text: str) -> str:
+def md_dynamic(text: str) -> str:
     r"""Escape dynamic text for Markdown (entities; control characters as ``\uXXXX``)."""
     return _one_line(text.translate(_MD_DYNAMIC))
 
 
-def _md(text: _Rich | str) -> str:
+def md_escape(text: _Rich | str) -> str:
+    """Escape fixed wording (a string) or rich text for Markdown."""
     if isinstance(text, str):
         return text.translate(_MD_FIXED)
     return "".join(
-        _md_text(piece) if dynamic else piece.translate(_MD_FIXED) for piece, dynamic in text
+        md_dynamic(piece) if dynamic else piece.translate(_MD_FIXED) for piece, dynamic in text
     )
 
 
-def _h(text: str) -> str:
+def html_text(text: str) -> str:
     r"""Escape text for HTML (control characters as ``\uXXXX``)."""
     return html.escape(_one_line(text), quote=True)
 
 
-def _h_json(value: Any) -> str:
+def html_json(value: Any) -> str:
     r"""Return indented JSON (sorted keys) escaped for HTML, terminal controls as ``\uXXXX``."""
     text = json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False)
-    return html.escape(_terminal_safe(text), quote=True)
+    return html.escape(terminal_safe(text), quote=True)
 
 
-def _h_rich(text: _Rich) -> str:
+def html_rich(text: _Rich) -> str:
+    """Escape rich text for HTML, dynamic values in ``<strong>``."""
     return "".join(
-        f"<strong>{_h(piece)}</strong>" if dynamic else _h(piece) for piece, dynamic in text
+        f"<strong>{html_text(piece)}</strong>" if dynamic else html_text(piece)
+        for piece, dynamic in text
     )
 
 
@@ -185,10 +191,11 @@ def change_unit(entry: ReportEntry) -> str:
 
 def scaled(entry: ReportEntry, value: float) -> float:
     """Return ``value`` in the entry's display scale (percentage points for a binary metric)."""
-    return _as_float(value) * 100.0 if entry.binary else _as_float(value)
+    return display_float(value) * 100.0 if entry.binary else display_float(value)
 
 
-def _with_unit(entry: ReportEntry, value: float) -> str:
+def with_unit(entry: ReportEntry, value: float) -> str:
+    """Return a value in the entry's change unit, four significant digits."""
     return f"{significant(scaled(entry, value))} {change_unit(entry)}"
 
 
@@ -222,25 +229,29 @@ def change_text(entry: ReportEntry) -> str:
     return f"{_signed(scaled(entry, entry.delta))} {change_unit(entry)}"
 
 
-def _estimate(entry: ReportEntry) -> float:
+def estimate_value(entry: ReportEntry) -> float:
+    """Return the entry's estimate (ratio or change) in its display unit."""
     value = entry.ratio if entry.nll else entry.delta
     assert value is not None
     return scaled(entry, value)
 
 
-def _threshold(entry: ReportEntry) -> float:
+def threshold_value(entry: ReportEntry) -> float:
+    """Return the policy bound of the entry in its display unit."""
     metric = entry.metric
     if entry.nll:
-        return _as_float(metric.ratio_max)  # type: ignore[arg-type]
-    limit = _as_float(metric.maximum_regression)  # type: ignore[arg-type]
+        return display_float(metric.ratio_max)  # type: ignore[arg-type]
+    limit = display_float(metric.maximum_regression)  # type: ignore[arg-type]
     return scaled(entry, -limit if metric.direction == "higher" else limit)
 
 
-def _higher(entry: ReportEntry) -> bool:
+def higher_is_better(entry: ReportEntry) -> bool:
+    """Whether higher values are better for the entry (never for NLL ratios)."""
     return entry.metric.direction == "higher" and not entry.nll
 
 
-def _matched(entry: ReportEntry, mean: float | None) -> int:
+def matched_count(entry: ReportEntry, mean: float | None) -> int:
+    """Return the number of matched pairs a binary mean stands for."""
     assert mean is not None
     return round(mean * entry.usable)
 
@@ -269,33 +280,34 @@ def explanation(entry: ReportEntry) -> str:
     sentences = []
     if entry.decision == "insufficient_evidence":  # too wide (width-first rule: first)
         sentences.append(_WIDE_TEXT)
-    if not _bound_ok(entry):
-        sentences.append(_WITHIN_TEXT if _estimate_ok(entry) else _OUTSIDE_TEXT)
-    if not _width_ok(entry) and entry.decision != "insufficient_evidence":
+    if not bound_ok(entry):
+        sentences.append(_WITHIN_TEXT if estimate_ok(entry) else _OUTSIDE_TEXT)
+    if not width_ok(entry) and entry.decision != "insufficient_evidence":
         sentences.append(_WIDE_TEXT)
-    if not all(_absolute_ok(entry)):
+    if not all(absolute_ok(entry)):
         sentences.append(_ABSOLUTE_TEXT)
     return " ".join(sentences)
 
 
 def _result(ok: bool) -> str:
-    return _PASSED if ok else _NOT_MET
+    return PASSED if ok else NOT_MET
 
 
-def _checks(entry: ReportEntry) -> tuple[CheckRow, ...]:
+def check_rows(entry: ReportEntry) -> tuple[CheckRow, ...]:
+    """Return the entry's policy checks as rows (observed, required, result)."""
     metric = entry.metric
     rows = [
         CheckRow(
             "Complete paired results",
-            f"{_count(entry.usable)} of {_count(entry.count)}",
+            f"{count_text(entry.usable)} of {count_text(entry.count)}",
             "All included pairs",
             _result(not entry.missing_ids),
             "Missing results are retained; they cannot be dropped to obtain a pass.",
         ),
         CheckRow(
             "Included pair count",
-            _count(entry.count),
-            f">= {_count(metric.minimum_count)}",
+            count_text(entry.count),
+            f">= {count_text(metric.minimum_count)}",
             _result(entry.count >= metric.minimum_count),
         ),
     ]
@@ -305,45 +317,45 @@ def _checks(entry: ReportEntry) -> tuple[CheckRow, ...]:
                 "Score and uncertainty",
                 "Not evaluated",
                 "Complete results and sufficient count",
-                _NOT_EVALUATED,
+                NOT_EVALUATED,
             )
         )
         return tuple(rows)
     interval = entry.interval
     assert interval is not None
     unit = change_unit(entry)
-    threshold = significant(_threshold(entry))
+    threshold = significant(threshold_value(entry))
     if entry.nll:
         rows.append(
             CheckRow(
                 "Maximum NLL ratio",
                 f"{significant(interval.upper)} ratio",
                 f"<= {threshold} ratio",
-                _result(_bound_ok(entry)),
+                _result(bound_ok(entry)),
                 "Uses the interval bound, not just the observed ratio.",
             )
         )
     else:
-        bound = interval.lower if _higher(entry) else interval.upper
-        relation = ">=" if _higher(entry) else "<="
+        bound = interval.lower if higher_is_better(entry) else interval.upper
+        relation = ">=" if higher_is_better(entry) else "<="
         rows.append(
             CheckRow(
                 "Allowed change",
-                _with_unit(entry, bound),
+                with_unit(entry, bound),
                 f"{relation} {threshold} {unit}",
-                _result(_bound_ok(entry)),
+                _result(bound_ok(entry)),
                 "Uses the interval bound, not just the observed change.",
             )
         )
     rows.append(
         CheckRow(
             "Interval width",
-            _with_unit(entry, interval.upper - interval.lower),
-            f"<= {_with_unit(entry, metric.maximum_interval_width)}",
-            _result(_width_ok(entry)),
+            with_unit(entry, interval.upper - interval.lower),
+            f"<= {with_unit(entry, metric.maximum_interval_width)}",
+            _result(width_ok(entry)),
         )
     )
-    low, high = _absolute_ok(entry)
+    low, high = absolute_ok(entry)
     for label, limit, relation, ok in (
         ("Subject minimum", metric.subject_minimum, ">=", low),
         ("Subject maximum", metric.subject_maximum, "<=", high),
@@ -378,7 +390,8 @@ def _scoring_basis(entry: ReportEntry) -> str:
     )
 
 
-def _notes(entry: ReportEntry) -> tuple[_Rich, ...]:
+def entry_notes(entry: ReportEntry) -> tuple[_Rich, ...]:
+    """Return the notes shown under an entry (direction, scoring basis, method)."""
     notes: list[_Rich] = [
         _rich(
             "Higher values are better."
@@ -389,18 +402,18 @@ def _notes(entry: ReportEntry) -> tuple[_Rich, ...]:
         _rich(
             "{usable} usable pairs; {missing} missing results; {count} included pairs. Counts "
             "in overlapping slices must not be added together.",
-            usable=_count(entry.usable),
-            missing=_count(len(entry.missing_ids)),
-            count=_count(entry.count),
+            usable=count_text(entry.usable),
+            missing=count_text(len(entry.missing_ids)),
+            count=count_text(entry.count),
         ),
     ]
     if entry.binary and entry.evaluated:
         notes.append(
             _rich(
                 "Matches: baseline {b} of {n}; subject {s} of {n}.",
-                b=_count(_matched(entry, entry.baseline_mean)),
-                s=_count(_matched(entry, entry.subject_mean)),
-                n=_count(entry.usable),
+                b=count_text(matched_count(entry, entry.baseline_mean)),
+                s=count_text(matched_count(entry, entry.subject_mean)),
+                n=count_text(entry.usable),
             )
         )
     if entry.binary and entry.metric.subject_minimum is None:
@@ -412,7 +425,8 @@ def _method_label(entry: ReportEntry) -> str:
     return "Newcombe hybrid score" if entry.binary else "Paired percentile resampling"
 
 
-def _interval_line(entry: ReportEntry) -> _Rich:
+def interval_line(entry: ReportEntry) -> _Rich:
+    """Return the sentence stating the entry's interval, level and method."""
     interval = entry.interval
     assert interval is not None
     values = {
@@ -445,7 +459,8 @@ _READING_NO_CHANGE: Final = (
 )
 
 
-def _reading(entry: ReportEntry) -> tuple[tuple[str, str], ...]:
+def reading_rows(entry: ReportEntry) -> tuple[tuple[str, str], ...]:
+    """Return (title, text) rows explaining how to read the entry's chart."""
     change = "The marker shows the observed change between subject and baseline."
     if entry.binary:
         change += (
@@ -454,7 +469,7 @@ def _reading(entry: ReportEntry) -> tuple[tuple[str, str], ...]:
         )
     elif entry.nll:
         change += " A ratio divides the subject value by the baseline value; 1 means no change."
-    if _higher(entry):
+    if higher_is_better(entry):
         rule = (
             "The paired lower bound (left endpoint) must be at least the policy minimum. The "
             "whole interval must lie on the allowed side of the threshold for this bound check "
@@ -473,11 +488,12 @@ def _reading(entry: ReportEntry) -> tuple[tuple[str, str], ...]:
     )
 
 
-def _calculation(entry: ReportEntry) -> tuple[_Rich, ...]:
+def calculation_lines(entry: ReportEntry) -> tuple[_Rich, ...]:
+    """Return the paragraphs describing how the entry was calculated."""
     interval = entry.interval
     assert interval is not None
     level = level_text(interval.mass)
-    usable = _count(entry.usable)
+    usable = count_text(entry.usable)
     if entry.binary:
         return (
             _rich(
@@ -517,7 +533,7 @@ def _calculation(entry: ReportEntry) -> tuple[_Rich, ...]:
             "scope with replacement, keeping each baseline and subject result together. Its "
             "retained resampling count is {replicates}.",
             n=usable,
-            replicates=_count(interval.replicates),
+            replicates=count_text(interval.replicates),
         ),
         described,
         _rich(
@@ -556,18 +572,18 @@ def _entry_summary(entry: ReportEntry) -> _Rich:
             "available. The policy requires at least {minimum} included pairs."
             + _absolute_sentences(entry),
             name=name,
-            usable=_count(entry.usable),
-            minimum=_count(entry.metric.minimum_count),
+            usable=count_text(entry.usable),
+            minimum=count_text(entry.metric.minimum_count),
         )
     interval = entry.interval
     assert interval is not None
-    side = "at or above" if _higher(entry) else "at or below"
+    side = "at or above" if higher_is_better(entry) else "at or below"
     return _rich(
         explanation(entry) + " Across {usable} usable pairs, the subject's {name} was "
         "{subject}, compared with {baseline} for the baseline, a change of {change}. The "
         "{level} interval for the change runs from {lo} to {hi} {unit}. The policy requires "
         "the interval to stay " + side + " {threshold} {unit}." + _absolute_sentences(entry),
-        usable=_count(entry.usable),
+        usable=count_text(entry.usable),
         name=name,
         subject=mean_text(entry, entry.subject_mean),
         baseline=mean_text(entry, entry.baseline_mean),
@@ -576,11 +592,11 @@ def _entry_summary(entry: ReportEntry) -> _Rich:
         lo=significant(scaled(entry, interval.lower)),
         hi=significant(scaled(entry, interval.upper)),
         unit=change_unit(entry),
-        threshold=significant(_threshold(entry)),
+        threshold=significant(threshold_value(entry)),
     )
 
 
-def _summary(entries: Sequence[ReportEntry]) -> _Rich:
+def summary_text(entries: Sequence[ReportEntry]) -> _Rich:
     """Return the decision summary paragraph (entries in display order)."""
     if len(entries) == 1:
         return _entry_summary(entries[0])
@@ -591,10 +607,10 @@ def _summary(entries: Sequence[ReportEntry]) -> _Rich:
         "{total} metric / scope results: {passed} passed, {failed} did not meet policy, and "
         "{needed} " + ("needs" if needed == 1 else "need") + " more evidence. Each result "
         "applies to its recorded scope; overlapping slice counts must not be added together.",
-        total=_count(len(entries)),
-        passed=_count(passed),
-        failed=_count(failed),
-        needed=_count(needed),
+        total=count_text(len(entries)),
+        passed=count_text(passed),
+        failed=count_text(failed),
+        needed=count_text(needed),
     )
     first = entries[0]
     if first.decision == "pass":

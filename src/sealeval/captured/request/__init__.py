@@ -41,7 +41,6 @@ The package's modules, each with one job (import from this face, not from them):
 * :mod:`~sealeval.captured.request.schema` — constants, the error, the shared field checks;
 * :mod:`~sealeval.captured.request.authored` — the authored request and its YAML loading;
 * :mod:`~sealeval.captured.request.normalized` — normalization, digests, comparison ids;
-* :mod:`~sealeval.captured.request.facts` — a large canonical run's facts, read once, never held;
 * :mod:`~sealeval.captured.request.files` — file resolution, loading and preflight.
 """
 
@@ -53,7 +52,6 @@ from sealeval.captured.request.authored import (
     load_authored_request,
     parse_authored_request,
 )
-from sealeval.captured.request.facts import RunFacts, read_run_facts, run_source
 from sealeval.captured.request.files import (
     CapturedRequest,
     PairedCheck,
@@ -85,6 +83,7 @@ from sealeval.captured.request.schema import (
     SIDES,
     CapturedRequestError,
 )
+from sealeval.captured.run_facts import RunFacts, read_run_facts, run_source
 
 __all__ = [
     "ADAPTERS",

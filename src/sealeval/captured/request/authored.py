@@ -17,11 +17,10 @@ from sealeval.captured.likelihood import Source
 from sealeval.captured.request.schema import (
     REQUEST_YAML_LIMITS,
     CapturedRequestError,
-    _check_authored,
-    _check_reference,
-    _exempt,
-    _fail,
-    _frozen,
+    check_authored,
+    check_reference,
+    control_exempt,
+    freeze_request,
 )
 from sealeval.captured.run import (
     InputProjection,
@@ -131,12 +130,12 @@ class AuthoredRequest:
     def __post_init__(self) -> None:
         """Freeze and validate the document (structural service-identity checks only)."""
         if not isinstance(self.document, Mapping):
-            raise _fail("not_mapping", "request")
+            raise CapturedRequestError("not_mapping", "request")
         try:
-            document = _frozen(self.document)
+            document = freeze_request(self.document)
         except CapturedRunError as error:
-            raise _fail(error.code, "request") from None
-        _check_authored(document, full_identity=False)
+            raise CapturedRequestError(error.code, "request") from None
+        check_authored(document, full_identity=False)
         comparison = document["comparison"]
         object.__setattr__(self, "document", document)
         object.__setattr__(self, "baseline", SourceSpec("baseline", comparison["baseline"]))
@@ -157,7 +156,7 @@ class AuthoredRequest:
             return self.baseline
         if name == "subject":
             return self.subject
-        raise _fail("invalid_type", "side")
+        raise CapturedRequestError("invalid_type", "side")
 
     def to_dict(self) -> dict[str, Any]:
         """Return a fresh plain copy of the document."""
@@ -176,17 +175,15 @@ class AuthoredRequest:
         document = self.to_dict()
         comparison = document["comparison"]
         if baseline_path is not None:
-            comparison["baseline"]["path"] = _check_reference(
+            comparison["baseline"]["path"] = check_reference(
                 baseline_path, "comparison.baseline.path"
             )
         if subject_path is not None:
-            comparison["subject"]["path"] = _check_reference(
-                subject_path, "comparison.subject.path"
-            )
+            comparison["subject"]["path"] = check_reference(subject_path, "comparison.subject.path")
         if policy is not None:
-            comparison["policy"] = _check_reference(policy, "comparison.policy")
+            comparison["policy"] = check_reference(policy, "comparison.policy")
         if output is not None:
-            document["output"]["evidence"] = _check_reference(output, "output.evidence")
+            document["output"]["evidence"] = check_reference(output, "output.evidence")
         return AuthoredRequest(document)
 
 
@@ -223,11 +220,11 @@ def load_authored_request(data: bytes | bytearray | memoryview | str) -> Authore
             limits=REQUEST_YAML_LIMITS,
             require_mapping=True,
             forbidden_keys=INCLUDE_KEYS,
-            forbidden_keys_exempt=_exempt,
+            forbidden_keys_exempt=control_exempt,
         )
     except YamlError as error:
         code = error.code if error.code in CapturedRequestError.codes else "invalid_yaml"
-        raise _fail(code, "request") from None
+        raise CapturedRequestError(code, "request") from None
     except TypeError:
-        raise _fail("invalid_type", "request") from None
+        raise CapturedRequestError("invalid_type", "request") from None
     return parse_authored_request(value)

@@ -29,15 +29,13 @@ from sealeval.captured.policy import (
     parse_comparison_policy,
 )
 from sealeval.captured.request.authored import AuthoredRequest, SourceSpec, load_authored_request
-from sealeval.captured.request.facts import RunFacts, read_run_facts
 from sealeval.captured.request.normalized import NormalizedRequest, normalize_captured_request
 from sealeval.captured.request.schema import (
     MAX_INPUT_BYTES,
     MAX_REQUEST_BYTES,
     PREFLIGHT_CHECKS,
     CapturedRequestError,
-    _check_reference,
-    _fail,
+    check_reference,
 )
 from sealeval.captured.run import (
     INVARLOCK_LIMITS,
@@ -46,6 +44,7 @@ from sealeval.captured.run import (
     Run,
     parse_run,
 )
+from sealeval.captured.run_facts import RunFacts, read_run_facts
 from sealeval.captured.signing import SigningKey, load_signing_key
 from sealeval.errors import CanonicalError
 
@@ -96,7 +95,7 @@ def check_output_destination(root: str | os.PathLike[str], reference: str) -> Pa
             ``output.evidence``).
     """
     where = "output.evidence"
-    _check_reference(reference, where)
+    check_reference(reference, where)
     parts = reference.split("/")
     fd = _open_root(root, where)
     try:
@@ -115,8 +114,8 @@ def check_output_destination(root: str | os.PathLike[str], reference: str) -> Pa
         except FileNotFoundError:
             return Path(root) / reference
         except OSError:
-            raise _fail("unreadable", where) from None  # pragma: no cover - EACCES
-        raise _fail("output_exists", where)
+            raise CapturedRequestError("unreadable", where) from None  # pragma: no cover - EACCES
+        raise CapturedRequestError("output_exists", where)
     finally:
         os.close(fd)
 
@@ -127,13 +126,13 @@ def _override(root: Path, value: str | os.PathLike[str], cwd: Path, where: str) 
     if not path.is_absolute():
         path = cwd / path
     if path.name in ("", ".", ".."):
-        raise _fail("invalid_reference", where)
+        raise CapturedRequestError("invalid_reference", where)
     resolved = Path(os.path.realpath(path.parent)) / path.name
     try:
         relative = resolved.relative_to(root)
     except ValueError:
-        raise _fail("outside_root", where) from None
-    return _check_reference(relative.as_posix(), where)
+        raise CapturedRequestError("outside_root", where) from None
+    return check_reference(relative.as_posix(), where)
 
 
 class RunLoader(Protocol):
@@ -147,8 +146,13 @@ class RunLoader(Protocol):
     of the raw file bytes, within ``limits``.
     """
 
-    def __call__(self, path: Path, side: SourceSpec, *, limits: Limits) -> Run:
-        """Return the loaded run (raise a :class:`~sealeval.errors.SealevalError` to refuse)."""
+    def __call__(self, path: Path, side: SourceSpec, *, limits: Limits) -> Run | RunFacts:
+        """Return the loaded run (raise a :class:`~sealeval.errors.SealevalError` to refuse).
+
+        A loader may return the :class:`RunFacts` of a canonical run it
+        imported to a private file instead of a held run (a large side read
+        without a record cap); the facts then own that file's descriptor.
+        """
         ...
 
 
@@ -225,10 +229,10 @@ def _load_side(
     if spec.adapter != "invarlock":
         os.close(fd)
         if run_loader is None:
-            raise _fail("adapter_unavailable", f"comparison.{spec.side}.adapter")
+            raise CapturedRequestError("adapter_unavailable", f"comparison.{spec.side}.adapter")
         run = run_loader(root / spec.path, spec, limits=limits)
-        if not isinstance(run, Run):
-            raise _fail("invalid_type", where)
+        if not isinstance(run, Run | RunFacts):
+            raise CapturedRequestError("invalid_type", where)
         return run
     try:
         streamed = _streamed_side(fd, limits)
@@ -241,7 +245,7 @@ def _load_side(
     try:
         return parse_run(data, limits=limits)
     except CanonicalError:
-        raise _fail("invalid_json", where) from None
+        raise CapturedRequestError("invalid_json", where) from None
     except CapturedRunError as error:
         inner = error.field or "run"
         raise CapturedRunError(error.code, f"comparison.{spec.side}.{inner}"[:128]) from None
@@ -324,12 +328,12 @@ def load_captured_request(
         else:
             document = decode(data, limits=DecodeLimits(max_bytes=MAX_INPUT_BYTES))
     except CanonicalError:
-        raise _fail("invalid_json", "comparison.policy") from None
+        raise CapturedRequestError("invalid_json", "comparison.policy") from None
     except ComparisonPolicyError:
-        raise _fail("invalid_yaml", "comparison.policy") from None
+        raise CapturedRequestError("invalid_yaml", "comparison.policy") from None
     del data
     if not isinstance(document, dict):
-        raise _fail("not_mapping", "comparison.policy")
+        raise CapturedRequestError("not_mapping", "comparison.policy")
     policy = parse_comparison_policy(document)
     normalized = normalize_captured_request(authored, baseline, subject, policy)
     return CapturedRequest(
@@ -420,9 +424,9 @@ def preflight(
         SigningKeyError: the signing key cannot be loaded.
     """
     if signing_key is not None and unsigned:
-        raise _fail("signing_mode_conflict", "signing_key")
+        raise CapturedRequestError("signing_mode_conflict", "signing_key")
     if signing_key is None and not unsigned:
-        raise _fail("signing_key_required", "signing_key")
+        raise CapturedRequestError("signing_key_required", "signing_key")
     request = load_captured_request(
         request_path,
         request_root=request_root,

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from sealeval._validate import thaw_json
+from sealeval._validate import check_digest, thaw_json
 from sealeval.canonical import digest_bytes, digest_invarlock, frozen_canonical
 from sealeval.captured.case_set import validate_run_case_set
 from sealeval.captured.errors import CapturedRunError
@@ -21,24 +21,23 @@ from sealeval.captured.policy import (
     parse_comparison_policy,
 )
 from sealeval.captured.request.authored import AuthoredRequest
-from sealeval.captured.request.facts import RunFacts
 from sealeval.captured.request.schema import (
-    _IDENTITIES,
-    _OVERRIDES,
     EXECUTION_MODE,
+    IDENTITIES,
+    OVERRIDES,
     SIDES,
-    _check_authored,
-    _check_digest,
-    _check_normalized,
-    _check_size_and_controls,
-    _fail,
-    _frozen,
+    CapturedRequestError,
+    check_authored,
+    check_normalized,
+    check_size_and_controls,
+    freeze_request,
 )
 from sealeval.captured.run import (
     Run,
+    RunHeader,
     run_from_document,
 )
-from sealeval.captured.run_outline import RunOutline
+from sealeval.captured.run_facts import RunFacts
 
 # ---------------------------------------------------------------------------
 # Normalized request, digest, comparison_id
@@ -54,7 +53,7 @@ def comparison_id(
         ("subject_run_digest", subject_run_digest),
         ("policy_digest", policy_digest),
     ):
-        _check_digest(value, name)
+        check_digest(value, name, error=CapturedRequestError)
     return digest_invarlock(
         {
             "kind": "captured",
@@ -96,9 +95,9 @@ class NormalizedRequest:
     def __post_init__(self) -> None:
         """Validate (closed schema, controls, size, identities, pins); compute the digests."""
         try:
-            document = _check_normalized(self.document)
+            document = check_normalized(self.document)
         except CapturedRunError as error:
-            raise _fail(error.code, "request") from None
+            raise CapturedRequestError(error.code, "request") from None
         comparison = document["comparison"]
         data = frozen_canonical(document, error=CapturedRunError)
         digest = digest_bytes(data)
@@ -137,7 +136,7 @@ class NormalizedRequest:
     def side(self, name: str) -> Mapping[str, Any]:
         """Return the normalized ``"baseline"`` or ``"subject"`` side (read-only)."""
         if name not in SIDES:
-            raise _fail("invalid_type", "side")
+            raise CapturedRequestError("invalid_type", "side")
         return self.document["comparison"][name]  # type: ignore[no-any-return]
 
     def to_dict(self) -> dict[str, Any]:
@@ -177,63 +176,63 @@ def _same(left: object, right: object) -> bool:
     )
 
 
-def _run_identities(run: Run | RunOutline) -> dict[str, Any]:
-    identity = run.service_identity
+def _run_identities(header: RunHeader) -> dict[str, Any]:
+    identity = header.service_identity
     return {
-        "source": run.source.to_dict(),
-        "run_id": run.run_id,
-        "artifact_digest": run.artifact_digest,
-        "score_provenance": {key: value.to_dict() for key, value in run.score_provenance.items()},
+        "source": header.source.to_dict(),
+        "run_id": header.run_id,
+        "artifact_digest": header.artifact_digest,
+        "score_provenance": {
+            key: value.to_dict() for key, value in header.score_provenance.items()
+        },
         "service_identity": None if identity is None else identity.to_dict(),
     }
 
 
-def _check_declared(spec: Mapping[str, Any], where: str, run: Run | RunOutline) -> None:
+def _check_declared(spec: Mapping[str, Any], where: str, run: Run | RunFacts) -> None:
     """Require a non-``invarlock`` side's declared identities to equal the run's."""
     if (
         any(member not in spec for member in ("source", "run_id", "artifact_digest"))
-        or run.source_digest is None
+        or run.header.source_digest is None
     ):
-        raise _fail("identity_required", where)
-    actual_values = _run_identities(run)
-    for member in _IDENTITIES:
+        raise CapturedRequestError("identity_required", where)
+    actual_values = _run_identities(run.header)
+    for member in IDENTITIES:
         declared = spec.get(member, {} if member == "score_provenance" else None)
         if not _same(declared, actual_values[member]):
-            raise _fail("identity_mismatch", f"{where}.{member}")
+            raise CapturedRequestError("identity_mismatch", f"{where}.{member}")
     if "input_projection" in spec:
         configuration = spec["input_projection"]
-        if isinstance(run, RunOutline):
+        if isinstance(run, RunFacts):
             if not run.projections_equal(configuration):
-                raise _fail("projection_mismatch", f"{where}.input_projection")
+                raise CapturedRequestError("projection_mismatch", f"{where}.input_projection")
             return
         for record in run.records:
             binding = record.projection
             if binding is None or not _same(binding.configuration.to_dict(), configuration):
-                raise _fail("projection_mismatch", f"{where}.input_projection")
+                raise CapturedRequestError("projection_mismatch", f"{where}.input_projection")
 
 
-def _check_case_set(run: Run | RunOutline | RunFacts, policy: ComparisonPolicy, where: str) -> None:
+def _check_case_set(run: Run | RunFacts, policy: ComparisonPolicy, where: str) -> None:
     pinned = policy.expected_case_set_digest
     if pinned is None:
         return
     try:
-        if isinstance(run, RunOutline):
-            matches = run.case_set_digest == pinned
-        elif isinstance(run, RunFacts):
-            matches = run.case_set_digest(policy) == pinned
+        if isinstance(run, RunFacts):
+            matches = run.case_set_for(policy) == pinned
         else:
             validate_run_case_set(run, pinned)
             matches = True
     except CapturedRunError:
         matches = False
     if not matches:
-        raise _fail("case_set_mismatch", where)
+        raise CapturedRequestError("case_set_mismatch", where)
 
 
 def _normalize_side(
     spec: Mapping[str, Any],
     side: str,
-    run: Run | RunOutline | RunFacts,
+    run: Run | RunFacts,
     policy: ComparisonPolicy,
 ) -> Any:
     where = f"comparison.{side}"
@@ -241,13 +240,11 @@ def _normalize_side(
     _check_case_set(run, policy, where)
     pinned = spec.get("expected_run_digest")
     if pinned is not None and pinned != actual:
-        raise _fail("run_digest_mismatch", f"{where}.expected_run_digest")
+        raise CapturedRequestError("run_digest_mismatch", f"{where}.expected_run_digest")
     if spec["adapter"] == "invarlock":
-        for member in _OVERRIDES:
+        for member in OVERRIDES:
             if member in spec:
-                raise _fail("identity_override", f"{where}.{member}")
-    elif isinstance(run, RunFacts):  # pragma: no cover - only adapter invarlock streams
-        raise _fail("invalid_type", where)
+                raise CapturedRequestError("identity_override", f"{where}.{member}")
     else:
         _check_declared(spec, where, run)
     normalized = {key: value for key, value in spec.items() if key != "path"}
@@ -257,8 +254,8 @@ def _normalize_side(
 
 def normalize_captured_request(
     authored: AuthoredRequest | Mapping[str, Any],
-    baseline: Run | RunOutline | RunFacts | Mapping[str, Any],
-    subject: Run | RunOutline | RunFacts | Mapping[str, Any],
+    baseline: Run | RunFacts | Mapping[str, Any],
+    subject: Run | RunFacts | Mapping[str, Any],
     policy: ComparisonPolicy | Mapping[str, Any],
 ) -> NormalizedRequest:
     """Bind an authored request to its loaded runs and policy (30-request.md §4).
@@ -290,13 +287,13 @@ def normalize_captured_request(
         document = authored.document
     else:
         if not isinstance(authored, Mapping):
-            raise _fail("not_mapping", "request")
+            raise CapturedRequestError("not_mapping", "request")
         try:
-            document = _frozen(authored)
+            document = freeze_request(authored)
         except CapturedRunError as error:
-            raise _fail(error.code, "request") from None
-    _check_size_and_controls(document)
-    _check_authored(document, full_identity=True)
+            raise CapturedRequestError(error.code, "request") from None
+    check_size_and_controls(document)
+    check_authored(document, full_identity=True)
     policy_value = (
         policy if isinstance(policy, ComparisonPolicy) else parse_comparison_policy(policy)
     )
@@ -305,9 +302,9 @@ def normalize_captured_request(
     if metric is not None and (
         len(policy_value.metrics) != 1 or policy_value.metrics[0].kind != metric
     ):
-        raise _fail("metric_mismatch", "comparison.metric")
-    runs: dict[str, Run | RunOutline | RunFacts] = {
-        side: value if isinstance(value, Run | RunOutline | RunFacts) else run_from_document(value)
+        raise CapturedRequestError("metric_mismatch", "comparison.metric")
+    runs: dict[str, Run | RunFacts] = {
+        side: value if isinstance(value, Run | RunFacts) else run_from_document(value)
         for side, value in (("baseline", baseline), ("subject", subject))
     }
     normalized_comparison: dict[str, Any] = {
@@ -339,7 +336,7 @@ def authored_from_normalized(
     policy and output references are the given ones; ``metric`` is kept.
     """
     if not isinstance(normalized, NormalizedRequest):
-        raise _fail("invalid_type", "request")
+        raise CapturedRequestError("invalid_type", "request")
     comparison: dict[str, Any] = {}
     for side, path in (("baseline", baseline_path), ("subject", subject_path)):
         entry = {

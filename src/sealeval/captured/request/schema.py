@@ -84,7 +84,7 @@ _SIDE_OPTIONAL: Final = (
     "service_identity",
 )
 #: Members a side of adapter ``invarlock`` may not declare.
-_OVERRIDES: Final = (
+OVERRIDES: Final = (
     "source",
     "run_id",
     "artifact_digest",
@@ -93,7 +93,7 @@ _OVERRIDES: Final = (
     "input_projection",
 )
 #: Members compared with the loaded run, in the reference's order.
-_IDENTITIES: Final = ("source", "run_id", "artifact_digest", "score_provenance", "service_identity")
+IDENTITIES: Final = ("source", "run_id", "artifact_digest", "score_provenance", "service_identity")
 _PROVENANCE_MEMBERS: Final = ("kind", "source", "version", "unit", "rubric_digest")
 _CONTROL: Final = re.compile(r"[\x00-\x1f\x7f]")
 _POINTER: Final = re.compile(r"/(?:input|context)(?:/[^\x00-\x1f\x7f]*)?")
@@ -158,7 +158,8 @@ def _fail(code: str, where: str | None = None) -> CapturedRequestError:
     return CapturedRequestError(code, where)
 
 
-def _frozen(value: object) -> Any:
+def freeze_request(value: object) -> Any:
+    """Deep-freeze a request document (``CapturedRunError`` naming ``request`` on a bad value)."""
     return freeze_json(value, "request", error=CapturedRunError)
 
 
@@ -166,7 +167,7 @@ def _frozen(value: object) -> Any:
 # Field rules
 
 
-def _check_reference(value: object, where: str) -> str:
+def check_reference(value: object, where: str) -> str:
     """Check a safe relative reference (30-request.md §2); return it."""
     if type(value) is not str:
         raise _fail("invalid_type", where)
@@ -287,7 +288,7 @@ def _check_adapter_members(doc: Mapping[str, Any], where: str, *, normalized: bo
         if "input_projection" in doc:
             raise _fail("projection_forbidden", f"{where}.input_projection")
         if normalized:
-            for member in _OVERRIDES:
+            for member in OVERRIDES:
                 if member in doc:
                     raise _fail("identity_override", f"{where}.{member}")
     elif normalized:
@@ -306,7 +307,7 @@ def _check_side(value: object, side: str, *, normalized: bool, full_identity: bo
     if normalized:
         check_digest(doc["run_digest"], f"{where}.run_digest", error=CapturedRequestError)
     else:
-        _check_reference(doc["path"], f"{where}.path")
+        check_reference(doc["path"], f"{where}.path")
     for member, check in _MEMBER_CHECKS.items():
         if member in doc:
             check(doc[member], f"{where}.{member}")
@@ -330,8 +331,12 @@ def _check_metric(comparison: Mapping[str, Any], *, normalized: bool) -> None:
         raise _fail("judge_unsupported", "comparison.metric")
 
 
-def _check_authored(document: Mapping[str, Any], *, full_identity: bool) -> None:
-    """Check the closed authored schema in a fixed order (the first failing rule decides)."""
+def check_authored(document: Mapping[str, Any], *, full_identity: bool) -> None:
+    """Check the closed authored schema in a fixed order (the first failing rule decides).
+
+    ``full_identity=False`` checks a side's service identity for structure
+    only (its configuration digest is checked when the request is normalized).
+    """
     if "format_version" in document and (
         document["format_version"] != REQUEST_FORMAT or type(document["format_version"]) is not str
     ):
@@ -352,17 +357,17 @@ def _check_authored(document: Mapping[str, Any], *, full_identity: bool) -> None
     _check_metric(comparison, normalized=False)
     for side in SIDES:
         _check_side(comparison[side], side, normalized=False, full_identity=full_identity)
-    _check_reference(comparison["policy"], "comparison.policy")
+    check_reference(comparison["policy"], "comparison.policy")
     output = check_closed(document["output"], "output", ("evidence",), error=CapturedRequestError)
-    _check_reference(output["evidence"], "output.evidence")
+    check_reference(output["evidence"], "output.evidence")
 
 
-def _check_normalized(document: object) -> Mapping[str, Any]:
+def check_normalized(document: object) -> Mapping[str, Any]:
     """Check the closed normalized schema and the pins; return the frozen document."""
     if not isinstance(document, Mapping):
         raise _fail("invalid_type", "request")
-    frozen = _frozen(document)
-    _check_size_and_controls(frozen)
+    frozen = freeze_request(document)
+    check_size_and_controls(frozen)
     if "format" in frozen and (
         frozen["format"] != REQUEST_FORMAT or type(frozen["format"]) is not str
     ):
@@ -395,8 +400,12 @@ def _check_normalized(document: object) -> Mapping[str, Any]:
     return frozen  # type: ignore[no-any-return]
 
 
-def _exempt(path: tuple[str, ...]) -> bool:
-    """``comparison.{side}.service_identity.configuration`` (free text allowed inside)."""
+def control_exempt(path: tuple[str, ...]) -> bool:
+    """Whether a key path is ``comparison.{side}.service_identity.configuration``.
+
+    Free text (control characters, YAML's forbidden keys) is allowed inside
+    that subtree only: the control check and the authored YAML loader skip it.
+    """
     return (
         len(path) == 4
         and path[0] == "comparison"
@@ -406,7 +415,7 @@ def _exempt(path: tuple[str, ...]) -> bool:
     )
 
 
-def _check_size_and_controls(document: Mapping[str, Any]) -> None:
+def check_size_and_controls(document: Mapping[str, Any]) -> None:
     """Canonical size ≤1 MiB; no control character in any string or key outside the exemption."""
     try:
         size = len(frozen_canonical(document, error=CapturedRunError))
@@ -421,7 +430,7 @@ def _check_size_and_controls(document: Mapping[str, Any]) -> None:
             if _CONTROL.search(item) is not None:
                 raise _fail("control_character", "request")
         elif isinstance(item, Mapping):
-            if path is not None and _exempt(path):
+            if path is not None and control_exempt(path):
                 continue
             for key, child in item.items():
                 if _CONTROL.search(key) is not None:

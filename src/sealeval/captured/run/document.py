@@ -10,26 +10,25 @@ document (parsed value / strict JSON bytes / file) and validate it once;
 from __future__ import annotations
 
 import contextlib
-import errno
 import gc
 import hashlib
 import os
-import stat
 import types
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from sealeval._fs import open_regular, read_regular, translated
 from sealeval._validate import EMPTY, check_closed
 from sealeval.canonical import DecodeLimits, decode
 from sealeval.captured.errors import CapturedRunError
 from sealeval.captured.likelihood import (
     Source,
 )
-from sealeval.captured.run.fast import _DOCUMENT_MEMBERS, plain_record_bytes
+from sealeval.captured.run.fast import PLAIN_MEMBER_COUNT, plain_record_bytes
 from sealeval.captured.run.model import (
-    _RUN_REQUIRED,
     RUN_FORMAT,
+    RUN_REQUIRED,
     UNLIMITED,
     HeaderFacts,
     InputProjection,
@@ -37,11 +36,11 @@ from sealeval.captured.run.model import (
     Record,
     RunHeader,
     ScoreProvenance,
-    _check_record_likelihood,
-    _indexed,
-    _record_chunk,
-    _refuse_null,
+    check_record_likelihood,
     project_record,
+    rebased_record,
+    record_chunk,
+    refuse_null,
 )
 from sealeval.captured.service_identity import ServiceIdentity
 
@@ -101,7 +100,7 @@ class Run(HeaderFacts):
         for position, record in enumerate(records):
             if not isinstance(record, Record):
                 raise CapturedRunError("invalid_type", f"records[{position}]")
-            _check_record_likelihood(record, header, f"records[{position}]")
+            check_record_likelihood(record, header, f"records[{position}]")
         index: dict[str, int] = {}
         for position, record in enumerate(records):
             if record.id in index:
@@ -160,7 +159,7 @@ class Run(HeaderFacts):
         prefix, suffix = self.header.canonical_parts()
         separator = prefix
         for record in self.records:
-            yield separator + _record_chunk(record)
+            yield separator + record_chunk(record)
             separator = b","
         yield suffix
 
@@ -185,7 +184,7 @@ def _build_records(records: object, limits: Limits) -> list[Record]:
     for position, item in enumerate(records):
         if limits.max_records is not None and position >= limits.max_records:
             raise CapturedRunError("too_many_records", "records")
-        with _indexed(position):
+        with rebased_record(position):
             built.append(Record.from_mapping(item))
     limits.check_count(len(built))
     return built
@@ -238,15 +237,21 @@ def make_run(
     )
     if projection is not None:
         for position, record in enumerate(built):
-            with _indexed(position):
+            with rebased_record(position):
                 built[position] = project_record(record, projection)
     run = Run(header, tuple(built))
     limits.check_size(run.canonical_size)
     return run
 
 
-def _header_from(document: Mapping[str, Any], artifact_digest: object) -> RunHeader:
-    _refuse_null(document, "service_identity", "service_identity")
+def header_from_document(document: Mapping[str, Any], artifact_digest: object) -> RunHeader:
+    """Build the header of a run document whose closed members were checked.
+
+    ``artifact_digest`` is passed apart (the streamed reader takes it from the
+    head object, the rest from the tail); an explicit ``null``
+    ``service_identity`` is refused.
+    """
+    refuse_null(document, "service_identity", "service_identity")
     return RunHeader(
         source=document["source"],
         run_id=document["run_id"],
@@ -318,14 +323,12 @@ def _run_from(document: object, limits: Limits, *, decoded: bool) -> Run:
         and len(records) > limits.max_records
     ):
         raise CapturedRunError("too_many_records", "records")
-    doc = check_closed(
-        document, "run", _RUN_REQUIRED, ("service_identity",), error=CapturedRunError
-    )
+    doc = check_closed(document, "run", RUN_REQUIRED, ("service_identity",), error=CapturedRunError)
     if doc["format"] != RUN_FORMAT or type(doc["format"]) is not str:
         raise CapturedRunError("invalid_constant", "format")
     if not isinstance(records, list | tuple):
         raise CapturedRunError("invalid_type", "records")
-    header = _header_from(doc, doc["artifact_digest"])
+    header = header_from_document(doc, doc["artifact_digest"])
     built: list[Record] = []
     # Each record is validated once: a plain record (as decoded from JSON) through
     # plain_record_bytes, which also gives its canonical bytes, anything else through
@@ -364,36 +367,24 @@ def parse_run(data: bytes | bytearray | memoryview, *, limits: Limits = UNLIMITE
         return _run_from(document, limits, decoded=True)
 
 
-def _open_regular(path: str | os.PathLike[str], field_name: str) -> int:
-    """Open a regular file for reading, refusing symlinks, FIFOs and devices."""
-    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
-    try:
-        fd = os.open(path, flags)
-    except FileNotFoundError:
-        raise CapturedRunError("not_found", field_name) from None
-    except OSError as error:
-        code = "not_regular_file" if error.errno in (errno.ELOOP, errno.EISDIR) else "unreadable"
-        raise CapturedRunError(code, field_name) from None
-    regular = stat.S_ISREG(os.fstat(fd).st_mode)
-    if regular:
-        os.set_blocking(fd, True)
-    else:
-        os.close(fd)
-        raise CapturedRunError("not_regular_file", field_name)
-    return fd
+def open_run_file(path: str | os.PathLike[str], field_name: str) -> int:
+    """Open a regular file to read (:func:`sealeval._fs.open_regular`), refusing at ``field_name``.
+
+    Symlinks, directories, FIFOs and devices are ``not_regular_file``; a
+    missing file ``not_found``; anything else ``unreadable``.
+    """
+    with translated(CapturedRunError, field_name):
+        return open_regular(path)
 
 
 def read_file_bytes(path: str | os.PathLike[str], max_bytes: int, field_name: str) -> bytes:
-    """Read a whole regular file (not a symlink) of at most ``max_bytes`` bytes."""
-    fd = _open_regular(path, field_name)
-    try:
-        with os.fdopen(fd, "rb") as handle:
-            data = handle.read(max_bytes + 1)
-    except OSError:  # pragma: no cover - a read error after a successful open
-        raise CapturedRunError("unreadable", field_name) from None
-    if len(data) > max_bytes:
-        raise CapturedRunError("too_large", field_name)
-    return data
+    """Read a whole regular file (not a symlink) of at most ``max_bytes`` bytes.
+
+    The read is :func:`sealeval._fs.read_regular`: bounded before a byte is
+    read and stable (a file changed while read is ``unreadable``).
+    """
+    with translated(CapturedRunError, field_name):
+        return read_regular(path, limit=max_bytes)
 
 
 def read_run(path: str | os.PathLike[str], *, limits: Limits = UNLIMITED) -> Run:
@@ -430,16 +421,16 @@ def _document_record(item: object, position: int, *, decoded: bool) -> tuple[Rec
     anything else goes through :meth:`Record.from_document`, which names the
     refusal. ``decoded``: ``item`` is exactly as the strict decoder returned it.
     """
-    if type(item) is dict and len(item) == _DOCUMENT_MEMBERS:
+    if type(item) is dict and len(item) == PLAIN_MEMBER_COUNT:
         accepted = plain_record_bytes(item, decoded=(item, 0) if decoded else None)
         if accepted is not None:
             return Record._accepted(item), accepted[1]
-    with _indexed(position):
+    with rebased_record(position):
         record = Record.from_document(item)
-    return record, _record_chunk(record)
+    return record, record_chunk(record)
 
 
-def _canonical_record(document: object, chunk: bytes, position: int) -> Record:
+def canonical_record(document: object, chunk: bytes, position: int) -> Record:
     """Build the record decoded from ``chunk``; refuse unless ``chunk`` is its canonical form."""
     record, canonical = _document_record(document, position, decoded=False)
     if chunk != canonical:

@@ -20,13 +20,13 @@ from sealeval._validate import (
     plain_json,
 )
 from sealeval.canonical import plain_canonical
-from sealeval.captured.run.model import _RECORD_NEEDED, RECORD_MEMBERS
+from sealeval.captured.run.model import RECORD_MEMBERS, RECORD_NEEDED
 
 # ---------------------------------------------------------------------------
 # The plain-record fast path
 
 _PLAIN_MEMBERS: Final = frozenset(RECORD_MEMBERS[:8])
-_PLAIN_NEEDED: Final = frozenset(_RECORD_NEEDED)
+_PLAIN_NEEDED: Final = frozenset(RECORD_NEEDED)
 _PLAIN_SCALARS: Final = frozenset({str, int, float, bool, type(None)})
 _CONTROL_CHARS: Final = re.compile(r"[\x00-\x1f\x7f]")
 # A record score int is refused when float() overflows; below 2**1023 it never does.
@@ -43,7 +43,7 @@ _NO_MEMBERS: Final[dict[str, Any]] = {}
 
 
 #: A record object of a run document has exactly these many members (no likelihood).
-_DOCUMENT_MEMBERS: Final = 8
+PLAIN_MEMBER_COUNT: Final = 8
 
 
 def _plain_scores(scores: object) -> bool:

@@ -66,7 +66,8 @@ COMPAT_MAX_RECORDS: Final = 50_000
 #: invarlock's run file / canonical run size cap, in bytes.
 COMPAT_MAX_BYTES: Final = 134_217_728
 
-_RUN_REQUIRED: Final = frozenset(
+#: Members every run document has (``service_identity`` is the one optional member).
+RUN_REQUIRED: Final = frozenset(
     {
         "format",
         "source",
@@ -77,10 +78,12 @@ _RUN_REQUIRED: Final = frozenset(
         "records",
     }
 )
-_TAIL_REQUIRED: Final = frozenset({"run_id", "score_provenance", "source", "source_digest"})
+#: Header members that follow ``records`` in a canonical run (its tail object).
+TAIL_REQUIRED: Final = frozenset({"run_id", "score_provenance", "source", "source_digest"})
 _RECORD_REQUIRED: Final = frozenset(RECORD_MEMBERS[:8])
 _RECORD_ALL: Final = frozenset(RECORD_MEMBERS)
-_RECORD_NEEDED: Final = ("id", "input", "expected", "output")
+#: Record members without a default (the others may be absent from a document).
+RECORD_NEEDED: Final = ("id", "input", "expected", "output")
 _PROVENANCE_MEMBERS: Final = frozenset({"kind", "source", "version", "unit", "rubric_digest"})
 _BINDING_MEMBERS: Final = frozenset(
     {"configuration", "configuration_digest", "source", "source_digest"}
@@ -383,7 +386,7 @@ def _replay(record_input: JsonValue, context: Mapping[str, JsonValue]) -> Projec
 # Records
 
 
-def _refuse_null(document: Mapping[str, Any], member: str, field_name: str) -> None:
+def refuse_null(document: Mapping[str, Any], member: str, field_name: str) -> None:
     """Refuse an explicit ``null`` for an optional object member (absent is fine)."""
     if member in document and document[member] is None:
         raise CapturedRunError("invalid_type", field_name)
@@ -543,7 +546,7 @@ class Record:
         doc = check_closed(
             document, "record", _RECORD_REQUIRED, ("likelihood",), error=CapturedRunError
         )
-        _refuse_null(doc, "likelihood", "record.likelihood")
+        refuse_null(doc, "likelihood", "record.likelihood")
         return cls(
             id=doc["id"],
             input=doc["input"],
@@ -568,9 +571,9 @@ class Record:
         if isinstance(mapping, Record):
             return mapping
         mapping = check_closed(
-            mapping, "record", _RECORD_NEEDED, _RECORD_ALL, error=CapturedRunError
+            mapping, "record", RECORD_NEEDED, _RECORD_ALL, error=CapturedRunError
         )
-        _refuse_null(mapping, "likelihood", "record.likelihood")
+        refuse_null(mapping, "likelihood", "record.likelihood")
         return cls(
             id=mapping["id"],
             input=mapping["input"],
@@ -628,7 +631,7 @@ def project_record(record: Record, projection: InputProjection | Mapping[str, An
     )
 
 
-def _record_chunk(record: Record) -> bytes:
+def record_chunk(record: Record) -> bytes:
     """Return the record's bytes inside a canonical run (canonical bytes without the LF)."""
     return record.to_canonical()[:-1]
 
@@ -647,7 +650,8 @@ def _freeze_plain(value: Any) -> Any:
     return value
 
 
-def _check_record_likelihood(record: Record, header: RunHeader, where: str) -> None:
+def check_record_likelihood(record: Record, header: RunHeader, where: str) -> None:
+    """Check a record's bound likelihood facts against its run's header (field ``where``)."""
     if record.likelihood is not None:
         check_bound_facts(
             record.likelihood,
@@ -743,12 +747,13 @@ class RunHeader:
         return head[:-2] + b',"records":[', b"]," + tail[1:]
 
 
-def _indexed(position: int) -> contextlib.AbstractContextManager[None]:
+def rebased_record(position: int) -> contextlib.AbstractContextManager[None]:
+    """Re-raise a refusal at field ``record...`` inside the block as ``records[position]...``."""
     return rebased("record", f"records[{position}]", error=CapturedRunError)
 
 
 class HeaderFacts:
-    """The header's members read through a run-like object (``Run``, ``RunOutline``).
+    """The header's members read through a run-like object (``Run``, ``RunFacts``).
 
     A mixin without state (``__slots__ = ()``): the class using it has a
     ``header`` attribute holding the :class:`RunHeader`.

@@ -29,16 +29,16 @@ from sealeval.captured.likelihood import (
 from sealeval.captured.run.document import (
     Run,
     RunSummary,
-    _canonical_record,
-    _header_from,
-    _open_regular,
+    canonical_record,
+    header_from_document,
+    open_run_file,
     parse_run,
     paused_full_collections,
     read_run,
 )
 from sealeval.captured.run.model import (
-    _TAIL_REQUIRED,
     COMPAT_MAX_BYTES,
+    TAIL_REQUIRED,
     UNLIMITED,
     Limits,
     Record,
@@ -150,7 +150,7 @@ class RunReader:
         if not isinstance(source, str | os.PathLike):
             yield from self._records(_Scanner(source, self._chunk_size))
             return
-        fd = _open_regular(source, "run")
+        fd = open_run_file(source, "run")
         with os.fdopen(fd, "rb") as handle:
             yield from self._records(_Scanner(handle, self._chunk_size))
 
@@ -195,7 +195,7 @@ class RunReader:
             start = scanner.pos
             document, end = self._next_object(scanner)
             chunk = scanner.text[start:end].encode("utf-8")
-            record = _canonical_record(document, chunk, position)
+            record = canonical_record(document, chunk, position)
             scanner.pos = end
             if record.id in ids:
                 raise CapturedRunError("duplicate_id", f"records[{position}].id")
@@ -236,9 +236,9 @@ class RunReader:
         except CanonicalError:
             raise CapturedRunError("not_canonical", "run") from None
         doc = check_closed(
-            tail, "run", _TAIL_REQUIRED, ("service_identity",), error=CapturedRunError
+            tail, "run", TAIL_REQUIRED, ("service_identity",), error=CapturedRunError
         )
-        header = _header_from(doc, artifact)
+        header = header_from_document(doc, artifact)
         suffix = rest.encode("utf-8")
         if suffix != header.canonical_parts()[1]:
             raise CapturedRunError("not_canonical", "run")
@@ -296,7 +296,7 @@ def read_run_file(path: str | os.PathLike[str], *, uncapped: bool = False) -> Ru
     """
     if not uncapped:
         return read_run(path)
-    fd = _open_regular(path, "run")
+    fd = open_run_file(path, "run")
     with os.fdopen(fd, "rb") as handle:
         size = os.fstat(fd).st_size
         if size >= STREAM_MIN_BYTES:

@@ -21,9 +21,9 @@ from sealeval.captured.run.model import (
     Limits,
     Record,
     RunHeader,
-    _check_record_likelihood,
-    _indexed,
-    _record_chunk,
+    check_record_likelihood,
+    rebased_record,
+    record_chunk,
 )
 from sealeval.errors import OutputError
 
@@ -96,12 +96,12 @@ class RunEncoder:
             plain = plain_record_bytes(record)
             if plain is not None:
                 return self._append(plain[0], plain[1])
-        with _indexed(position):
+        with rebased_record(position):
             typed = Record.from_mapping(record)
-        _check_record_likelihood(typed, self._header, f"records[{position}]")
+        check_record_likelihood(typed, self._header, f"records[{position}]")
         if typed.id in self._ids:
             raise CapturedRunError("duplicate_id", f"records[{position}].id")
-        chunk = (self._prefix if position == 0 else b",") + _record_chunk(typed)
+        chunk = (self._prefix if position == 0 else b",") + record_chunk(typed)
         self._emit(chunk)
         self._ids.add(typed.id)
         return chunk

@@ -35,16 +35,15 @@ Everything here is a pure function of its arguments: no I/O, no logging.
 from __future__ import annotations
 
 import functools
-import json.decoder
 import math
-import re
 import sys
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
 from sealeval._validate import check_exact
-from sealeval.canonical import digest_bytes, digest_openmed
+from sealeval.canonical import DEFAULT_LIMITS, DecodeLimits, decode, digest_bytes, digest_openmed
+from sealeval.errors import CanonicalError
 from sealeval.gates.adapters.counting import count_evidence
 from sealeval.gates.adapters.errors import AgentReleaseAdapterError
 from sealeval.gates.adapters.inventory import case_inventory
@@ -74,8 +73,9 @@ JSON_SOURCE_SCHEMA: Final = "openmed.eval.agent_release_source.v1"
 GATE_SOURCE_SCHEMA: Final = "sealeval.gate_source.v1"
 #: The one pre-registered statistical method of a clinician-agreement report.
 AGREEMENT_METHOD: Final = "ordinal_krippendorff_alpha_stratified_bootstrap_95"
-#: Deepest accepted nesting of arrays and objects (the reference: interpreter recursion).
-MAX_JSON_DEPTH: Final = 128
+#: Deepest accepted nesting of arrays and objects (the reference: interpreter recursion):
+#: the strict decoder's own default.
+MAX_JSON_DEPTH: Final = DEFAULT_LIMITS.max_depth
 #: Fewest observations for which the 95 % order-statistic interval of a p95 exists.
 LATENCY_MIN_OBSERVATIONS: Final = 72
 
@@ -123,174 +123,25 @@ def _refuse(code: str) -> AgentReleaseAdapterError:
 # ---------------------------------------------------------------------------
 # JSON text -> value, with the adapter codes
 #
-# One iterative parser (no recursion, so no interpreter limit decides) with the
-# CPython json grammar: duplicate keys are refused when their object closes,
-# i.e. in parse order, as ``duplicate_field``; malformed text, trailing data
-# and nesting deeper than MAX_JSON_DEPTH as ``invalid_json``. In *lax* mode
-# (openmed kinds, for compatibility) the tokens NaN / Infinity / -Infinity and
-# overflowing numbers parse to non-finite floats, which every later check
-# refuses; in strict mode (sealeval kinds) they, and unpaired surrogates, are
-# ``invalid_json`` at once.
+# The one strict decoder (sealeval.canonical.decode, CPython's json grammar),
+# within MAX_JSON_DEPTH: duplicate keys are refused when their object closes,
+# i.e. in parse order, as ``duplicate_field``; anything else it refuses
+# (malformed text, trailing data, nesting deeper than MAX_JSON_DEPTH,
+# over-long integers) is ``invalid_json``. In *lax* mode (openmed kinds, for
+# compatibility) the tokens NaN / Infinity / -Infinity and overflowing numbers
+# parse to non-finite floats and unpaired surrogates are kept, for every later
+# check to refuse; in strict mode (sealeval kinds) they are ``invalid_json``.
 
-# CPython's string scanner (strict: no raw control characters), typed here.
-_ScanString = Callable[[str, int, bool], tuple[str, int]]
-_scanstring: Final[_ScanString] = json.decoder.scanstring  # type: ignore[attr-defined]
-_WHITESPACE: Final = re.compile(r"[ \t\n\r]*")
-_NUMBER: Final = re.compile(r"-?(?:0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?")
-_SURROGATE: Final = re.compile("[\ud800-\udfff]")
-_LITERALS: Final = (("null", None), ("true", True), ("false", False))
-_CONSTANTS: Final = (
-    ("NaN", math.nan),
-    ("Infinity", math.inf),
-    ("-Infinity", -math.inf),
-)
-
-
-_OPENED: Final = object()
-
-
-class _Object:
-    """An object being parsed: its members so far and the key awaiting a value."""
-
-    __slots__ = ("key", "pairs")
-
-    def __init__(self, key: str) -> None:
-        self.key = key
-        self.pairs: list[tuple[str, Any]] = []
-
-
-def _skip(text: str, index: int) -> int:
-    match = _WHITESPACE.match(text, index)
-    assert match is not None  # the pattern matches the empty string
-    return match.end()
-
-
-def _string(text: str, index: int, lax: bool) -> tuple[str, int]:
-    """Parse the string whose opening quote is at ``index``."""
-    parsed: tuple[str, int] | None
-    try:
-        parsed = _scanstring(text, index + 1, True)
-    except ValueError:
-        parsed = None
-    # Raised outside the handler: the decoder's exception (which holds the
-    # whole text) must not become this error's context.
-    if parsed is None or (not lax and _SURROGATE.search(parsed[0]) is not None):
-        raise _refuse("invalid_json")
-    return parsed
-
-
-def _member_key(text: str, index: int, lax: bool) -> tuple[str, int]:
-    """Parse ``"key" :`` at ``index``; return the key and the index of its value."""
-    if not text.startswith('"', index):
-        raise _refuse("invalid_json")
-    key, index = _string(text, index, lax)
-    index = _skip(text, index)
-    if not text.startswith(":", index):
-        raise _refuse("invalid_json")
-    return key, _skip(text, index + 1)
-
-
-def _number(text: str, index: int, lax: bool) -> tuple[Any, int]:
-    """Parse a literal, a non-standard constant or a number at ``index``."""
-    for token, literal in _LITERALS:
-        if text.startswith(token, index):
-            return literal, index + len(token)
-    for token, constant in _CONSTANTS:
-        if text.startswith(token, index):
-            if not lax:
-                raise _refuse("invalid_json")
-            return constant, index + len(token)
-    match = _NUMBER.match(text, index)
-    if match is None:
-        raise _refuse("invalid_json")
-    spelling = match.group()
-    value: int | float | None
-    if match.group(1) is None and match.group(2) is None:
-        try:
-            value = int(spelling)
-        except ValueError:  # more digits than the interpreter converts
-            value = None
-    else:
-        value = float(spelling)
-        if not lax and not math.isfinite(value):
-            value = None
-    if value is None:
-        raise _refuse("invalid_json")
-    return value, match.end()
-
-
-def _close_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    result = dict(pairs)
-    if len(result) != len(pairs):
-        raise _refuse("duplicate_field")
-    return result
-
-
-def _value(text: str, index: int, lax: bool, stack: list[list[Any] | _Object]) -> tuple[Any, int]:
-    """Parse the value at ``index``; a non-empty container is pushed and ``_OPENED`` returned."""
-    char = text[index : index + 1]
-    if char == '"':
-        return _string(text, index, lax)
-    if char not in ("{", "["):
-        return _number(text, index, lax)
-    if len(stack) >= MAX_JSON_DEPTH:
-        raise _refuse("invalid_json")
-    index = _skip(text, index + 1)
-    if char == "[":
-        if text.startswith("]", index):
-            return [], index + 1
-        stack.append([])
-        return _OPENED, index
-    if text.startswith("}", index):
-        return {}, index + 1
-    key, index = _member_key(text, index, lax)
-    stack.append(_Object(key))
-    return _OPENED, index
-
-
-def _attach(
-    text: str, index: int, lax: bool, stack: list[list[Any] | _Object], value: Any
-) -> tuple[Any, int]:
-    """Attach a complete value, closing every container that ends after it.
-
-    Returns ``(_OPENED, index)`` when another value follows at ``index``, or
-    ``(document, end)`` once the top-level value is complete.
-    """
-    while stack:
-        index = _skip(text, index)
-        frame = stack[-1]
-        char = text[index : index + 1]
-        if isinstance(frame, list):
-            frame.append(value)
-            closing = "]"
-        else:
-            frame.pairs.append((frame.key, value))
-            closing = "}"
-        if char == ",":
-            index = _skip(text, index + 1)
-            if isinstance(frame, _Object):
-                frame.key, index = _member_key(text, index, lax)
-            return _OPENED, index
-        if char != closing:
-            raise _refuse("invalid_json")
-        stack.pop()
-        value = frame if isinstance(frame, list) else _close_object(frame.pairs)
-        index += 1
-    if _skip(text, index) != len(text):
-        raise _refuse("invalid_json")
-    return value, index
+_LIMITS: Final = DecodeLimits(max_depth=MAX_JSON_DEPTH)
 
 
 def _parse_json(text: str, *, lax: bool) -> Any:
     """Parse one JSON document, refusing with the JSON adapter's codes."""
-    stack: list[list[Any] | _Object] = []
-    index = _skip(text, 0)
-    while True:
-        value, index = _value(text, index, lax, stack)
-        if value is not _OPENED:
-            value, index = _attach(text, index, lax, stack, value)
-            if value is not _OPENED:
-                return value
+    try:
+        return decode(text, limits=_LIMITS, lax=lax)
+    except CanonicalError as error:
+        code = "duplicate_field" if error.code == "duplicate_key" else "invalid_json"
+    raise _refuse(code)
 
 
 # ---------------------------------------------------------------------------

@@ -10,8 +10,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sealeval.canonical import decode, encode_openmed, is_digest
-from sealeval.errors import CanonicalError
+from sealeval._validate import decode_document
+from sealeval.canonical import encode_openmed, is_digest
 from sealeval.session.adjudication.ordering import (
     RandomizationKey,
     coerce_key,
@@ -210,11 +210,7 @@ class PrivateMapping:
     @classmethod
     def from_json(cls, data: bytes | str) -> PrivateMapping:
         """Strictly parse a mapping document (duplicate keys, NaN, ... refused)."""
-        try:
-            document = decode(data)
-        except CanonicalError:
-            raise AdjudicationError("invalid_document", "mapping") from None
-        return cls.from_dict(document)
+        return cls.from_dict(decode_document(data, "mapping", error=AdjudicationError))
 
 
 def compute_mapping_commitment(

@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sealeval.canonical import decode, encode_openmed, is_digest
-from sealeval.errors import CanonicalError
+from sealeval._validate import decode_document
+from sealeval.canonical import encode_openmed, is_digest
 from sealeval.session.adjudication.ordering import (
     require_cleared_reviewer,
 )
@@ -174,8 +174,4 @@ class BlindedPacket:
     @classmethod
     def from_json(cls, data: bytes | str) -> BlindedPacket:
         """Strictly parse a packet document (duplicate keys, NaN, ... refused)."""
-        try:
-            document = decode(data)
-        except CanonicalError:
-            raise AdjudicationError("invalid_document", "packet") from None
-        return cls.from_dict(document)
+        return cls.from_dict(decode_document(data, "packet", error=AdjudicationError))

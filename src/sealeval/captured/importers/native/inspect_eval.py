@@ -36,7 +36,8 @@ Attachment references (``attachment://<hash>``) are replaced by the sample's
 (``attachment_unresolved``). A log whose status is not ``success``, or
 without ``header.json`` (still running, crashed), is refused
 (``incomplete_run``): its missing samples cannot be told apart from samples
-that never existed.
+that never existed. With ``allow_partial`` a ``cancelled`` or ``error`` run
+is read: the samples it holds, its status in ``context.inspect.status``.
 
 The central directory is bounded before ``zipfile`` reads it: at most
 :data:`MAX_ARCHIVE_ENTRIES` members and :data:`MAX_DIRECTORY_BYTES` bytes
@@ -94,6 +95,8 @@ _ZSTD_METHOD: Final = 93
 #: which adds a per-sample ``message_pool`` and the header's ``invalidated``;
 #: the members records are built from are unchanged).
 _LOG_VERSIONS: Final = (1, 2, 3)
+#: Statuses of a run that did not finish: read only with ``allow_partial``.
+_UNFINISHED: Final = ("cancelled", "error")
 _ZIPFILE_METHODS: Final = frozenset(
     {zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA}
 )
@@ -239,7 +242,7 @@ def _records(archive: zipfile.ZipFile, handle: IO[bytes], options: ImportOptions
     if header_info is None:
         raise refuse("incomplete_run", "header")
     header, _ = loads(_member(archive, handle, header_info, options, "header"), "header")
-    epochs, facts, stated = log_header(header, "header")
+    epochs, facts, stated = log_header(header, "header", allow_partial=options.allow_partial)
     present = sum(1 for info in infos if _SAMPLE_MEMBER.fullmatch(info.filename) is not None)
     facts.update(check_complete(stated, present, options))
     ids = Ids()
@@ -257,13 +260,18 @@ def _records(archive: zipfile.ZipFile, handle: IO[bytes], options: ImportOptions
         raise refuse("no_records", "samples")
 
 
-def log_header(header: Any, root: str) -> tuple[int, dict[str, Any], int | None]:
+def log_header(
+    header: Any, root: str, *, allow_partial: bool = False
+) -> tuple[int, dict[str, Any], int | None]:
     """Check an Inspect log's header members; return its epochs, run facts and stated samples.
 
     ``root`` names the header in refusals (``header`` in a ``.eval``
     archive; the empty root of a JSON log gives ``status``, ``eval``...).
     The stated count is ``results.completed_samples`` (else
-    ``total_samples``) when the log states one.
+    ``total_samples``) when the log states one. A run that did not finish
+    (``status`` ``cancelled`` or ``error``) is refused (``incomplete_run``)
+    unless ``allow_partial``, which reads the samples it holds and records
+    the status in the run facts (``context.inspect.status``).
     """
     prefix = f"{root}." if root else ""
     if type(header) is not dict:
@@ -271,7 +279,8 @@ def log_header(header: Any, root: str) -> tuple[int, dict[str, Any], int | None]
     version = header.get("version")
     if type(version) is not int or version not in _LOG_VERSIONS:
         raise refuse("unsupported_version", f"{prefix}version")
-    if header.get("status") != "success":
+    status = header.get("status")
+    if status != "success" and not (allow_partial and status in _UNFINISHED):
         raise refuse("incomplete_run", f"{prefix}status")
     if header.get("invalidated", False) is not False:
         raise refuse("incomplete_run", f"{prefix}invalidated")
@@ -285,6 +294,8 @@ def log_header(header: Any, root: str) -> tuple[int, dict[str, Any], int | None]
     if type(epochs) is not int or epochs < 1:
         raise refuse("invalid_field", f"{prefix}eval.config.epochs")
     facts = {key: spec[key] for key in ("eval_id", "run_id", "task", "model") if key in spec}
+    if status != "success":
+        facts["status"] = status
     results = header.get("results")
     stated = None
     if type(results) is dict:

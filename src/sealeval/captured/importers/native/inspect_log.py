@@ -7,7 +7,9 @@ JSON log exactly as :mod:`~sealeval.captured.importers.native.inspect_eval`
 reads the ``.eval`` archive of the same run, so both give the same records:
 
 * the log must be ``version`` 1 or 2 with ``status`` ``success``
-  (``incomplete_run`` otherwise); ``eval.config.epochs`` gives the epochs;
+  (``incomplete_run`` otherwise; a ``cancelled`` or ``error`` run is read
+  with ``allow_partial``, its status kept in ``context.inspect.status``);
+  ``eval.config.epochs`` gives the epochs;
 * each entry of ``samples`` becomes one record through
   :func:`~sealeval.captured.importers.native.inspect_eval.sample_record`
   (``id``, or ``<id>#<epoch>`` with several epochs; a one-element list target
@@ -55,7 +57,7 @@ class InspectJsonLogImporter(NativeImporter):
     def records(self, path: Path, options: ImportOptions) -> RecordSource:
         """Yield one record per sample (and epoch), in file order."""
         log, nan = read_document(path, options)
-        epochs, facts, stated = log_header(log, "")
+        epochs, facts, stated = log_header(log, "", allow_partial=options.allow_partial)
         samples = log.get("samples")
         if samples is None:
             raise refuse("not_results", "samples")

@@ -1,9 +1,10 @@
-"""Run outlines: a run's facts without its records, equal to what the held run gives."""
+"""Run facts: a run's facts without its records, equal to what the held run gives."""
 
 from __future__ import annotations
 
 import io
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,7 @@ from sealeval.captured.pack_reader import EvidencePackError, read_evidence_pack
 from sealeval.captured.policy import ComparisonPolicy
 from sealeval.captured.request import normalize_captured_request
 from sealeval.captured.run import Limits, Run, read_run
-from sealeval.captured.run_outline import RunOutline, outline_run
+from sealeval.captured.run_facts import RunFacts, read_run_facts
 from sealeval.errors import SealevalError
 from support.vectors import cases, decode_input, load, vectors_dir
 
@@ -29,8 +30,9 @@ def _runs() -> list[Path]:
     return found
 
 
-def _streamed(run: Run, policy: ComparisonPolicy | None, **kwargs: Any) -> RunOutline:
-    return outline_run(io.BytesIO(run.to_canonical()), policy=policy, **kwargs)
+def _streamed(run: Run, policy: ComparisonPolicy | None, **kwargs: Any) -> RunFacts:
+    kwargs.setdefault("keep_ids", True)
+    return read_run_facts(io.BytesIO(run.to_canonical()), policy=policy, **kwargs)
 
 
 def _outcome(act: Any) -> tuple[str, ...]:
@@ -64,7 +66,7 @@ def test_outlines_bind_a_request_exactly_like_runs(case: dict[str, Any]) -> None
         return normalize_captured_request(inputs["authored"], *outlines, inputs["policy"])
 
     def in_memory() -> Any:
-        outlines = [RunOutline.of_run(run, policy) for run in runs]
+        outlines = [RunFacts.of_run(run, policy) for run in runs]
         return normalize_captured_request(inputs["authored"], *outlines, inputs["policy"])
 
     expected = _outcome(held)
@@ -110,13 +112,13 @@ def test_outline_facts_equal_the_held_run(path: Path) -> None:
     except CapturedRunError as error:  # a tampered run: the outline refuses it alike
         refused = (error.code, error.field)
         with path.open("rb") as handle, pytest.raises(CapturedRunError) as caught:
-            outline_run(handle, policy=None)
+            read_run_facts(handle, policy=None)
         assert (caught.value.code, caught.value.field) == refused
         return
     for pinned in (False, True):
         policy = _policy(run, pinned=pinned)
         streamed = _streamed(run, policy)
-        held = RunOutline.of_run(run, policy)
+        held = RunFacts.of_run(run, policy)
         for outline in (streamed, held):
             assert (outline.digest, outline.canonical_size) == (run.digest, run.canonical_size)
             assert outline.record_count == len(outline) == len(run.records)
@@ -139,7 +141,7 @@ def test_outline_facts_equal_the_held_run(path: Path) -> None:
             assert all(record_id in outline for record_id in run.index)
             assert "no-such-id\x00" not in outline
             assert 7 not in outline
-            assert repr(outline) == f"RunOutline(records={len(run)}, digest={run.digest!r})"
+            assert repr(outline) == f"RunFacts(records={len(run)}, digest={run.digest!r})"
         assert streamed.case_set_digest == held.case_set_digest == policy.expected_case_set_digest
     assert _streamed(run, None).slice_counts == ()
 
@@ -151,6 +153,46 @@ def test_outline_without_ids_keeps_none_and_refuses_membership() -> None:
     with pytest.raises(CapturedRunError) as caught:
         outline.has_id(run.records[0].id)
     assert (caught.value.code, caught.value.field) == ("invalid_type", "ids")
+
+
+def test_facts_read_from_a_descriptor_reread_the_same_file(tmp_path: Path) -> None:
+    """A descriptor is kept: later passes re-read it; closed, nothing can be re-read."""
+    run = read_run(_runs()[0])
+    path = tmp_path / "run.json"
+    path.write_bytes(run.to_canonical())
+    fd = os.open(path, os.O_RDONLY)
+    facts = read_run_facts(fd, policy=None)
+    path.unlink()  # later passes read the descriptor, never the name
+    assert facts.rereadable
+    assert facts.case_set_digest is None
+    with facts.open() as handle:
+        assert handle.read() == run.to_canonical()
+    assert b"".join(facts.iter_canonical()) == run.to_canonical()
+    policy = _policy(run, pinned=True)
+    assert facts.case_set_for(policy) == policy.expected_case_set_digest
+    facts.close()
+    facts.close()  # idempotent
+    assert not facts.rereadable
+    for act in (facts.open, lambda: facts.case_set_for(policy)):
+        with pytest.raises(CapturedRunError) as caught:
+            act()
+        assert (caught.value.code, caught.value.field) == ("invalid_type", "run")
+    held = RunFacts.of_run(run, None)
+    assert not held.rereadable
+    with pytest.raises(CapturedRunError):
+        list(held.iter_canonical())
+
+
+def test_a_refused_descriptor_is_left_open_for_the_caller(tmp_path: Path) -> None:
+    path = tmp_path / "run.json"
+    path.write_bytes(b'{"format": 1}')
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        with pytest.raises(CapturedRunError):
+            read_run_facts(fd, policy=None)
+        assert os.fstat(fd).st_size == len(b'{"format": 1}')
+    finally:
+        os.close(fd)
 
 
 def test_projection_equality_needs_every_record_projected_alike() -> None:
@@ -168,10 +210,10 @@ def test_outline_run_refuses_what_the_run_reader_refuses() -> None:
         (data[: len(data) // 2], None),
     ):
         with pytest.raises(CapturedRunError) as caught:
-            outline_run(io.BytesIO(bad), policy=None)
+            read_run_facts(io.BytesIO(bad), policy=None)
         assert code is None or caught.value.code == code
     with pytest.raises(CapturedRunError) as caught:
-        outline_run(io.BytesIO(data), policy=None, limits=Limits(max_records=1))
+        read_run_facts(io.BytesIO(data), policy=None, limits=Limits(max_records=1))
     assert caught.value.code == "too_many_records"
 
 
@@ -179,3 +221,29 @@ def test_reader_refuses_an_unknown_run_form(tmp_path: Path) -> None:
     with pytest.raises(EvidencePackError) as caught:
         read_evidence_pack(tmp_path, runs="records")
     assert (caught.value.code, caught.value.field) == ("invalid_field", "runs")
+
+
+def test_the_deprecated_outline_name_is_the_one_facts_type() -> None:
+    import sealeval.captured.pack_reader as reader_module  # noqa: PLC0415
+    import sealeval.captured.request as request_module  # noqa: PLC0415
+
+    assert reader_module.RunOutline is RunFacts
+    assert request_module.RunFacts is RunFacts
+    assert "RunOutline" in reader_module.__all__
+
+
+def test_a_file_rewritten_in_place_is_not_the_facts_case_set(tmp_path: Path) -> None:
+    first, second = (read_run(path) for path in _runs()[:2])
+    assert first.digest != second.digest
+    path = tmp_path / "run.json"
+    path.write_bytes(first.to_canonical())
+    facts = read_run_facts(os.open(path, os.O_RDONLY), policy=None)
+    try:
+        with path.open("r+b") as handle:  # the same file (inode), other bytes
+            handle.truncate(0)
+            handle.write(second.to_canonical())
+        with pytest.raises(CapturedRunError) as caught:
+            facts.case_set_for(_policy(first, pinned=True))
+        assert (caught.value.code, caught.value.field) == ("case_set_mismatch", "run")
+    finally:
+        facts.close()
