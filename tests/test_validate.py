@@ -14,13 +14,21 @@ from collections.abc import Callable
 import pytest
 
 from sealeval import _validate
-from sealeval.canonical import encode_invarlock, frozen_canonical, frozen_digest, plain_canonical
+from sealeval.attest import AttestationError
+from sealeval.canonical import (
+    DecodeLimits,
+    encode_invarlock,
+    frozen_canonical,
+    frozen_digest,
+    plain_canonical,
+)
 from sealeval.captured.errors import CapturedRunError
+from sealeval.captured.extended_seal import ExtendedSealError
 from sealeval.captured.pack_reader import EvidencePackError
 from sealeval.captured.receipt import ReceiptError
 from sealeval.captured.request import CapturedRequestError
 from sealeval.captured.trust import TrustInputError
-from sealeval.errors import ManifestError, SealevalError
+from sealeval.errors import CanonicalError, ManifestError, SealevalError
 from support.refusals import CANARY, assert_refused
 
 FIELD = "outer.inner"
@@ -319,6 +327,63 @@ def test_decode_object_maps_the_decoders_codes_to_the_callers(error: type[Sealev
         assert caught.value.__cause__ is None
         assert CANARY not in str(caught.value)
     assert _validate.decode_object(b'{"a": [1]}', FIELD, error=error, limit=64) == {"a": [1]}
+
+
+def _refusing_encoder(value: object) -> bytes:
+    raise CanonicalError("unsupported_type")
+
+
+# (error class, its code for any decoder refusal, for a non-object, for non-canonical bytes)
+_FAMILY_CODES = [
+    (ExtendedSealError, "invalid_document", "invalid_value", "not_canonical"),
+    (AttestationError, "invalid_statement", "invalid_envelope", "non_canonical_payload"),
+]
+
+
+@pytest.mark.parametrize(
+    ("error", "other", "not_object", "not_canonical"),
+    _FAMILY_CODES,
+    ids=[error.__name__ for error, *_ in _FAMILY_CODES],
+)
+def test_decode_object_takes_the_callers_limits_codes_and_canonical_rule(
+    error: type[SealevalError], other: str, not_object: str, not_canonical: str
+) -> None:
+    canary = CANARY.encode()
+    shallow = DecodeLimits(max_bytes=128, max_depth=2)
+    codes = {"too_large": "too_large"}
+    for data, code, canonical in (
+        (b'{"a": [["' + canary + b'"]]}', other, None),  # too_deep: unmapped
+        (b'{"a": 1, "a": "' + canary + b'"}', other, None),  # duplicate_key: unmapped
+        (b'{"a": "' + canary * 4 + b'"}', "too_large", None),  # mapped
+        (b'["' + canary + b'"]', not_object, None),
+        (b'{"a": "' + canary + b'", "b": 1}', not_canonical, encode_invarlock),
+        (b'[ "' + canary + b'" ]', not_canonical, encode_invarlock),  # canonical first
+        (b'["' + canary + b'"]\n', not_object, encode_invarlock),
+        (b'{"a":"' + canary + b'"}\n', other, _refusing_encoder),
+    ):
+        failure = assert_refused(
+            lambda data=data, canonical=canonical: _validate.decode_object(
+                data,
+                FIELD,
+                error=error,
+                limit=shallow,
+                codes=codes,
+                other_code=other,
+                object_code=not_object,
+                canonical=canonical,
+                canonical_code=not_canonical,
+            ),
+            code,
+            FIELD,
+        )
+        assert type(failure) is error
+        assert failure.__cause__ is None
+    accepted = b'{"a":[1],"b":"' + canary + b'"}\n'
+    for canonical in (None, encode_invarlock):
+        document = _validate.decode_object(
+            accepted, FIELD, error=error, limit=shallow, canonical=canonical
+        )
+        assert document == {"a": [1], "b": CANARY}
 
 
 @pytest.mark.parametrize(

@@ -119,8 +119,9 @@ JOBS: tuple[Job, ...] = (
     Job(
         "Pinned Unicode data (14.0.0, 15.0.0) and UAX #15 normalization",
         ("_unicode.py",),
-        "scorers (`captured/unicode_tables.py`) and `session/forensics.py` use it, never "
-        "the interpreter's `unicodedata` version",
+        "scorers (`captured/unicode_tables.py`), `session/forensics.py`, adversarial "
+        "detection (`gates/adversarial/detection.py`) and the CLI's escaping of user text "
+        "use it, never the interpreter's `unicodedata` version",
         ("import:unicodedata",),
     ),
     Job(
@@ -193,11 +194,6 @@ ALLOWED: dict[str, dict[str, str]] = {
     ".rollback": {
         "session/postgres_store.py": "psycopg retry loop: a failed attempt is rolled back "
         "before its failure is classified as retryable",
-    },
-    "import:unicodedata": {
-        "cli/_common.py": "terminal display only: escaping invisible characters of user text",
-        "gates/adversarial/detection.py": "detection normalization of probe outputs; to pin "
-        "through `_unicode.py`",
     },
 }
 

@@ -19,7 +19,7 @@ submitted value.
   field.
 * :func:`decode_object` — a strict JSON object from bytes (the strict
   bounded decoder of :mod:`sealeval.canonical`, its codes mapped to the
-  caller's).
+  caller's; optionally only in its canonical spelling).
 
 The canonical *encoders* for already-checked values live in
 :mod:`sealeval.canonical`.
@@ -31,7 +31,7 @@ import math
 import re
 import sys
 import types
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, Final, TypeAlias
 
@@ -455,18 +455,49 @@ def decode_object(
     field: str,
     *,
     error: ErrorClass,
-    limit: int,
+    limit: int | DecodeLimits,
     codes: Mapping[str, str] = STRICT_JSON_CODES,
+    other_code: str = "invalid_json",
+    object_code: str = "not_object",
+    canonical: Callable[[Any], bytes] | None = None,
+    canonical_code: str = "not_canonical",
 ) -> dict[str, Any]:
-    """Decode strict JSON (at most ``limit`` bytes and string length) that must be an object.
+    """Decode strict JSON that must be an object (optionally: in its one canonical spelling).
 
-    A decoder refusal becomes ``error(codes.get(code, "invalid_json"), field)``
-    (never chained); a value that is not an object is ``not_object``.
+    Args:
+        data: the document's bytes.
+        field: the library-chosen field every refusal names.
+        error: the caller's error class.
+        limit: the most bytes *and* string length accepted (the other limits
+            the decoder's defaults), or the decoder's full
+            :class:`~sealeval.canonical.DecodeLimits` (e.g. a shallower depth).
+        codes: the decoder's codes mapped to the caller's.
+        other_code: the caller's code for any decoder code ``codes`` lacks.
+        object_code: the code when the value is not an object.
+        canonical: an encoder (e.g. :func:`sealeval.canonical.encode_invarlock`)
+            when only its exact bytes are accepted: checked *before* the object
+            check, so a document is first proven canonical, then its shape.
+        canonical_code: the code when ``data`` is not ``canonical(value)``.
+
+    A decoder refusal becomes ``error(codes.get(code, other_code), field)``
+    (never chained); a value the encoder refuses is ``other_code``.
     """
+    limits = (
+        limit
+        if isinstance(limit, DecodeLimits)
+        else DecodeLimits(max_bytes=limit, max_string_length=limit)
+    )
     try:
-        value = decode(data, limits=DecodeLimits(max_bytes=limit, max_string_length=limit))
+        value = decode(data, limits=limits)
     except CanonicalError as failure:
-        raise error(codes.get(failure.code, "invalid_json"), field) from None
+        raise error(codes.get(failure.code, other_code), field) from None
+    if canonical is not None:
+        try:
+            spelled = canonical(value)
+        except SealevalError:
+            raise error(other_code, field) from None
+        if spelled != data:
+            raise error(canonical_code, field)
     if not isinstance(value, dict):
-        raise error("not_object", field)
+        raise error(object_code, field)
     return value

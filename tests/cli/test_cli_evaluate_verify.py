@@ -960,3 +960,10 @@ def test_uncapped_native_sides_are_imported_streamed_with_the_same_pack(
         }
 
     assert files(cwd / "request" / "held") == files(cwd / "request" / "streamed")
+
+
+def test_printable_escapes_by_one_pinned_unicode_version() -> None:
+    """U+0897 (Unicode 16.0) is unassigned in 15.0.0 and escaped on every interpreter."""
+    assert printable("a\u0897b") == "a\\u0897b"
+    assert printable("name\u200b\n") == "name\\u200b\\u000a"
+    assert printable("caf\u00e9") == "caf\u00e9"

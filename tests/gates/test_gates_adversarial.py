@@ -52,6 +52,7 @@ from sealeval.gates.adversarial import (
     Delegation,
     PromptContent,
     ToolCall,
+    detection,
     execute_adversarial_suite,
     run_adversarial_suite,
     suite_adapter,
@@ -1636,3 +1637,15 @@ def test_payload_bounds_come_from_the_one_toolkit(
         with pytest.raises(AdversarialSuiteError) as refused:
             built()
         assert str(refused.value) == "payload: invalid_payload", name
+
+
+def test_detection_folds_with_openmeds_unicode_version_on_every_interpreter() -> None:
+    """U+1E030 (Unicode 15.0) is unassigned in openmed's 14.0.0: it folds to itself.
+
+    On an interpreter whose own tables are 15.0 or later, NFKD would map it
+    to U+0430; detection must not depend on the interpreter.
+    """
+    assert detection.UNICODE_VERSION == "14.0.0"
+    assert detection._folded("\U0001e030") == "\U0001e030"
+    assert detection._folded("\u212a") == "k"  # KELVIN SIGN, same in every version
+    assert detection.path_text("\uff0e\uff0e/x") == "../x"

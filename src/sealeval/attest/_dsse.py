@@ -24,14 +24,14 @@ from __future__ import annotations
 import base64
 import binascii
 import re
-from collections.abc import Mapping
+import types
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
+from sealeval._validate import check_exact, decode_object
 from sealeval.attest._errors import AttestationError
-from sealeval.canonical import DecodeLimits, decode, encode_invarlock
+from sealeval.canonical import DecodeLimits, encode_invarlock
 from sealeval.captured.signing import SigningKey, SigningKeyError, VerifyKey
-from sealeval.errors import CanonicalError
 
 __all__ = [
     "MAX_ENVELOPE_BYTES",
@@ -52,6 +52,10 @@ _SIGNATURE_KEYS: Final = frozenset({"keyid", "sig"})
 _BASE64: Final = re.compile(r"(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?")
 _KEYID: Final = re.compile(r"[\x21-\x7e]{1,256}")
 _LIMITS: Final = DecodeLimits(max_bytes=MAX_ENVELOPE_BYTES, max_depth=8)
+#: The decoder's codes as an envelope reports them (anything else: ``invalid_json``).
+_JSON_CODES: Final = types.MappingProxyType(
+    {"too_large": "too_large", "string_too_long": "too_large"}
+)
 
 
 def pae(payload_type: str, payload: bytes) -> bytes:
@@ -116,12 +120,6 @@ class ParsedEnvelope:
         )
 
 
-def _closed(value: object, keys: frozenset[str], where: str) -> Mapping[str, Any]:
-    if not isinstance(value, Mapping) or set(value) != keys:
-        raise AttestationError("invalid_envelope", where)
-    return value
-
-
 def parse_envelope(data: bytes) -> ParsedEnvelope:
     """Strictly parse envelope bytes (JSON, members, base64, signature count).
 
@@ -131,14 +129,17 @@ def parse_envelope(data: bytes) -> ParsedEnvelope:
     """
     if type(data) is not bytes:
         raise AttestationError("invalid_type", "envelope")
-    if len(data) > MAX_ENVELOPE_BYTES:
-        raise AttestationError("too_large", "envelope")
-    try:
-        document = decode(data, limits=_LIMITS)
-    except CanonicalError as error:
-        code = "too_large" if error.code in ("too_large", "string_too_long") else "invalid_json"
-        raise AttestationError(code, "envelope") from None
-    top = _closed(document, _ENVELOPE_KEYS, "envelope")
+    document = decode_object(
+        data,
+        "envelope",
+        error=AttestationError,
+        limit=_LIMITS,
+        codes=_JSON_CODES,
+        object_code="invalid_envelope",
+    )
+    top = check_exact(
+        document, "envelope", _ENVELOPE_KEYS, error=AttestationError, code="invalid_envelope"
+    )
     payload_type = top["payloadType"]
     if type(payload_type) is not str:
         raise AttestationError("invalid_envelope", "payloadType")
@@ -150,7 +151,9 @@ def parse_envelope(data: bytes) -> ParsedEnvelope:
         raise AttestationError("too_many_signatures", "signatures")
     signatures: list[tuple[str, bytes]] = []
     for entry in entries:
-        item = _closed(entry, _SIGNATURE_KEYS, "signatures")
+        item = check_exact(
+            entry, "signatures", _SIGNATURE_KEYS, error=AttestationError, code="invalid_envelope"
+        )
         keyid = item["keyid"]
         if type(keyid) is not str or _KEYID.fullmatch(keyid) is None:
             raise AttestationError("invalid_envelope", "signatures.keyid")

@@ -21,8 +21,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from sealeval._validate import EMPTY, check_exact, decode_object
 from sealeval.attest._errors import AttestationError
-from sealeval.canonical import DecodeLimits, decode, encode_openmed, is_digest
+from sealeval.canonical import DecodeLimits, encode_openmed, is_digest
 from sealeval.errors import CanonicalError
 
 __all__ = [
@@ -43,6 +44,8 @@ MAX_SUBJECTS: Final = 64
 _NAME: Final = re.compile(r"[^\x00-\x1f\x7f]{1,255}")
 _HEX: Final = re.compile(r"[0-9a-f]{64}")
 _STATEMENT_KEYS: Final = frozenset({"_type", "subject", "predicateType", "predicate"})
+_SUBJECT_KEYS: Final = frozenset({"name", "digest"})
+_DIGEST_KEYS: Final = frozenset({"sha256"})
 _LIMITS: Final = DecodeLimits(max_bytes=16 * 1024 * 1024, max_depth=64)
 
 
@@ -72,11 +75,16 @@ class Subject:
     @classmethod
     def from_dict(cls, document: object) -> Subject:
         """Parse a ResourceDescriptor carrying exactly ``name`` and a ``sha256`` digest."""
-        if not isinstance(document, Mapping) or set(document) != {"name", "digest"}:
-            raise AttestationError("invalid_subject", "subject")
-        digest = document["digest"]
-        if not isinstance(digest, Mapping) or set(digest) != {"sha256"}:
-            raise AttestationError("invalid_subject", "subject.digest")
+        document = check_exact(
+            document, "subject", _SUBJECT_KEYS, error=AttestationError, code="invalid_subject"
+        )
+        digest = check_exact(
+            document["digest"],
+            "subject.digest",
+            _DIGEST_KEYS,
+            error=AttestationError,
+            code="invalid_subject",
+        )
         value = digest["sha256"]
         if type(value) is not str or _HEX.fullmatch(value) is None:
             raise AttestationError("invalid_subject", "subject.digest")
@@ -141,12 +149,18 @@ def parse_statement(payload: bytes) -> Statement:
         AttestationError: ``invalid_statement``, ``invalid_subject``,
             ``no_subject``, ``non_canonical_payload``.
     """
-    try:
-        document = decode(payload, limits=_LIMITS)
-    except CanonicalError:
-        raise AttestationError("invalid_statement", "payload") from None
-    if not isinstance(document, Mapping) or set(document) != _STATEMENT_KEYS:
-        raise AttestationError("invalid_statement", "payload")
+    document = decode_object(
+        payload,
+        "payload",
+        error=AttestationError,
+        limit=_LIMITS,
+        codes=EMPTY,
+        other_code="invalid_statement",
+        object_code="invalid_statement",
+    )
+    check_exact(
+        document, "payload", _STATEMENT_KEYS, error=AttestationError, code="invalid_statement"
+    )
     if document["_type"] != STATEMENT_TYPE:
         raise AttestationError("invalid_statement", "_type")
     subjects = document["subject"]

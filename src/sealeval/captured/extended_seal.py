@@ -32,13 +32,12 @@ for another policy or not written in full; and — unless the caller opts out
 from __future__ import annotations
 
 import base64
-import binascii
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from sealeval._validate import check_closed, thaw_json
-from sealeval.canonical import decode, digest_bytes, encode_invarlock
+from sealeval._validate import EMPTY, check_closed, decode_object, thaw_json
+from sealeval.canonical import DecodeLimits, decode, digest_bytes, encode_invarlock
 from sealeval.captured.extended import (
     EXTENDED_FORMAT,
     ExtensionError,
@@ -53,7 +52,7 @@ from sealeval.captured.signing import (
     SigningKeyError,
     verify_signature_envelope,
 )
-from sealeval.errors import CanonicalError, CapturedError, SealevalError
+from sealeval.errors import CapturedError
 
 __all__ = [
     "MAX_SEAL_BYTES",
@@ -222,16 +221,16 @@ def _decode(data: bytes) -> Mapping[str, Any]:
         raise ExtendedSealError("invalid_document", "seal")
     if len(data) > MAX_SEAL_BYTES:
         raise ExtendedSealError("too_large", "seal")
-    try:
-        document = decode(bytes(data))
-    except (CanonicalError, binascii.Error, ValueError):
-        raise ExtendedSealError("invalid_document", "seal") from None
-    try:
-        canonical = encode_invarlock(document)
-    except SealevalError:  # pragma: no cover - a strictly decoded document always encodes
-        raise ExtendedSealError("invalid_document", "seal") from None
-    if canonical != bytes(data):
-        raise ExtendedSealError("not_canonical", "seal")
+    document = decode_object(
+        bytes(data),
+        "seal",
+        error=ExtendedSealError,
+        limit=DecodeLimits(max_bytes=MAX_SEAL_BYTES),
+        codes=EMPTY,
+        other_code="invalid_document",
+        object_code="invalid_document",
+        canonical=encode_invarlock,
+    )
     return _closed(document, _MEMBERS, "seal")
 
 

@@ -6,12 +6,12 @@ import contextlib
 import errno
 import functools
 import sys
-import unicodedata
 from collections.abc import Callable, Iterator, Mapping
 from typing import IO, Any, Final, ParamSpec, TypeVar
 
 import click
 
+from sealeval._unicode import pinned_tables
 from sealeval.cli._remedies import FIXED_LIMIT
 from sealeval.errors import SealevalError, UsageError
 
@@ -51,6 +51,9 @@ R = TypeVar("R")
 #: Unicode general categories :func:`printable` escapes (controls, format, surrogates,
 #: private use, unassigned, line and paragraph separators).
 _UNPRINTABLE: Final = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
+#: Categories come from one pinned Unicode version, so that a message is the
+#: same bytes on every interpreter (a character newer than it is escaped).
+_PRINTABLE_UNICODE: Final = "15.0.0"
 
 
 def printable(text: str) -> str:
@@ -60,9 +63,10 @@ def printable(text: str) -> str:
     character becomes ``\uXXXX``, so a name cannot move the cursor, hide text
     or break a line.
     """
+    tables = pinned_tables(_PRINTABLE_UNICODE)
+    assert tables is not None  # the version ships with the package
     return "".join(
-        f"\\u{ord(char):04x}" if unicodedata.category(char) in _UNPRINTABLE else char
-        for char in text
+        f"\\u{ord(char):04x}" if tables.category(char) in _UNPRINTABLE else char for char in text
     )
 
 

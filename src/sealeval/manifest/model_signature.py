@@ -46,8 +46,9 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.serialization import load_pem_public_key
 
 from sealeval._fs import read_regular, translated
-from sealeval.canonical import DecodeLimits, decode
-from sealeval.errors import CanonicalError, ManifestError, SealevalError
+from sealeval._validate import EMPTY, decode_object
+from sealeval.canonical import DecodeLimits
+from sealeval.errors import ManifestError, SealevalError
 from sealeval.manifest.components import digest_tree_entries, tree_entries
 
 __all__ = [
@@ -111,6 +112,19 @@ def _check_public_key(data: bytes) -> None:
         raise ModelSignatureError("unsupported_public_key", "model_public_key")
 
 
+def _decode(data: bytes) -> dict[str, Any]:
+    """Decode a strict JSON object (the bundle or its statement); any refusal is one code."""
+    return decode_object(
+        data,
+        "model_signature",
+        error=ModelSignatureError,
+        limit=_LIMITS,
+        codes=EMPTY,
+        other_code="invalid_signature_document",
+        object_code="invalid_signature_document",
+    )
+
+
 def _member(document: object, name: str) -> Any:
     if not isinstance(document, Mapping) or name not in document:
         raise ModelSignatureError("invalid_signature_document", "model_signature")
@@ -126,15 +140,14 @@ def signed_files(signature: bytes) -> dict[str, str]:
         ModelSignatureError: ``invalid_signature_document``,
             ``unsupported_serialization``.
     """
+    envelope = _member(_decode(signature), "dsseEnvelope")
+    if _member(envelope, "payloadType") != "application/vnd.in-toto+json":
+        raise ModelSignatureError("invalid_signature_document", "model_signature")
     try:
-        bundle = decode(signature, limits=_LIMITS)
-        envelope = _member(bundle, "dsseEnvelope")
-        if _member(envelope, "payloadType") != "application/vnd.in-toto+json":
-            raise ModelSignatureError("invalid_signature_document", "model_signature")
         payload = base64.b64decode(_member(envelope, "payload"), validate=True)
-        statement = decode(payload, limits=_LIMITS)
-    except (CanonicalError, binascii.Error, ValueError, TypeError):
+    except (binascii.Error, ValueError, TypeError):
         raise ModelSignatureError("invalid_signature_document", "model_signature") from None
+    statement = _decode(payload)
     if _member(statement, "predicateType") != MODEL_SIGNING_PREDICATE:
         raise ModelSignatureError("invalid_signature_document", "model_signature")
     predicate = _member(statement, "predicate")

@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any, Final, Protocol
 
 from sealeval._fs import descend, open_directory, open_regular, read_fd_bounded, translated
-from sealeval.canonical import DecodeLimits, decode
+from sealeval._validate import EMPTY, decode_object
+from sealeval.canonical import DecodeLimits
 from sealeval.captured.errors import CapturedRunError
 from sealeval.captured.policy import (
     ComparisonPolicy,
@@ -53,6 +54,8 @@ from sealeval.errors import CanonicalError
 
 #: ``sealeval._fs`` codes as the request reports them (a symlinked or non-directory folder).
 _FOLDER_CODES: Final = {"not_directory": "unsafe_path"}
+#: A JSON policy: every decoder refusal is ``invalid_json`` (the request's size bound).
+_POLICY_LIMITS: Final = DecodeLimits(max_bytes=MAX_INPUT_BYTES)
 
 
 def _open_root(root: str | os.PathLike[str], where: str) -> int:
@@ -322,18 +325,23 @@ def load_captured_request(
     subject = _load_side(root, authored.subject, run_loader, limits)
     policy_fd = _open_beneath(root, authored.policy, "comparison.policy")
     data = _read_fd(policy_fd, MAX_INPUT_BYTES, "comparison.policy")
-    try:
-        if is_yaml_policy_name(authored.policy):  # sealeval: strict YAML policies too
+    if is_yaml_policy_name(authored.policy):  # sealeval: strict YAML policies too
+        try:
             document = load_policy_yaml(data)
-        else:
-            document = decode(data, limits=DecodeLimits(max_bytes=MAX_INPUT_BYTES))
-    except CanonicalError:
-        raise CapturedRequestError("invalid_json", "comparison.policy") from None
-    except ComparisonPolicyError:
-        raise CapturedRequestError("invalid_yaml", "comparison.policy") from None
+        except ComparisonPolicyError:
+            raise CapturedRequestError("invalid_yaml", "comparison.policy") from None
+        if not isinstance(document, dict):
+            raise CapturedRequestError("not_mapping", "comparison.policy")
+    else:
+        document = decode_object(
+            data,
+            "comparison.policy",
+            error=CapturedRequestError,
+            limit=_POLICY_LIMITS,
+            codes=EMPTY,
+            object_code="not_mapping",
+        )
     del data
-    if not isinstance(document, dict):
-        raise CapturedRequestError("not_mapping", "comparison.policy")
     policy = parse_comparison_policy(document)
     normalized = normalize_captured_request(authored, baseline, subject, policy)
     return CapturedRequest(

@@ -9,18 +9,19 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import html
 import re
-import unicodedata
 import urllib.parse
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Final
 
+from sealeval._unicode import PinnedTables, pinned_tables
 from sealeval.gates.adversarial.vocabulary import (
     JsonValue,
 )
 
-__all__ = ["MAX_ATTACHMENT_BYTES", "MAX_SCAN_CHARS"]
+__all__ = ["MAX_ATTACHMENT_BYTES", "MAX_SCAN_CHARS", "UNICODE_VERSION"]
 
 # ---------------------------------------------------------------------------
 # Content inspection (rule 3)
@@ -120,15 +121,29 @@ _TEXTUAL_TYPES: Final = frozenset(
 )
 
 
+#: The Unicode version detection folds and normalizes with: openmed 3.1's
+#: (its vectors were made on Python 3.11, Unicode 14.0.0), on every interpreter.
+UNICODE_VERSION: Final = "14.0.0"
+
+
+@functools.cache
+def _unicode() -> PinnedTables:
+    tables = pinned_tables(UNICODE_VERSION)
+    if tables is None:  # pragma: no cover - the version ships with the package
+        raise RuntimeError("sealeval is missing its Unicode tables; reinstall it")
+    return tables
+
+
 class _UninspectableError(Exception):
     """Internal: content exceeded a limit or could not be decoded."""
 
 
 def _folded(text: str) -> str:
     """NFKD, drop combining marks and format characters, map look-alikes, NFC, casefold."""
-    decomposed = unicodedata.normalize("NFKD", text)
-    kept = "".join(ch for ch in decomposed if unicodedata.category(ch) not in ("Mn", "Cf"))
-    return unicodedata.normalize("NFC", kept).casefold().translate(_CONFUSABLES)
+    tables = _unicode()
+    decomposed = tables.normalize("NFKD", text)
+    kept = "".join(ch for ch in decomposed if tables.category(ch) not in ("Mn", "Cf"))
+    return tables.casefold(tables.normalize("NFC", kept)).translate(_CONFUSABLES)
 
 
 def _unescaped(text: str) -> str:
@@ -265,7 +280,7 @@ def _key_name(key: str) -> str:
 
 
 def _folded_key(key: str) -> str:
-    return unicodedata.normalize("NFKC", key).strip()
+    return _unicode().normalize("NFKC", key).strip()
 
 
 CREDENTIAL_KEYS: Final = frozenset(
@@ -514,7 +529,7 @@ def embedded_schemes(text: str) -> Iterator[str]:
 
 def path_text(text: str) -> str:
     """Normalize a path: NFKC, percent-decoding (three rounds), backslash as ``/``."""
-    path = unicodedata.normalize("NFKC", text)
+    path = _unicode().normalize("NFKC", text)
     for _ in range(3):
         decoded = urllib.parse.unquote(path)
         if decoded == path:
@@ -526,7 +541,7 @@ def path_text(text: str) -> str:
 def escapes_path(text: str) -> bool:
     """Return whether a ``..`` segment or a control character (NUL included) escapes."""
     path = path_text(text)
-    if any(unicodedata.category(ch) == "Cc" for ch in path):
+    if any(_unicode().category(ch) == "Cc" for ch in path):
         return True
     return any(segment.strip() == ".." for segment in path.split("/"))
 
