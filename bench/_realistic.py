@@ -1,13 +1,14 @@
 """Realistic-content runs for the scale modes of ``bench/compare.py`` and ``bench/pack.py``.
 
-lm-eval-like records: every input is a few-shot prompt of about 2 KB (a task
-instruction, five solved exemplars drawn from a shared pool, then the
-question), answers are 1-6 words, outputs are exact, re-cased, partially
-right or wrong with correlated per-case difficulty, and every record carries
+lm-eval-like records: every input is a few-shot prompt (a task
+instruction, ``shots`` solved exemplars drawn from a shared pool, then the
+question; about 1.4 KB at the default 5 shots, 2 KB at 10), answers are 1-6
+words, outputs are exact, re-cased, partially right or wrong with correlated
+per-case difficulty, and every record carries
 a ``task`` and a ``topic`` tag. Ids are lm-eval's ``doc-N`` (not in code-point
 order, as real imports are not). The pair is written record by record
 (``RunWriter``), so generating 1,000,000 records holds no run in memory; a
-run of 1,000,000 such records is about 2.2 GB on disk.
+run of 1,000,000 such records is about 1.3 GB on disk at 5 shots.
 
 Also: :func:`measured` runs one command in a child process and returns its
 wall time, exit status, peak RSS (``os.wait4`` rusage of that child) and

@@ -91,6 +91,11 @@ def _status():
     return {key: int(re.search(key + r":\\s+(\\d+)", text).group(1)) * 1024
             for key in ("VmRSS", "VmHWM")}
 
+def _cpu():
+    import os
+    times = os.times()
+    return times.user + times.system + times.children_user + times.children_system
+
 def measured(call):
     import gc, time
     gc.collect()
@@ -101,11 +106,11 @@ def measured(call):
     except OSError:
         resettable = False
     start_rss = _status()["VmRSS"]
-    start = time.perf_counter()
+    start, start_cpu = time.perf_counter(), _cpu()
     result = call()
-    seconds = time.perf_counter() - start
+    seconds, cpu = time.perf_counter() - start, _cpu() - start_cpu
     peak = _status()["VmHWM"]
-    return result, seconds, (peak - start_rss) if resettable else None
+    return result, seconds, (peak - start_rss) if resettable else None, cpu
 """
 
 SEALEVAL_RUNNER = (
@@ -120,7 +125,7 @@ start = time.perf_counter()
 baseline = read_run(baseline_path)
 subject = read_run(subject_path)
 load_seconds = time.perf_counter() - start
-report, seconds, peak = measured(
+report, seconds, peak, cpu = measured(
     lambda: compare_runs(
         baseline=baseline,
         subject=subject,
@@ -129,7 +134,8 @@ report, seconds, peak = measured(
     )
 )
 open(out_path, "wb").write(report.canonical_bytes)
-print(json.dumps({"load_seconds": load_seconds, "compare_seconds": seconds, "peak_bytes": peak}))
+print(json.dumps({"load_seconds": load_seconds, "compare_seconds": seconds, "peak_bytes": peak,
+                  "cpu_seconds": cpu}))
 """
 )
 
@@ -145,12 +151,13 @@ start = time.perf_counter()
 baseline = load_run(baseline_path)
 subject = load_run(subject_path)
 load_seconds = time.perf_counter() - start
-report, seconds, peak = measured(lambda: compare_runs(baseline, subject, policy))
+report, seconds, peak, cpu = measured(lambda: compare_runs(baseline, subject, policy))
 # The canonical bytes (00-conventions.md §1): sorted keys, compact, raw UTF-8, final LF.
 text = json.dumps(report, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
                   allow_nan=False) + "\\n"
 open(out_path, "wb").write(text.encode("utf-8"))
-print(json.dumps({"load_seconds": load_seconds, "compare_seconds": seconds, "peak_bytes": peak}))
+print(json.dumps({"load_seconds": load_seconds, "compare_seconds": seconds, "peak_bytes": peak,
+                  "cpu_seconds": cpu}))
 """
 )
 
@@ -315,19 +322,18 @@ def compare_with_reference(records: int, seed: int, repeat: int, workers: str) -
             ours_path = root / f"{kind}.sealeval.json"
             theirs_path = root / f"{kind}.invarlock.json"
             arguments = [*paths, policy_path]
-            ours = min(
-                (
-                    run_child(sys.executable, SEALEVAL_RUNNER, [*arguments, ours_path, workers])
-                    for _ in range(repeat)
-                ),
-                key=lambda item: item["compare_seconds"],
-            )
-            theirs = min(
-                (
-                    run_child(str(reference_python), REFERENCE_RUNNER, [*arguments, theirs_path])
-                    for _ in range(repeat)
-                ),
-                key=lambda item: item["compare_seconds"],
+            ours_all = [
+                run_child(sys.executable, SEALEVAL_RUNNER, [*arguments, ours_path, workers])
+                for _ in range(repeat)
+            ]
+            theirs_all = [
+                run_child(str(reference_python), REFERENCE_RUNNER, [*arguments, theirs_path])
+                for _ in range(repeat)
+            ]
+            ours = min(ours_all, key=lambda item: item["compare_seconds"])
+            theirs = min(theirs_all, key=lambda item: item["compare_seconds"])
+            cpu_ratio = min(item["cpu_seconds"] for item in theirs_all) / min(
+                item["cpu_seconds"] for item in ours_all
             )
             identical = ours_path.read_bytes() == theirs_path.read_bytes()
             ratio = theirs["compare_seconds"] / ours["compare_seconds"]
@@ -348,6 +354,12 @@ def compare_with_reference(records: int, seed: int, repeat: int, workers: str) -
             print(
                 f"  invarlock compare_runs {theirs['compare_seconds']:8.3f} s  "
                 f"peak +{_mib(theirs['peak_bytes'])}  (load_run x2 {theirs['load_seconds']:.2f} s)"
+            )
+            print(
+                f"  CPU seconds of the call (workers included): sealeval"
+                f" {min(item['cpu_seconds'] for item in ours_all):.3f}, invarlock"
+                f" {min(item['cpu_seconds'] for item in theirs_all):.3f},"
+                f" CPU ratio {cpu_ratio:.1f}x"
             )
             print(
                 f"  time ratio {ratio:.1f}x (target >= {TARGET:.0f}x), memory ratio {memory}, "

@@ -18,7 +18,10 @@ and :func:`sealeval.captured.verification.verify_with_receipt`, same arguments):
 The script checks that both sides publish **byte-identical** packs (same key,
 same inputs) and **byte-identical** receipts, and prints each command's wall
 time (interpreter start included, as a user sees it; with ``--repeat N`` the
-fastest of N) and the reference/sealeval ratios.
+fastest of N, the two sides alternating within each round) and the
+reference/sealeval ratios, then the same for CPU time (user + system of the
+command and of the bootstrap workers it waited for): on a loaded machine the
+CPU ratio is the steadier figure.
 
 The reference is ``--reference-python`` (a venv with ``invarlock==0.17.1``,
 whose ``invarlock`` console script is used); by default the virtualenv under
@@ -179,8 +182,12 @@ def _write_streamed_request(root: Path, records: int, seed: int) -> None:
     (root / "request.yaml").write_text(REQUEST, encoding="utf-8")
 
 
-def _measured(argv: list[str], cwd: Path) -> tuple[float, int, int, dict[str, Any]]:
-    """Run one command; return (wall seconds, exit code, peak RSS KiB, parsed JSON stdout)."""
+def _measured(argv: list[str], cwd: Path) -> tuple[float, int, int, dict[str, Any], float]:
+    """Run one command; return (wall s, exit code, peak RSS KiB, parsed JSON stdout, CPU s).
+
+    CPU seconds are user + system of the child and of the children it waited
+    for (sealeval's bootstrap workers), from ``os.wait4``.
+    """
     start = time.perf_counter()
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         process = subprocess.Popen(argv, cwd=cwd, stdout=out, stderr=err)
@@ -193,7 +200,8 @@ def _measured(argv: list[str], cwd: Path) -> tuple[float, int, int, dict[str, An
     if not stdout.strip():
         print(stderr[-2000:], file=sys.stderr)
         sys.exit(1)
-    return seconds, process.returncode, usage.ru_maxrss, json.loads(stdout)
+    cpu = usage.ru_utime + usage.ru_stime
+    return seconds, process.returncode, usage.ru_maxrss, json.loads(stdout), cpu
 
 
 def scale(records: int, seed: int) -> int:
@@ -206,7 +214,7 @@ def scale(records: int, seed: int) -> int:
         _write_streamed_request(request, records, seed)
         signer = generate_key_directory(root / "signer")
         verifier = generate_key_directory(root / "verifier")
-        seconds, status, peak, built = _measured(
+        seconds, status, peak, built, _ = _measured(
             [
                 *SEALEVAL_SIDE,
                 "evaluate",
@@ -234,7 +242,7 @@ def scale(records: int, seed: int) -> int:
         arguments = _verify_args("pack", built, signer.fingerprint, verifier.private_key, "")
         arguments[arguments.index("--receipt") + 1] = str(root / "receipt.json")
         arguments[arguments.index("--max-bootstrap-draws") + 1] = SCALE_BUDGET
-        verify_seconds, verify_status, verify_peak, verified = _measured(
+        verify_seconds, verify_status, verify_peak, verified, _ = _measured(
             [*SEALEVAL_SIDE, "verify", *arguments, "--uncapped"], request
         )
         if verify_status not in (0, 7) or verified.get("integrity_ok") is not True:
@@ -342,15 +350,10 @@ def _ensure_reference(given: Path | None) -> Path:
     return python
 
 
-def _timed(argv: list[str], cwd: Path) -> tuple[float, int, dict[str, Any]]:
-    """Run one command; return (wall seconds, exit code, parsed JSON stdout)."""
-    start = time.perf_counter()
-    done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, check=False)
-    seconds = time.perf_counter() - start
-    if not done.stdout.strip():
-        print(done.stderr[-2000:], file=sys.stderr)
-        sys.exit(1)
-    return seconds, done.returncode, json.loads(done.stdout)
+def _timed(argv: list[str], cwd: Path) -> tuple[float, int, dict[str, Any], float]:
+    """Run one command; return (wall seconds, exit code, parsed JSON stdout, CPU seconds)."""
+    seconds, status, _, document, cpu = _measured(argv, cwd)
+    return seconds, status, document, cpu
 
 
 def _verify_args(
@@ -387,18 +390,23 @@ def _side(ours: bool, command: str, arguments: list[str], reference: Path) -> li
 
 
 def _print_timings(
-    records: int, size: int, decision: str, timings: dict[tuple[str, str], float]
+    records: int,
+    size: int,
+    decision: str,
+    timings: dict[tuple[str, str], float],
+    cpu_times: dict[tuple[str, str], float],
 ) -> None:
     print(f"\npack: {records:,} records per run, {size / 1024**2:.1f} MiB, decision {decision}")
     for step in ("evaluate", "verify", "total"):
-        if step == "total":
-            ours = timings[("sealeval", "evaluate")] + timings[("sealeval", "verify")]
-            theirs = timings[("invarlock", "evaluate")] + timings[("invarlock", "verify")]
-        else:
-            ours, theirs = timings[("sealeval", step)], timings[("invarlock", step)]
+        steps = ("evaluate", "verify") if step == "total" else (step,)
+        ours = sum(timings[("sealeval", name)] for name in steps)
+        theirs = sum(timings[("invarlock", name)] for name in steps)
+        ours_cpu = sum(cpu_times[("sealeval", name)] for name in steps)
+        theirs_cpu = sum(cpu_times[("invarlock", name)] for name in steps)
         print(
             f"  {step:8}  sealeval {ours:8.2f} s   invarlock {theirs:8.2f} s"
-            f"   ratio {theirs / ours:6.2f}x"
+            f"   ratio {theirs / ours:6.2f}x   (CPU {ours_cpu:7.2f} s vs {theirs_cpu:7.2f} s,"
+            f" CPU ratio {theirs_cpu / ours_cpu:6.2f}x)"
         )
 
 
@@ -428,12 +436,18 @@ def main() -> int:
         signer = generate_key_directory(root / "signer")
         verifier = generate_key_directory(root / "verifier")
         timings: dict[tuple[str, str], float] = {}
+        cpu_times: dict[tuple[str, str], float] = {}
         outputs: dict[str, dict[str, Any]] = {}
-        for side in ("sealeval", "invarlock"):
-            best: dict[str, float] = {}
-            for attempt in range(args.repeat):
+
+        def keep(side: str, step: str, seconds: float, cpu: float) -> None:
+            timings[(side, step)] = min(timings.get((side, step), seconds), seconds)
+            cpu_times[(side, step)] = min(cpu_times.get((side, step), cpu), cpu)
+
+        # the sides alternate within each round, so both meet the same load
+        for attempt in range(args.repeat):
+            for side in ("sealeval", "invarlock"):
                 pack = f"{side}-{attempt}"
-                seconds, status, built = _timed(
+                seconds, status, built, cpu = _timed(
                     _side(
                         side == "sealeval",
                         "evaluate",
@@ -454,9 +468,9 @@ def main() -> int:
                 if status != 0:
                     print(f"{side} evaluate failed: {built}", file=sys.stderr)
                     return 1
-                best["evaluate"] = min(best.get("evaluate", seconds), seconds)
+                keep(side, "evaluate", seconds, cpu)
                 receipt = str(root / f"{side}-{attempt}.receipt.json")
-                seconds, status, verified = _timed(
+                seconds, status, verified, cpu = _timed(
                     _side(
                         side == "sealeval",
                         "verify",
@@ -470,10 +484,8 @@ def main() -> int:
                 if status not in (0, 7) or verified.get("integrity_ok") is not True:
                     print(f"{side} verify failed: {verified}", file=sys.stderr)
                     return 1
-                best["verify"] = min(best.get("verify", seconds), seconds)
+                keep(side, "verify", seconds, cpu)
                 outputs[side] = {"pack": request / pack, "receipt": Path(receipt), "built": built}
-            for step, seconds in best.items():
-                timings[(side, step)] = seconds
 
         def files(directory: Path) -> dict[str, bytes]:
             return {
@@ -488,7 +500,8 @@ def main() -> int:
             == outputs["invarlock"]["receipt"].read_bytes()
         )
         size = sum(len(data) for data in files(outputs["sealeval"]["pack"]).values())
-        _print_timings(args.records, size, outputs["sealeval"]["built"]["decision"], timings)
+        decision = outputs["sealeval"]["built"]["decision"]
+        _print_timings(args.records, size, decision, timings, cpu_times)
         print(f"  packs byte-identical: {identical_pack}")
         print(f"  receipts byte-identical: {identical_receipt}")
         return 0 if identical_pack and identical_receipt else 1
