@@ -125,10 +125,13 @@ JOBS: tuple[Job, ...] = (
         ("import:unicodedata",),
     ),
     Job(
-        "Ed25519 keys and signature envelopes of evidence packs and receipts",
-        ("captured/signing.py",),
-        "the gate packets' optional Ed25519 signature follows openmed's own format in "
-        "`gates/candidate/keys.py`",
+        "Ed25519 keys: bounded key files, PEM parsing, Ed25519 type checks, refusals "
+        "mapped onto the caller's codes",
+        ("_keys.py",),
+        "used by `captured/signing.py` (evidence packs, receipts, signature envelopes) and "
+        "`gates/candidate/keys.py` (openmed's packet signature); each keeps its own "
+        "fingerprint format and codes",
+        (".load_pem_private_key", ".load_pem_public_key"),
     ),
     Job(
         "Pack staging folders: ownership locks and stale-folder removal",

@@ -33,16 +33,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
+from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import (
     Ed25519PrivateKey,
     Ed25519PublicKey,
-)
-from cryptography.hazmat.primitives.serialization import (
-    Encoding,
-    PublicFormat,
-    load_pem_private_key,
-    load_pem_public_key,
 )
 
 from sealeval._fs import (
@@ -50,8 +44,14 @@ from sealeval._fs import (
     create_exclusive,
     fsync_directory,
     open_destination_parent,
-    read_regular,
     translated,
+)
+from sealeval._keys import (
+    KeyCodes,
+    load_private_pem,
+    load_public_pem,
+    raw_public_key,
+    read_key_file,
 )
 from sealeval._validate import check_closed
 from sealeval.canonical import encode_invarlock
@@ -95,6 +95,9 @@ _ENVELOPE_MEMBERS: Final = frozenset(
 )
 _ENCODED_MEMBERS: Final = ("encoding", "value")
 _BASE64_SIGNATURE: Final = re.compile(r"[A-Za-z0-9+/]{86}==")
+_KEY_CODES: Final = KeyCodes(
+    invalid_pem="invalid_pem", encrypted="encrypted_key", not_ed25519="not_ed25519"
+)
 
 
 class SigningKeyError(CapturedError):
@@ -192,17 +195,8 @@ class VerifyKey:
             SigningKeyError: ``invalid_pem`` or ``not_ed25519``.
         """
         raw = data.encode("utf-8", "surrogateescape") if isinstance(data, str) else data
-        if not isinstance(raw, bytes):
-            raise _fail("invalid_pem", "public_key")
-        try:
-            key = load_pem_public_key(raw)
-        except UnsupportedAlgorithm:  # pragma: no cover - a key type this build lacks
-            raise _fail("not_ed25519", "public_key") from None
-        except (ValueError, TypeError):
-            raise _fail("invalid_pem", "public_key") from None
-        if not isinstance(key, Ed25519PublicKey):
-            raise _fail("not_ed25519", "public_key")
-        return cls(key.public_bytes(Encoding.Raw, PublicFormat.Raw))
+        key = load_public_pem(raw, error=SigningKeyError, codes=_KEY_CODES, field="public_key")
+        return cls(raw_public_key(key))
 
     def verify(self, signature: bytes, message: bytes) -> None:
         """Check an Ed25519 signature over ``message``.
@@ -231,8 +225,7 @@ class SigningKey:
         """Derive the public key."""
         if not isinstance(self._key, Ed25519PrivateKey):
             raise _fail("not_ed25519", "signing_key")
-        raw = self._key.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
-        object.__setattr__(self, "public_key", VerifyKey(raw))
+        object.__setattr__(self, "public_key", VerifyKey(raw_public_key(self._key)))
 
     def __repr__(self) -> str:
         """Show the public fingerprint only."""
@@ -266,20 +259,9 @@ class SigningKey:
         Raises:
             SigningKeyError: ``invalid_pem``, ``encrypted_key`` or ``not_ed25519``.
         """
-        if not isinstance(data, bytes):
-            raise _fail("invalid_pem", "signing_key")
-        try:
-            key = load_pem_private_key(data, password=None)
-        except TypeError:
-            # Raised when the key is encrypted and no password was given.
-            raise _fail("encrypted_key", "signing_key") from None
-        except UnsupportedAlgorithm:  # pragma: no cover - a key type this build lacks
-            raise _fail("not_ed25519", "signing_key") from None
-        except ValueError:
-            raise _fail("invalid_pem", "signing_key") from None
-        if not isinstance(key, Ed25519PrivateKey):
-            raise _fail("not_ed25519", "signing_key")
-        return cls(key)
+        return cls(
+            load_private_pem(data, error=SigningKeyError, codes=_KEY_CODES, field="signing_key")
+        )
 
     def private_pem(self) -> bytes:
         """Return the unencrypted PKCS#8 PEM bytes in invarlock's layout."""
@@ -293,11 +275,14 @@ class SigningKey:
 
 def _read_key_file(path: str | os.PathLike[str], where: str) -> bytes:
     """Read a regular key file (not a symlink, no ``..`` component, at most 64 KiB)."""
-    text = os.fspath(path)
-    if not isinstance(text, str) or ".." in Path(text).parts:
-        raise _fail("unsafe_path", where)
-    with translated(SigningKeyError, where, {"file_changed": "unreadable"}):
-        return read_regular(text, limit=MAX_KEY_FILE_BYTES)
+    return read_key_file(
+        path,
+        limit=MAX_KEY_FILE_BYTES,
+        error=SigningKeyError,
+        field=where,
+        renames={"file_changed": "unreadable"},
+        unsafe_path="unsafe_path",
+    )
 
 
 def load_signing_key(path: str | os.PathLike[str]) -> SigningKey:

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from sealeval._fs import FileSystemError, open_regular, publish_exclusive
+from sealeval._keys import read_key_file
 from sealeval.gates.candidate import (
     ARTIFACT_NAMES,
     CandidateDecision,
@@ -243,9 +244,15 @@ def read_ed25519_key(path: str | os.PathLike[str]) -> Ed25519SigningKey:
     Raises:
         CandidateRunnerError: ``ed25519_key_unavailable`` or ``ed25519_key_invalid``.
     """
-    return Ed25519SigningKey.from_pem(
-        _read_key(path, "ed25519_key_unavailable", "ed25519_key_invalid")
+    data = read_key_file(
+        path,
+        limit=MAX_KEY_BYTES,
+        error=CandidateRunnerError,
+        field=None,
+        renames={"too_large": "ed25519_key_invalid"},
+        default="ed25519_key_unavailable",
     )
+    return Ed25519SigningKey.from_pem(data)
 
 
 def write_exclusive(path: str | os.PathLike[str], data: bytes) -> None:

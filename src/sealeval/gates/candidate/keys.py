@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-from typing import Protocol
+from typing import Final, Protocol
 
-from cryptography.exceptions import UnsupportedAlgorithm
-from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
+from sealeval._keys import KeyCodes, load_private_pem, load_public_pem, raw_public_key
 from sealeval.canonical import digest_bytes
 from sealeval.gates.candidate.vocabulary import (
     ED25519_ALGORITHM,
@@ -22,6 +21,10 @@ from sealeval.gates.candidate.vocabulary import (
 )
 
 __all__ = ["Ed25519SigningKey", "HmacKey", "ed25519_public_key_sha256", "load_ed25519_public_key"]
+
+# openmed refuses every problem with a key's PEM with one code per key kind.
+_PRIVATE_KEY_CODES: Final = KeyCodes.single("ed25519_key_invalid")
+_PUBLIC_KEY_CODES: Final = KeyCodes.single("public_key_invalid")
 
 # ---------------------------------------------------------------------------
 # Keys
@@ -101,12 +104,9 @@ class Ed25519SigningKey:
         Raises:
             CandidateRunnerError: ``ed25519_key_invalid``.
         """
-        try:
-            key = serialization.load_pem_private_key(data, password=None)
-        except (ValueError, TypeError, UnsupportedAlgorithm):
-            raise CandidateRunnerError("ed25519_key_invalid") from None
-        if not isinstance(key, Ed25519PrivateKey):
-            raise CandidateRunnerError("ed25519_key_invalid")
+        key = load_private_pem(
+            data, error=CandidateRunnerError, codes=_PRIVATE_KEY_CODES, field=None
+        )
         return cls(key)
 
     def __repr__(self) -> str:
@@ -139,8 +139,7 @@ class Ed25519SigningKey:
 
 def ed25519_public_key_sha256(key: Ed25519PublicKey) -> str:
     """Return ``sha256:`` of the raw 32-byte encoding of an Ed25519 public key."""
-    raw = key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
-    return digest_bytes(raw)
+    return digest_bytes(raw_public_key(key))
 
 
 def load_ed25519_public_key(data: bytes) -> Ed25519PublicKey:
@@ -149,10 +148,4 @@ def load_ed25519_public_key(data: bytes) -> Ed25519PublicKey:
     Raises:
         CandidateRunnerError: ``public_key_invalid``.
     """
-    try:
-        key = serialization.load_pem_public_key(data)
-    except (ValueError, TypeError, UnsupportedAlgorithm):
-        raise CandidateRunnerError("public_key_invalid") from None
-    if not isinstance(key, Ed25519PublicKey):
-        raise CandidateRunnerError("public_key_invalid")
-    return key
+    return load_public_pem(data, error=CandidateRunnerError, codes=_PUBLIC_KEY_CODES, field=None)
