@@ -22,6 +22,7 @@ from sealeval import _keys
 from sealeval.captured.signing import SigningKeyError, key_fingerprint
 from sealeval.errors import SealevalError
 from sealeval.gates.candidate import CandidateRunnerError, ed25519_public_key_sha256
+from sealeval.gates.runner import MAX_KEY_BYTES, read_ed25519_key
 from support.refusals import CANARY, assert_refused
 
 SIGNING_CODES = _keys.KeyCodes(
@@ -167,6 +168,8 @@ def key_dir(tmp_path: Path) -> Path:
     folder.mkdir()
     (folder / "small.pem").write_bytes(CANARY_BYTES)
     (folder / "large.pem").write_bytes(CANARY_BYTES * 4)
+    # Over the candidate runner's 64 KiB bound, and a real key up front.
+    (folder / "huge.pem").write_bytes(_private_pem(ED25519).ljust(MAX_KEY_BYTES + 1, b"\n"))
     (folder / "folder.pem").mkdir()
     os.symlink(folder / "small.pem", folder / "link.pem")
     return folder
@@ -207,3 +210,26 @@ def test_every_code_the_home_is_given_is_the_callers_own() -> None:
     ]
     for error, codes in families:
         assert {codes.invalid_pem, codes.encrypted, codes.not_ed25519} <= error.codes
+
+
+@pytest.mark.parametrize(
+    ("name", "code"),
+    [
+        ("missing.pem", "ed25519_key_unavailable"),
+        ("huge.pem", "ed25519_key_invalid"),
+        ("folder.pem", "ed25519_key_unavailable"),
+        ("link.pem", "ed25519_key_unavailable"),
+        ("small.pem", "ed25519_key_invalid"),
+    ],
+)
+def test_the_candidate_runner_reads_its_key_through_the_home(
+    key_dir: Path, name: str, code: str
+) -> None:
+    assert_refused(lambda: read_ed25519_key(key_dir / name), code)
+
+
+def test_the_candidate_runner_loads_a_real_key(tmp_path: Path) -> None:
+    path = tmp_path / "ed.pem"
+    path.write_bytes(_private_pem(ED25519))
+    key = read_ed25519_key(path)
+    assert key.public_key_sha256 == ed25519_public_key_sha256(ED25519.public_key())
