@@ -31,7 +31,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Unpack
 
-from sealeval._fs import FileSystemError, open_destination_parent, rename_noreplace, translated
+from sealeval._fs import (
+    FileSystemError,
+    create_directory,
+    open_destination_parent,
+    rename_noreplace,
+    translated,
+)
 from sealeval.captured.importers.base import ImportOptions
 from sealeval.captured.importers.inputs import ImportArguments, ImportSummary
 from sealeval.captured.importers.native._common import refuse
@@ -124,7 +130,7 @@ def import_inspect_tasks(
         remove_stale_staging(parent_fd)
         with staging_lock(parent_fd) as staging:
             try:
-                os.mkdir(staging, 0o700, dir_fd=parent_fd)
+                os.close(create_directory(staging, dir_fd=parent_fd))
                 for file_name, task, path in planned:
                     summary = import_run_streaming(
                         path,
