@@ -162,22 +162,10 @@ JOBS: tuple[Job, ...] = (
 #: every entry is still needed).
 ALLOWED: dict[str, dict[str, str]] = {
     "os.open": {
-        "captured/pack_reader/scan.py": "the pack reader's own descriptor walk (S1 split "
-        "it this session): fold onto `_fs.open_regular` / `descend` / `list_names`",
-        "captured/pack_reader/model.py": "as above (S1)",
-        "integrations/mlflow.py": "copies an examined pack's files into a private folder "
-        "(S2 this session): fold onto `_fs.create_exclusive`",
         "gates/adversarial/suite.py": "the filesystem probe's effect under test: appends to a "
         "file in the suite's own private folder (`_fs.APPEND_FLAGS`)",
         "session/postgres_store.py": "fork safety: a dead pool's sockets are pointed at "
         "`os.devnull`, not a named file",
-    },
-    "os.listdir": {
-        "captured/pack_reader/scan.py": "as for `os.open` (S1): use `_fs.list_names`",
-    },
-    "os.mkdir": {
-        "captured/importers/per_task.py": "importer staging folder (I1): fold onto "
-        "`_fs.create_directory`",
     },
     "import:fcntl": {
         "captured/importers/parallel.py": "worker pipes of the parallel importer (I1): "

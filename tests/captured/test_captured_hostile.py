@@ -31,6 +31,7 @@ from sealeval.captured.comparison import DEFAULT_MAX_BOOTSTRAP_DRAWS
 from sealeval.captured.pack_reader import ROLE_PATHS
 from sealeval.captured.trust import RecipientInputs, check_verification_inputs, read_trust_profile
 from sealeval.captured.verify import VerificationError, verify_evidence_pack
+from sealeval.errors import OutputError
 from support.vectors import vectors_dir
 
 V = vectors_dir() / "invarlock"
@@ -238,3 +239,42 @@ def test_a_killed_evaluate_leaves_staging_that_the_next_start_removes(tmp_path: 
     while staging.remove_stale_staging(parent) == 0 and time.monotonic() < deadline:
         time.sleep(0.05)  # pragma: no cover - the kernel releases the lock at exit
     assert _names(parent) == set()
+
+
+def _publish(parent: Path, name: str, fill: Any) -> None:
+    fd = os.open(parent, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        with staging.staged_publication(fd, name, OutputError) as stage:
+            (parent / stage).mkdir()
+            fill(parent / stage)
+    finally:
+        os.close(fd)
+
+
+def test_staged_publication_renames_on_success_and_cleans_up_on_failure(
+    tmp_path: Path, assert_refused: Any
+) -> None:
+    parent = tmp_path / "out"
+    parent.mkdir()
+    folder, _ = _stale(parent)  # a killed publisher's folder goes first
+    _publish(parent, "done", lambda stage: (stage / "a.json").write_bytes(b"{}"))
+    assert _names(parent) == {"done"}
+    assert (parent / "done" / "a.json").read_bytes() == b"{}"
+    assert not folder.exists()
+
+    def taken(stage: Path) -> None:
+        (parent / "late").mkdir()  # the destination appears while staging
+
+    assert_refused(lambda: _publish(parent, "late", taken), "output_exists", "output")
+
+    def broken(stage: Path) -> None:
+        (stage / "a.json").write_bytes(b"{}")
+        raise PermissionError  # any OSError while staging
+
+    assert_refused(lambda: _publish(parent, "other", broken), "output_unwritable", "output")
+
+    def refused(stage: Path) -> None:
+        raise OutputError("unsafe_destination", "output")  # the block's refusal passes
+
+    assert_refused(lambda: _publish(parent, "other", refused), "unsafe_destination", "output")
+    assert _names(parent) == {"done", "late"}  # no staging folder or lock file is left

@@ -31,6 +31,7 @@ import sealeval.captured.pack as pack_module
 import sealeval.captured.pack_reader as reader_module
 import sealeval.captured.pack_reader.scan as scan_module
 import sealeval.captured.signing as signing_module
+import sealeval.captured.staging as staging_module
 from sealeval._fs import FileSystemError
 from sealeval._fs import _write as fs_module
 from sealeval.canonical import digest_bytes, encode_invarlock
@@ -1538,7 +1539,7 @@ def test_staged_names_are_private(
     loaded_main: tuple[CapturedRequest, bytes], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     seen: list[str] = []
-    original = pack_module.rename_noreplace
+    original = staging_module.rename_noreplace
 
     def rename(dir_fd: int, old: str, new: str) -> None:
         seen.append(old)
@@ -1546,7 +1547,7 @@ def test_staged_names_are_private(
         assert stat.S_IMODE(mode) == 0o700
         original(dir_fd, old, new)
 
-    monkeypatch.setattr(pack_module, "rename_noreplace", rename)
+    monkeypatch.setattr(staging_module, "rename_noreplace", rename)
     publish_pack(_prepare(loaded_main), tmp_path / "pack")
     assert len(seen) == 1
     assert seen[0].startswith(STAGING_PREFIX)

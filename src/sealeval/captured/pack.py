@@ -48,13 +48,11 @@ from pathlib import Path
 from typing import Any, Final
 
 from sealeval._fs import (
-    FileSystemError,
     create_directory,
     create_exclusive,
     fsync_directory,
     list_names,
     open_destination_parent,
-    rename_noreplace,
     translated,
 )
 from sealeval._validate import freeze_json
@@ -93,12 +91,7 @@ from sealeval.captured.request import (
 )
 from sealeval.captured.run import Run
 from sealeval.captured.signing import SigningKey, signature_envelope
-from sealeval.captured.staging import (
-    STAGING_PREFIX,
-    remove_stale_staging,
-    remove_tree,
-    staging_lock,
-)
+from sealeval.captured.staging import STAGING_PREFIX, staged_publication
 from sealeval.errors import CanonicalError, CapturedError, SealevalError
 
 __all__ = [
@@ -573,18 +566,8 @@ def publish_pack(
     base = None if anchor is None else Path(anchor)
     parent_fd, name = _open_parent(target, base)  # the name did not exist
     try:
-        remove_stale_staging(parent_fd)  # folders of killed publishers (no live owner)
-        try:
-            with staging_lock(parent_fd) as staging:
-                try:
-                    _stage(parent_fd, staging, staged)
-                    with translated(EvidencePackBuildError, "output", default="output_unwritable"):
-                        rename_noreplace(parent_fd, staging, name)
-                except BaseException:
-                    remove_tree(parent_fd, staging)
-                    raise
-        except (OSError, FileSystemError):
-            raise _fail("output_unwritable", "output") from None
+        with staged_publication(parent_fd, name, EvidencePackBuildError) as staging:
+            _stage(parent_fd, staging, staged)
         fsync_directory(parent_fd)
     finally:
         os.close(parent_fd)

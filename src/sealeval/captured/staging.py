@@ -1,7 +1,10 @@
-"""Private staging folders of pack publication: ownership locks and stale-folder removal.
+"""Private staging folders of publication: the publish sequence, ownership locks, stale removal.
 
-A pack is written into ``.captured-evidence-<32 hex>`` beside its destination
-and renamed into place (:func:`sealeval.captured.pack.publish_pack`). A
+A pack (or a per-task import folder) is written into
+``.captured-evidence-<32 hex>`` beside its destination and renamed into place
+by :func:`staged_publication`, the one sequence both
+:func:`sealeval.captured.pack.publish_pack` and
+:func:`sealeval.captured.importers.import_inspect_tasks` use. A
 process killed while staging leaves that folder behind. To tell a dead
 owner's folder from a live one, the publisher first creates the lock file
 ``.captured-evidence-<32 hex>.lock`` next to it (exclusively, mode 0600, no
@@ -34,14 +37,15 @@ from collections.abc import Iterator
 from typing import Final
 
 from sealeval import _lock
-from sealeval._fs import list_names, open_directory, open_lock_file
-from sealeval.errors import FileSystemError
+from sealeval._fs import list_names, open_directory, open_lock_file, rename_noreplace, translated
+from sealeval.errors import FileSystemError, SealevalError
 
 __all__ = [
     "LOCK_SUFFIX",
     "STAGING_PREFIX",
     "remove_stale_staging",
     "remove_tree",
+    "staged_publication",
     "staging_lock",
 ]
 
@@ -92,6 +96,39 @@ def staging_lock(parent: int | str | os.PathLike[str]) -> Iterator[str]:
                     os.unlink(lock_name, dir_fd=parent_fd)
         finally:
             os.close(fd)
+
+
+@contextlib.contextmanager
+def staged_publication(
+    parent_fd: int, name: str, error: type[SealevalError], field: str = "output"
+) -> Iterator[str]:
+    """Stage an output beside ``name`` in ``parent_fd``, then rename it into place; yield the stage.
+
+    The one publication sequence: stale staging folders are removed
+    (:func:`remove_stale_staging`), a fresh staging name is reserved and locked
+    (:func:`staging_lock`), the caller creates and fills the folder of the
+    yielded name inside the block, and on a clean exit it is renamed to
+    ``name`` without replacing anything. On any failure the staging folder is
+    removed (:func:`remove_tree`) and the lock released. The caller owns
+    ``parent_fd`` (and fsyncs it when durability matters).
+
+    Raises:
+        SealevalError: ``error(code, field)``: ``output_exists`` when ``name``
+            appeared meanwhile, ``output_unwritable`` for any other
+            file-system failure (the block's own refusals pass unchanged).
+    """
+    remove_stale_staging(parent_fd)  # folders of killed publishers (no live owner)
+    try:
+        with staging_lock(parent_fd) as staging:
+            try:
+                yield staging
+                with translated(error, field, default="output_unwritable"):
+                    rename_noreplace(parent_fd, staging, name)
+            except BaseException:
+                remove_tree(parent_fd, staging)
+                raise
+    except (OSError, FileSystemError):
+        raise error("output_unwritable", field) from None
 
 
 def remove_tree(parent_fd: int, name: str) -> None:

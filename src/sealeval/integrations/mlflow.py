@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from sealeval._fs import descend, open_directory, open_regular, translated
+from sealeval._fs import create_exclusive, descend, open_directory, open_regular, translated
 from sealeval._progress import Progress, notify
 from sealeval.captured.pack_reader import (
     REFERENCE_PACK_LIMITS,
@@ -142,12 +142,13 @@ def _copy_file(root_fd: int, name: str, identity: Any, target: Path) -> None:
             identity.size,
         ):
             raise EvidencePackError("file_changed", "pack")
-        written = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        parent = open_directory(target.parent)
         try:
-            while chunk := os.read(source, COPY_CHUNK_BYTES):
-                os.write(written, chunk)  # a regular file: the whole chunk is written
+            create_exclusive(
+                parent, target.name, iter(lambda: os.read(source, COPY_CHUNK_BYTES), b"")
+            )
         finally:
-            os.close(written)
+            os.close(parent)
     finally:
         os.close(source)
 

@@ -31,7 +31,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Unpack
 
-from sealeval._fs import FileSystemError, open_destination_parent, rename_noreplace, translated
+from sealeval._fs import (
+    create_directory,
+    open_destination_parent,
+    translated,
+)
 from sealeval.captured.importers.base import ImportOptions
 from sealeval.captured.importers.inputs import ImportArguments, ImportSummary
 from sealeval.captured.importers.native._common import refuse
@@ -39,7 +43,7 @@ from sealeval.captured.importers.native.folders import InspectFolderImporter
 from sealeval.captured.importers.native.inspect_eval import InspectEvalImporter
 from sealeval.captured.importers.native.inspect_log import InspectJsonLogImporter
 from sealeval.captured.importers.pipeline import import_run_streaming
-from sealeval.captured.staging import remove_stale_staging, remove_tree, staging_lock
+from sealeval.captured.staging import staged_publication
 from sealeval.errors import OutputError
 
 __all__ = ["TaskRun", "import_inspect_tasks", "task_file_name"]
@@ -121,25 +125,16 @@ def import_inspect_tasks(
     target = Path(destination)
     runs: list[TaskRun] = []
     try:
-        remove_stale_staging(parent_fd)
-        with staging_lock(parent_fd) as staging:
-            try:
-                os.mkdir(staging, 0o700, dir_fd=parent_fd)
-                for file_name, task, path in planned:
-                    summary = import_run_streaming(
-                        path,
-                        target.parent / staging / file_name,
-                        adapter="auto",
-                        **arguments,
-                    )
-                    runs.append(TaskRun(task=task, file=file_name, summary=summary))
-                with translated(OutputError, "output", default="output_unwritable"):
-                    rename_noreplace(parent_fd, staging, name)
-            except BaseException:
-                remove_tree(parent_fd, staging)
-                raise
-    except (OSError, FileSystemError):
-        raise OutputError("output_unwritable", "output") from None
+        with staged_publication(parent_fd, name, OutputError) as staging:
+            os.close(create_directory(staging, dir_fd=parent_fd))
+            for file_name, task, path in planned:
+                summary = import_run_streaming(
+                    path,
+                    target.parent / staging / file_name,
+                    adapter="auto",
+                    **arguments,
+                )
+                runs.append(TaskRun(task=task, file=file_name, summary=summary))
     finally:
         os.close(parent_fd)
     return tuple(runs)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from sealeval._fs import DIR_FLAGS
+from sealeval._fs import FileSystemError, open_directory
 from sealeval.captured.pack_layout import (
     REFERENCE_PACK_LIMITS,
     ROLE_PATHS,
@@ -102,8 +102,8 @@ class EvidencePack(ManifestFacts):
         with identified(self.manifest_digest):
             root_fd = open_root(self.path)
             try:
-                dir_fd = os.open(directory, DIR_FLAGS, dir_fd=root_fd)
-            except OSError:
+                dir_fd = open_directory(directory, dir_fd=root_fd)
+            except FileSystemError:
                 raise EvidencePackError("file_changed", "pack") from None
             finally:
                 os.close(root_fd)

@@ -11,7 +11,6 @@ checks and streams large run files; :func:`identify` reads and identifies
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import os
 import stat
@@ -21,7 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from sealeval._fs import DIR_FLAGS, READ_FLAGS
+from sealeval._fs import FileSystemError, open_directory, open_regular, translated
+from sealeval._fs import list_names as list_directory
 from sealeval._validate import decode_object
 from sealeval.captured.errors import CapturedRunError
 from sealeval.captured.pack_layout import (
@@ -56,6 +56,8 @@ __all__ = [
 
 #: Bytes per read while a streamed run file is hashed.
 _READ_BYTES: Final = 1_048_576
+#: A pack file that is gone or no longer a regular file (a link, a folder, a FIFO) changed.
+_GONE: Final = {"not_found": "file_changed", "not_regular_file": "file_changed"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,8 +110,8 @@ class PackSnapshot:
 def open_root(path: str | os.PathLike[str]) -> int:
     """Open the pack directory (no symlink); ``not_directory`` otherwise."""
     try:
-        return os.open(path, DIR_FLAGS)
-    except OSError:
+        return open_directory(path)
+    except FileSystemError:
         raise EvidencePackError("not_directory", "pack") from None
 
 
@@ -124,7 +126,7 @@ def lstat_entry(dir_fd: int, name: str, where: str) -> os.stat_result | None:
 
 def list_names(dir_fd: int, where: str) -> list[str]:
     try:
-        return sorted(os.listdir(dir_fd))
+        return sorted(list_directory(dir_fd))
     except OSError:  # pragma: no cover - EACCES
         raise EvidencePackError("unreadable", where) from None
 
@@ -195,8 +197,8 @@ class Scanner:
             if directory not in top:
                 continue
             try:
-                fd = os.open(directory, DIR_FLAGS, dir_fd=self.root_fd)
-            except OSError:  # pragma: no cover - replaced after the listing
+                fd = open_directory(directory, dir_fd=self.root_fd)
+            except FileSystemError:  # pragma: no cover - replaced after the listing
                 raise EvidencePackError("unsafe_entry", "pack") from None
             self.dir_fds[directory] = fd
             if Identity.of(os.fstat(fd)) != Identity.of(top[directory]):  # pragma: no cover
@@ -285,22 +287,18 @@ class Scanner:
             os.close(fd)
         return run
 
-    def open_file(self, name: str, snapshot: PackSnapshot) -> int:
-        """Open one snapshotted file (blocking), refusing a changed identity."""
+    def _open_regular(self, name: str) -> int:
+        """Open one pack file (blocking, no link followed); gone or not a file: ``file_changed``."""
         directory, _, leaf = name.rpartition("/")
         dir_fd = self.dir_fds[directory] if directory else self.root_fd
-        try:
-            fd = os.open(leaf, READ_FLAGS, dir_fd=dir_fd)
-        except FileNotFoundError:
-            raise EvidencePackError("file_changed", "pack") from None
-        except OSError as error:
-            if error.errno in (errno.ELOOP, errno.EISDIR):
-                raise EvidencePackError("file_changed", "pack") from None
-            raise EvidencePackError("unreadable", "pack") from None  # pragma: no cover - EACCES
+        with translated(EvidencePackError, "pack", _GONE, default="unreadable"):
+            return open_regular(leaf, dir_fd=dir_fd)
+
+    def open_file(self, name: str, snapshot: PackSnapshot) -> int:
+        """Open one snapshotted file (blocking), refusing a changed identity."""
+        fd = self._open_regular(name)
         try:
             same = Identity.of(os.fstat(fd)) == snapshot.entries[name]
-            if same:
-                os.set_blocking(fd, True)
         except OSError:  # pragma: no cover - an I/O error after a successful open
             os.close(fd)
             raise EvidencePackError("unreadable", "pack") from None
@@ -311,21 +309,11 @@ class Scanner:
 
     def read(self, name: str, snapshot: PackSnapshot) -> bytes:
         """Read one snapshotted file once, refusing any change of identity or size."""
-        directory, _, leaf = name.rpartition("/")
-        dir_fd = self.dir_fds[directory] if directory else self.root_fd
         expected = snapshot.entries[name]
-        try:
-            fd = os.open(leaf, READ_FLAGS, dir_fd=dir_fd)
-        except FileNotFoundError:
-            raise EvidencePackError("file_changed", "pack") from None
-        except OSError as error:
-            if error.errno in (errno.ELOOP, errno.EISDIR):
-                raise EvidencePackError("file_changed", "pack") from None
-            raise EvidencePackError("unreadable", "pack") from None  # pragma: no cover - EACCES
+        fd = self._open_regular(name)
         try:
             if Identity.of(os.fstat(fd)) != expected:
                 raise EvidencePackError("file_changed", "pack")
-            os.set_blocking(fd, True)
             with os.fdopen(os.dup(fd), "rb") as handle:
                 data: bytes = handle.read(expected.size + 1)
             if len(data) != expected.size or Identity.of(os.fstat(fd)) != expected:
@@ -364,13 +352,12 @@ def identify(root_fd: int) -> tuple[bytes, dict[str, Any], Identity]:
         raise EvidencePackError("too_large", MANIFEST_NAME)
     identity = Identity.of(result)
     try:
-        fd = os.open(MANIFEST_NAME, READ_FLAGS, dir_fd=root_fd)
-    except OSError:  # pragma: no cover - replaced after the lstat
+        fd = open_regular(MANIFEST_NAME, dir_fd=root_fd)
+    except FileSystemError:  # pragma: no cover - replaced after the lstat
         raise EvidencePackError("unsafe_entry", MANIFEST_NAME) from None
     try:
         if Identity.of(os.fstat(fd)) != identity:  # pragma: no cover - replaced after the lstat
             raise EvidencePackError("file_changed", MANIFEST_NAME)
-        os.set_blocking(fd, True)
         with os.fdopen(os.dup(fd), "rb") as handle:
             data: bytes = handle.read(MAX_MANIFEST_DETECT_BYTES + 1)
         if len(data) != identity.size or Identity.of(os.fstat(fd)) != identity:
