@@ -33,6 +33,37 @@ from sealeval.captured import RunHeader, RunWriter, Source
 TOPICS = ("geography", "history", "science", "arithmetic", "literature")
 ARTIFACTS = ("sha256:" + "1" * 64, "sha256:" + "2" * 64)
 
+#: The comparison policy of the pack and pipeline benches: exact_match and token_f1
+#: over the whole run and one slice.
+POLICY: dict[str, Any] = {
+    "format": "invarlock/comparison-policy-v1",
+    "metrics": [
+        {
+            "name": "exact",
+            "kind": "exact_match",
+            "configuration": {},
+            "direction": "higher",
+            "unit": "score",
+            "aggregation": "mean",
+            "minimum_count": 100,
+            "maximum_regression": 0.02,
+            "maximum_interval_width": 0.05,
+        },
+        {
+            "name": "f1",
+            "kind": "token_f1",
+            "configuration": {"unicode_version": "15.0.0"},
+            "direction": "higher",
+            "unit": "score",
+            "aggregation": "mean",
+            "minimum_count": 100,
+            "maximum_regression": 0.02,
+            "maximum_interval_width": 0.05,
+        },
+    ],
+    "slices": [{"name": "geography", "where": {"topic": "geography"}}],
+}
+
 
 def _vocabulary(rng: random.Random, size: int) -> list[str]:
     consonants = ("", "b", "d", "k", "l", "m", "n", "p", "r", "s", "t", "v")

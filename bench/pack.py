@@ -68,6 +68,9 @@ from sealeval.captured import RunHeader, RunWriter, Source, make_run, write_run
 from sealeval.captured.signing import generate_key_directory
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from _realistic import POLICY  # noqa: E402
+
 WORK = HERE / ".work"
 VENV = WORK / "invarlock-venv"
 PYENV_PYTHON = Path("/root/.pyenv/versions/3.12.1/bin/python")
@@ -83,34 +86,6 @@ RSS_LIMIT_KIB = 2 * 1024 * 1024
 #: fresh interpreter, taking the reference's arguments.
 SEALEVAL_SIDE = [sys.executable, str(HERE / "_sealeval_side.py")]
 
-POLICY: dict[str, Any] = {
-    "format": "invarlock/comparison-policy-v1",
-    "metrics": [
-        {
-            "name": "exact",
-            "kind": "exact_match",
-            "configuration": {},
-            "direction": "higher",
-            "unit": "score",
-            "aggregation": "mean",
-            "minimum_count": 100,
-            "maximum_regression": 0.02,
-            "maximum_interval_width": 0.05,
-        },
-        {
-            "name": "f1",
-            "kind": "token_f1",
-            "configuration": {"unicode_version": "15.0.0"},
-            "direction": "higher",
-            "unit": "score",
-            "aggregation": "mean",
-            "minimum_count": 100,
-            "maximum_regression": 0.02,
-            "maximum_interval_width": 0.05,
-        },
-    ],
-    "slices": [{"name": "geography", "where": {"topic": "geography"}}],
-}
 
 REQUEST = """format_version: invarlock/evaluation-request-v2
 execution: {mode: captured}
@@ -262,7 +237,6 @@ REALISTIC_RSS_LIMIT_KIB = 1024 * 1024
 
 def realistic(records: int, seed: int, work_dir: Path) -> int:
     """Build, verify and render one realistic-content pack; print each command's time and RSS."""
-    sys.path.insert(0, str(HERE))
     from _realistic import json_or_empty, measured, write_realistic_pair  # noqa: PLC0415
 
     work_dir.mkdir(parents=True, exist_ok=True)

@@ -56,7 +56,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from _realistic import json_or_empty, measured, realistic_cases  # noqa: E402
+from _realistic import POLICY, json_or_empty, measured, realistic_cases  # noqa: E402
 
 WORK = HERE / ".work"
 RSS_LIMIT_KIB = 1024 * 1024
@@ -65,34 +65,6 @@ ADAPTERS = ("jsonl", "lm-eval-samples")
 ARTIFACTS = {"baseline": "sha256:" + "1" * 64, "subject": "sha256:" + "2" * 64}
 QUESTION = "\n\nQuestion: "
 
-POLICY: dict[str, Any] = {
-    "format": "invarlock/comparison-policy-v1",
-    "metrics": [
-        {
-            "name": "exact",
-            "kind": "exact_match",
-            "configuration": {},
-            "direction": "higher",
-            "unit": "score",
-            "aggregation": "mean",
-            "minimum_count": 100,
-            "maximum_regression": 0.02,
-            "maximum_interval_width": 0.05,
-        },
-        {
-            "name": "f1",
-            "kind": "token_f1",
-            "configuration": {"unicode_version": "15.0.0"},
-            "direction": "higher",
-            "unit": "score",
-            "aggregation": "mean",
-            "minimum_count": 100,
-            "maximum_regression": 0.02,
-            "maximum_interval_width": 0.05,
-        },
-    ],
-    "slices": [{"name": "geography", "where": {"topic": "geography"}}],
-}
 
 REQUEST = """format_version: invarlock/evaluation-request-v2
 execution: {mode: captured}
