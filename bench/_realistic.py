@@ -155,6 +155,37 @@ def measured(argv: list[str], cwd: Path) -> tuple[float, int, int, str, float]:
     return seconds, code, usage.ru_maxrss, stdout, usage.ru_utime + usage.ru_stime
 
 
+def verify_arguments(
+    pack: str,
+    built: dict[str, Any],
+    signer: str,
+    verifier: Path,
+    receipt: str,
+    *options: str,
+) -> list[str]:
+    """``verify``'s arguments for a bench pack (anchors from ``evaluate --json``), then options."""
+    return [
+        pack,
+        "--policy",
+        "policy.json",
+        "--expected-baseline-run",
+        built["baseline_run_digest"],
+        "--expected-subject-run",
+        built["subject_run_digest"],
+        "--expected-request-digest",
+        built["request_digest"],
+        "--expected-signer",
+        signer,
+        "--verifier-signing-key",
+        str(verifier),
+        "--verifier-identity",
+        "bench",
+        "--receipt",
+        receipt,
+        *options,
+    ]
+
+
 def json_or_empty(text: str) -> dict[str, Any]:
     """The JSON object printed on standard output, or ``{}``."""
     try:

@@ -69,13 +69,12 @@ from sealeval.captured.signing import generate_key_directory
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from _realistic import POLICY  # noqa: E402
+from _realistic import POLICY, verify_arguments  # noqa: E402
 
 WORK = HERE / ".work"
 VENV = WORK / "invarlock-venv"
 PYENV_PYTHON = Path("/root/.pyenv/versions/3.12.1/bin/python")
 REFERENCE_PACKAGE = "invarlock==0.17.1"
-IDENTITY = "bench"
 #: Both sides get the same local work budget (one slice + overall exceed the default at 50k).
 BUDGET = "1000000000"
 #: The local work budget of the 1,000,000-record pack (two scopes x 2,048 replicates x n).
@@ -190,19 +189,7 @@ def scale(records: int, seed: int) -> int:
         signer = generate_key_directory(root / "signer")
         verifier = generate_key_directory(root / "verifier")
         seconds, status, peak, built, _ = _measured(
-            [
-                *SEALEVAL_SIDE,
-                "evaluate",
-                "request.yaml",
-                "--signing-key",
-                str(signer.private_key),
-                "--output",
-                "pack",
-                "--max-bootstrap-draws",
-                SCALE_BUDGET,
-                "--uncapped",
-                "--json",
-            ],
+            _uncapped_evaluate(signer.private_key),
             request,
         )
         if status != 0:
@@ -214,9 +201,16 @@ def scale(records: int, seed: int) -> int:
             f"decision {built['decision']}"
         )
         print(f"  evaluate --uncapped  {seconds:7.1f} s   peak RSS {peak / 1024:7.0f} MiB")
-        arguments = _verify_args("pack", built, signer.fingerprint, verifier.private_key, "")
-        arguments[arguments.index("--receipt") + 1] = str(root / "receipt.json")
-        arguments[arguments.index("--max-bootstrap-draws") + 1] = SCALE_BUDGET
+        arguments = verify_arguments(
+            "pack",
+            built,
+            signer.fingerprint,
+            verifier.private_key,
+            str(root / "receipt.json"),
+            "--max-bootstrap-draws",
+            SCALE_BUDGET,
+            "--json",
+        )
         verify_seconds, verify_status, verify_peak, verified, _ = _measured(
             [*SEALEVAL_SIDE, "verify", *arguments, "--uncapped"], request
         )
@@ -256,19 +250,7 @@ def realistic(records: int, seed: int, work_dir: Path) -> int:
         verifier = generate_key_directory(root / "verifier")
         rows: list[tuple[str, float, int, int, float]] = []
         seconds, status, peak, out, cpu = measured(
-            [
-                *SEALEVAL_SIDE,
-                "evaluate",
-                "request.yaml",
-                "--signing-key",
-                str(signer.private_key),
-                "--output",
-                "pack",
-                "--max-bootstrap-draws",
-                SCALE_BUDGET,
-                "--uncapped",
-                "--json",
-            ],
+            _uncapped_evaluate(signer.private_key),
             request,
         )
         built = json_or_empty(out)
@@ -276,9 +258,16 @@ def realistic(records: int, seed: int, work_dir: Path) -> int:
         if status != 0 or not built:
             print(f"evaluate failed (exit {status})", file=sys.stderr)
             return 1
-        arguments = _verify_args("pack", built, signer.fingerprint, verifier.private_key, "")
-        arguments[arguments.index("--receipt") + 1] = str(root / "receipt.json")
-        arguments[arguments.index("--max-bootstrap-draws") + 1] = SCALE_BUDGET
+        arguments = verify_arguments(
+            "pack",
+            built,
+            signer.fingerprint,
+            verifier.private_key,
+            str(root / "receipt.json"),
+            "--max-bootstrap-draws",
+            SCALE_BUDGET,
+            "--json",
+        )
         seconds, status, peak, out, cpu = measured(
             [*SEALEVAL_SIDE, "verify", *arguments, "--uncapped"], request
         )
@@ -333,26 +322,24 @@ def _timed(argv: list[str], cwd: Path) -> tuple[float, int, dict[str, Any], floa
 def _verify_args(
     pack: str, built: dict[str, Any], signer: str, verifier: Path, receipt: str
 ) -> list[str]:
+    return verify_arguments(
+        pack, built, signer, verifier, receipt, "--max-bootstrap-draws", BUDGET, "--json"
+    )
+
+
+def _uncapped_evaluate(signer_key: Path) -> list[str]:
+    """sealeval's ``evaluate --uncapped`` of the scale modes (its budget lifted to SCALE_BUDGET)."""
     return [
-        pack,
-        "--policy",
-        "policy.json",
-        "--expected-baseline-run",
-        built["baseline_run_digest"],
-        "--expected-subject-run",
-        built["subject_run_digest"],
-        "--expected-request-digest",
-        built["request_digest"],
-        "--expected-signer",
-        signer,
-        "--verifier-signing-key",
-        str(verifier),
-        "--verifier-identity",
-        IDENTITY,
-        "--receipt",
-        receipt,
+        *SEALEVAL_SIDE,
+        "evaluate",
+        "request.yaml",
+        "--signing-key",
+        str(signer_key),
+        "--output",
+        "pack",
         "--max-bootstrap-draws",
-        BUDGET,
+        SCALE_BUDGET,
+        "--uncapped",
         "--json",
     ]
 

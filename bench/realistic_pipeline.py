@@ -56,7 +56,13 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from _realistic import POLICY, json_or_empty, measured, realistic_cases  # noqa: E402
+from _realistic import (  # noqa: E402
+    POLICY,
+    json_or_empty,
+    measured,
+    realistic_cases,
+    verify_arguments,
+)
 
 WORK = HERE / ".work"
 RSS_LIMIT_KIB = 1024 * 1024
@@ -236,25 +242,15 @@ def pipeline(records: int, seed: int, shots: int, adapter: str, work_dir: Path, 
                 "verify",
                 [
                     "verify",
-                    "pack",
-                    "--policy",
-                    "policy.json",
-                    "--expected-baseline-run",
-                    built["baseline_run_digest"],
-                    "--expected-subject-run",
-                    built["subject_run_digest"],
-                    "--expected-request-digest",
-                    built["request_digest"],
-                    "--expected-signer",
-                    signer.fingerprint,
-                    "--verifier-signing-key",
-                    str(verifier.private_key),
-                    "--verifier-identity",
-                    "bench",
-                    "--receipt",
-                    str(root / "receipt.json"),
-                    "--uncapped",
-                    "--json",
+                    *verify_arguments(
+                        "pack",
+                        built,
+                        signer.fingerprint,
+                        verifier.private_key,
+                        str(root / "receipt.json"),
+                        "--uncapped",
+                        "--json",
+                    ),
                 ],
             )
             run("report", ["report", "pack", "--uncapped", "--json"])

@@ -20,7 +20,6 @@ import pytest
 from click.testing import CliRunner
 
 import sealeval.captured.pack_reader as reader_module
-import sealeval.cli.compare as compare_module
 from sealeval.canonical import encode_invarlock
 from sealeval.captured import write_run
 from sealeval.captured.comparison import compare_runs, scope_values
@@ -45,6 +44,7 @@ from sealeval.captured.report import ReportError, extended_for_pack
 from sealeval.captured.run_facts import RunFacts
 from sealeval.cli import cli
 from support.captured_extended import _policy, _runs
+from support.captured_streaming import spy_held_runs
 from support.vectors import vectors_dir
 
 PACKS = vectors_dir() / "invarlock" / "packs"
@@ -236,16 +236,7 @@ def _invoke(*args: str | Path) -> Any:
 @pytest.fixture
 def no_held_runs(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Count whole-run reads and in-memory comparisons made by ``compare``."""
-    calls: list[str] = []
-    for name in ("read_run_file", "compare_runs", "scope_values"):
-        original = getattr(compare_module, name)
-
-        def spied(*args: Any, _name: str = name, _original: Any = original, **kwargs: Any) -> Any:
-            calls.append(_name)
-            return _original(*args, **kwargs)
-
-        monkeypatch.setattr(compare_module, name, spied)
-    return calls
+    return spy_held_runs(monkeypatch)
 
 
 @pytest.mark.parametrize("name", NAMES[1:])

@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-import sealeval.cli.compare as compare_module
 from sealeval.cli.compare import compare_command
+from support.captured_streaming import spy_held_runs
 from support.vectors import vectors_dir
 
 PACKS = vectors_dir() / "invarlock" / "packs"
@@ -38,16 +38,7 @@ def _invoke(*args: str | Path) -> Any:
 @pytest.fixture
 def no_held_runs(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Count whole-run reads and in-memory comparisons while the command runs."""
-    calls: list[str] = []
-    for name in ("read_run_file", "compare_runs", "scope_values"):
-        original = getattr(compare_module, name)
-
-        def spied(*args: Any, _name: str = name, _original: Any = original, **kwargs: Any) -> Any:
-            calls.append(_name)
-            return _original(*args, **kwargs)
-
-        monkeypatch.setattr(compare_module, name, spied)
-    return calls
+    return spy_held_runs(monkeypatch)
 
 
 @pytest.mark.parametrize("evidence", _packs())
