@@ -14,10 +14,13 @@ import json
 import sys
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 
+from sealeval.captured.importers import load_run
 from sealeval.captured.run import parse_run, run_digest
+from sealeval.strict_yaml import load_strict_yaml
 from support.vectors import PROJECT_ROOT, load, vectors_dir
 
 SCRIPT = PROJECT_ROOT / "scripts" / "vectors" / "renaming.py"
@@ -106,3 +109,118 @@ def test_renamed_run_is_a_run_with_the_new_identities(renaming: ModuleType) -> N
     assert renaming.canonical_text(document).encode("utf-8") == path.read_bytes()
     old_strings = renaming.strings_in(records)
     assert not {record.id for record in run.records} & old_strings
+
+
+def _native_sides() -> list[tuple[Path, dict[str, Any]]]:
+    """Every side of a pack request that reads another evaluator's file (not an invarlock run)."""
+    found = []
+    for case in load("invarlock/packs.json")["cases"]:
+        request = vectors_dir() / "invarlock" / case["input"]["request_dir"]
+        authored = load_strict_yaml((request / "request.yaml").read_bytes())
+        for side in ("baseline", "subject"):
+            declared = authored["comparison"][side]
+            if declared["adapter"] != "invarlock":
+                found.append((request / declared["path"], declared))
+    return found
+
+
+def _loaded(path: Path, declared: dict[str, Any]) -> Any:
+    options = {key: declared[key] for key in _LOAD_OPTIONS if key in declared}
+    return load_run(path, declared["adapter"], **options)
+
+
+_LOAD_OPTIONS = (
+    "source",
+    "run_id",
+    "artifact_digest",
+    "service_identity",
+    "score_provenance",
+    "input_projection",
+)
+
+
+def test_every_evaluator_format_of_the_packs_is_renamed(renaming: ModuleType) -> None:
+    # packs.json regenerates a pack only if the renaming knows both sides' formats.
+    adapters = {declared["adapter"] for _path, declared in _native_sides()}
+    assert adapters
+    assert adapters <= set(renaming.NATIVE_FORMATS)
+
+
+def test_renamed_evaluator_files_are_runs_with_the_new_ids(
+    renaming: ModuleType, tmp_path: Path
+) -> None:
+    rewriter, ids = renaming.Rewriter(7), renaming.IntegerIds(7)
+    sides = _native_sides()
+    for index, (path, declared) in enumerate(sides):
+        adapter = declared["adapter"]
+        data = path.read_bytes()
+        integer = renaming.NATIVE_FORMATS[adapter][2] is int
+        rename = ids.integer_id if integer else rewriter.record_id
+        # Renaming nothing gives the same bytes: the file's layout is kept.
+        assert renaming.rename_native(adapter, data, lambda value: value) == data
+        count = renaming.native_record_count(adapter, data)
+        size = renaming.bounded_size(rewriter, count, 0)
+        target = tmp_path / f"{index}{path.suffix}"
+        target.write_bytes(renaming.rename_native(adapter, data, rename, size))
+        old, new = _loaded(path, declared), _loaded(target, declared)
+        assert len(old.records) == count
+        assert len(new.records) == size
+        expected = [
+            str(rename(int(record.id))) if integer else rename(record.id)
+            for record in old.records[:size]
+        ]
+        assert [record.id for record in new.records] == expected
+        assert len({record.id for record in new.records}) == size  # distinct ids stay distinct
+        assert all(a.id != b.id for a, b in zip(old.records, new.records, strict=False))
+        for before, after in zip(old.to_dict()["records"], new.to_dict()["records"], strict=False):
+            drop = ("id", "context")  # the context quotes the upstream record, id included
+            assert {k: v for k, v in after.items() if k not in drop} == {
+                k: v for k, v in before.items() if k not in drop
+            }
+        assert new.source_digest != old.source_digest
+
+
+@pytest.mark.parametrize(
+    ("adapter", "data"),
+    [
+        pytest.param("jsonl", b'{"id": "a"}\n\n{"id": "b"}\n', id="blank-line-inside-jsonl"),
+        pytest.param("jsonl", b'{"key": "a"}\n', id="record-without-id"),
+        pytest.param("jsonl", b'{"id": 1}\n', id="id-of-another-type"),
+        pytest.param("lm-eval-samples", b'{"doc_id": true}\n', id="bool-is-not-an-int-id"),
+        pytest.param("jsonl", b'{ "id" : "a" }\n', id="layout-not-reproduced"),
+        pytest.param("evaluator-native-json", b'{"id": "a"}', id="not-a-list"),
+        pytest.param("evaluator-native-json", b'[\n  {"id": "a"}\n]', id="indented-list"),
+    ],
+)
+def test_unknown_evaluator_layouts_are_refused(
+    renaming: ModuleType, adapter: str, data: bytes
+) -> None:
+    # The regenerator copies such a pack unchanged rather than change what it tests.
+    with pytest.raises(renaming.UnknownLayoutError):
+        renaming.rename_native(adapter, data, renaming.Rewriter(3).record_id)
+
+
+def test_integer_ids_are_seeded_consistent_and_distinct(renaming: ModuleType) -> None:
+    olds = list(range(40))
+    first = renaming.IntegerIds(3)
+    news = [first.integer_id(old) for old in olds]
+    assert all(type(new) is int and new >= 0 for new in news)
+    assert len(set(news)) == len(olds)
+    assert all(new != old for old, new in zip(olds, news, strict=True))
+    assert [first.integer_id(old) for old in olds] == news
+    again, other = renaming.IntegerIds(3), renaming.IntegerIds(4)
+    assert [again.integer_id(old) for old in olds] == news
+    assert [other.integer_id(old) for old in olds] != news
+
+
+@pytest.mark.parametrize(
+    ("count", "floor"), [(12, 10), (12, 12), (12, 20), (8, 10), (20, 0), (2, 0), (200, 150)]
+)
+def test_bounded_sizes_keep_the_policy_floor(renaming: ModuleType, count: int, floor: int) -> None:
+    size = renaming.bounded_size(renaming.Rewriter(11), count, floor)
+    if count < floor:  # already too few: shrinks like any run
+        assert size == renaming.Rewriter(11).size(count)
+    elif count < 3 or max(count // 2 + 1, floor) >= count:
+        assert size == count
+    else:
+        assert max(count // 2 + 1, floor) <= size < count

@@ -1,22 +1,28 @@
 """Regenerate ``invarlock/packs.json`` with the reference's CLI (invarlock venv; no sealeval).
 
 A pack case is ``invarlock evaluate`` (after its ``--preflight``) run inside a request
-directory. For every case whose runs use the ``invarlock`` adapter this module
+directory. For every case this module
 
 1. replays the case: copies the shared request directory to a scratch directory, runs the
    case's command there (with the evidence signer's key as ``signer.pem``) and refuses to go
    on unless the expected output it derives (preflight and evaluate outputs, the published
    inventory and modes, manifest, checksums, anchors, normalized request) is the case's own;
-2. renames the runs (record ids and run ids seeded, fewer records unless the pack has a
-   planted defect; a policy case-set pin that matched the runs follows them), runs the
-   reference again, and writes the new request directory and published pack under
-   ``packs/alt-<seed>-<name>/`` (modes normalized to 0644/0755 like the shared tree);
-3. keeps a case unchanged if the renamed pack's outcome (exit codes, decision, verdict,
-   authentication) differs: renaming must not change what a case tests.
+2. renames the runs, runs the reference again, and writes the new request directory and
+   published pack under ``packs/alt-<seed>-<name>/`` (modes normalized to 0644/0755 like
+   the shared tree). Runs of the ``invarlock`` adapter are renamed here (record ids and run
+   ids seeded, fewer records unless the pack has a planted defect; a policy case-set pin
+   that matched the runs follows them). Runs read from other evaluators' files (native
+   JSONL, hosted, projected, lm-eval samples, ragas) are renamed by ``invarlock_native.py``:
+   record ids in each file wherever its format states them, run ids (and a run-digest pin)
+   in ``request.yaml``, never fewer records than the policy's ``minimum_count``; if the
+   fewer records change the outcome, the pack is renamed again with all of them;
+3. keeps a case unchanged (and counts it) if the renamed pack's outcome (exit codes,
+   decision, verdict, authentication, published files) differs, or if a file's layout is
+   one the renaming does not know: renaming must not change what a case tests.
 
-Cases whose runs come from other evaluators (native JSONL, hosted, lm-eval, ragas) are
-copied unchanged and counted. ``verify.json``, ``receipts.json`` and ``report.json`` keep
-pointing at the shared packs (their tampered variants are edits of those packs).
+``verify.json``, ``receipts.json`` and ``report.json`` then follow the regenerated packs
+(``invarlock_verify.py``, ``invarlock_receipts.py``, ``invarlock_report.py``); their cases on
+tampered variants stay on the shared packs.
 """
 
 from __future__ import annotations
@@ -31,8 +37,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from invarlock_native import rename_native_request, uses_native_runs
 from invarlock_requests import planned_case_set_digest
-from renaming import Rewriter, canonical_text
+from renaming import IntegerIds, Rewriter, canonical_text
 
 #: Packs whose runs carry a planted defect at a fixed position keep their size.
 KEEP_SIZE = ("missing", "tie", "pinned")
@@ -162,7 +169,7 @@ def rename_request(work: Path, rewriter: Rewriter, sizes: dict[int, int], name: 
 
 
 def uses_invarlock_runs(request: Path) -> bool:
-    """Return whether both runs of ``request`` are invarlock runs (the ones we can rename)."""
+    """Return whether both runs of ``request`` are invarlock runs (renamed as documents)."""
     text = (request / "request.yaml").read_text("utf-8")
     adapters = [line.split(":", 1)[1].strip() for line in text.splitlines() if "adapter:" in line]
     return adapters == ['"invarlock"', '"invarlock"']
@@ -181,13 +188,16 @@ def regenerate_packs(source: Path, output: Path, seed: int) -> tuple[int, int]:
     document = json.loads((folder / "packs.json").read_text("utf-8"))
     rewriter = Rewriter(seed)
     sizes: dict[int, int] = {}  # one new size per original size
+    native_sizes: dict[int, int] = {}  # the same for evaluator files (bounded by the policy)
+    ids = IntegerIds(seed)
     new_cases, regenerated, copied = [], 0, 0
     for case in document["cases"]:
         given, expected = case["input"], case["expected"]
         request = folder / given["request_dir"]
         key = folder / given["signing_key"] if given["signing_key"] else None
         root = str(Path(given["request_dir"]).parent)
-        if not uses_invarlock_runs(request):
+        native = uses_native_runs(request)
+        if not native and not uses_invarlock_runs(request):
             new_cases.append(case)
             copied += 1
             continue
@@ -197,14 +207,27 @@ def regenerate_packs(source: Path, output: Path, seed: int) -> tuple[int, int]:
         if missed:
             raise SystemExit(f"invarlock/packs.json {case['name']}: not reproduced: {missed}")
         renamed_root = f"packs/alt-{seed}-{case['name']}"
-        staging = Path(tempfile.mkdtemp(prefix="vectors-request-")) / "request"
-        publish(request, staging)
-        rename_request(staging, rewriter, sizes, case["name"])
-        new_expected, scratch = evaluate(
-            staging, given["command"], key, renamed_root, f"{renamed_root}/evidence"
-        )
-        if outcome(new_expected) != outcome(expected):
+        keep = any(marker in case["name"] for marker in KEEP_SIZE)
+        # A native pack first tries fewer records, then (if that changed the outcome) all.
+        for keep_size in (keep, True) if native and not keep else (keep,):
+            staging = Path(tempfile.mkdtemp(prefix="vectors-request-")) / "request"
+            publish(request, staging)
+            try:
+                if native:
+                    rename_native_request(staging, rewriter, ids, native_sizes, keep_size)
+                else:
+                    rename_request(staging, rewriter, sizes, case["name"])
+            except ValueError:  # a layout the renaming does not know (or not JSON at all)
+                shutil.rmtree(staging.parent)
+                break
+            new_expected, scratch = evaluate(
+                staging, given["command"], key, renamed_root, f"{renamed_root}/evidence"
+            )
+            if outcome(new_expected) == outcome(expected):
+                break
             shutil.rmtree(scratch)
+            shutil.rmtree(staging.parent)
+        if not staging.exists():
             new_cases.append(case)
             copied += 1
             continue

@@ -5,7 +5,9 @@ openmed venv) rewrite a vector case's *inputs* -- record ids, run ids, metric na
 and then ask the reference for the expected output. This module holds only the renaming, so a
 fast test of the suite (``tests/test_vector_regenerator.py``) can check its properties without
 either reference installed: the same seed gives the same names, distinct names stay distinct,
-a renamed digest is still a well-formed digest and a malformed one is left as it is.
+a renamed digest is still a well-formed digest and a malformed one is left as it is. It also
+renames the record ids of other evaluators' files (``rename_native``: JSONL, lm-eval samples,
+a native evaluator JSON export) with their layout kept, for ``invarlock_native.py``.
 """
 
 from __future__ import annotations
@@ -126,3 +128,124 @@ def strings_in(value: Any) -> set[str]:
     elif isinstance(value, str):
         found.add(value)
     return found
+
+
+class IntegerIds:
+    """Consistent, seeded renaming of integer record ids (lm-eval's ``doc_id``)."""
+
+    def __init__(self, seed: int) -> None:
+        """Start an empty renaming drawn from ``seed`` (its own stream: other draws stay put)."""
+        self.random = random.Random(f"integer-ids-{seed}")
+        self.ids: dict[int, int] = {}
+
+    def integer_id(self, old: int) -> int:
+        """Return the new id of ``old``: a distinct non-negative integer, never ``old`` itself."""
+        if old not in self.ids:
+            taken = set(self.ids.values())
+            new = old
+            while new == old or new in taken:
+                new = self.random.randrange(10**6)
+            self.ids[old] = new
+        return self.ids[old]
+
+
+def bounded_size(rewriter: Rewriter, count: int, floor: int) -> int:
+    """Return another record count for ``count`` records, never below ``floor``.
+
+    Like ``Rewriter.size`` (between half and all-but-one of the records, seeded by the
+    rewriter), but a run whose policy needs ``floor`` records keeps at least that many; when
+    no smaller size fits, the run keeps its size. A run already below ``floor`` (a pack that
+    tests too few records) shrinks like any other.
+    """
+    if count < floor:
+        return rewriter.size(count)
+    low = max(count // 2 + 1, floor)
+    if count < 3 or low >= count:
+        return count
+    return rewriter.random.randrange(low, count)
+
+
+class UnknownLayoutError(ValueError):
+    """An evaluator file this renaming cannot rewrite without changing more than its ids."""
+
+
+#: How an evaluator format states its record ids: adapter -> (layout, id member, id type).
+#: ``lines`` is one JSON object a line (JSONL); ``array`` is one JSON list of objects.
+NATIVE_FORMATS: dict[str, tuple[str, str, type]] = {
+    "jsonl": ("lines", "id", str),
+    "lm-eval-samples": ("lines", "doc_id", int),
+    "evaluator-native-json": ("array", "id", str),
+}
+
+
+def _dumper(document: Any, text: str) -> Callable[[Any], str]:
+    """Return the ``json.dumps`` settings that write ``document`` as exactly ``text``."""
+    for separators in ((", ", ": "), (",", ":")):
+        for ensure_ascii in (False, True):
+
+            def dump(value: Any, s: tuple[str, str] = separators, a: bool = ensure_ascii) -> str:
+                return json.dumps(value, separators=s, ensure_ascii=a)
+
+            if dump(document) == text:
+                return dump
+    raise UnknownLayoutError("a layout json.dumps does not reproduce")
+
+
+def _renamed_record(record: Any, member: str, kind: type, rename: Callable[[Any], Any]) -> Any:
+    """Return ``record`` (a JSON object) with its id member renamed; refuse another shape."""
+    if not isinstance(record, dict) or member not in record:
+        raise UnknownLayoutError("a record without its id member")
+    value = record[member]
+    if type(value) is not kind:  # bool is not an int id
+        raise UnknownLayoutError("an id of another type")
+    return {**record, member: rename(value)}
+
+
+def native_record_count(adapter: str, data: bytes) -> int:
+    """Return how many records an evaluator file of ``adapter`` holds."""
+    layout = NATIVE_FORMATS[adapter][0]
+    text = data.decode("utf-8")
+    if layout == "lines":
+        return sum(1 for line in text.split("\n") if line.strip())
+    document = json.loads(text)
+    if not isinstance(document, list):
+        raise UnknownLayoutError("not a JSON list")
+    return len(document)
+
+
+def rename_native(
+    adapter: str, data: bytes, rename: Callable[[Any], Any], size: int | None = None
+) -> bytes:
+    """Return evaluator file ``data`` with every record id renamed and the first ``size`` kept.
+
+    ``adapter`` names the format (``NATIVE_FORMATS``); ``rename`` maps an old id to its new
+    one (``Rewriter.record_id`` for string ids, ``IntegerIds.integer_id`` for lm-eval's
+    ``doc_id``). Everything else of each record is kept, and so is the file's layout (key
+    order, separators, escaping, the final newline); a layout ``json.dumps`` cannot write
+    back, a blank line inside JSONL, or a record without its id raises ``UnknownLayoutError``, so
+    the caller copies the case instead of changing what it tests.
+    """
+    layout, member, kind = NATIVE_FORMATS[adapter]
+    text = data.decode("utf-8")
+    if layout == "lines":
+        ending = "\n" if text.endswith("\n") else ""
+        lines = text[: len(text) - len(ending)].split("\n")
+        if any(not line.strip() for line in lines):
+            raise UnknownLayoutError("a blank line inside JSONL")
+        kept = lines if size is None else lines[:size]
+        renamed = []
+        for line in kept:
+            record = json.loads(line)
+            dump = _dumper(record, line)
+            renamed.append(dump(_renamed_record(record, member, kind, rename)))
+        return ("\n".join(renamed) + ending).encode("utf-8")
+    ending = "\n" if text.endswith("\n") else ""
+    body = text[: len(text) - len(ending)]
+    document = json.loads(body)
+    if not isinstance(document, list):
+        raise UnknownLayoutError("not a JSON list")
+    dump = _dumper(document, body)
+    kept_records = document if size is None else document[:size]
+    return (
+        dump([_renamed_record(record, member, kind, rename) for record in kept_records]) + ending
+    ).encode("utf-8")
