@@ -30,7 +30,7 @@ from support.captured_verify import (
     private_cases,
     private_load,
 )
-from support.vectors import vectors_dir, writable_copy
+from support.vectors import load, vectors_dir, writable_copy
 
 V = vectors_dir() / "invarlock"
 MAIN = "text-20-exact-signed"
@@ -941,7 +941,10 @@ def test_uncapped_native_sides_are_imported_streamed_with_the_same_pack(
     """`evaluate --uncapped` on jsonl sides: held and streamed (threshold 0) give one pack."""
     import sealeval.captured.evaluate as evaluate_module  # noqa: PLC0415
 
-    cwd = writable_copy(V / "packs" / "native-jsonl-signed", tmp_path / "pack")
+    case = next(
+        c for c in load("invarlock/packs.json")["cases"] if c["name"] == "native-jsonl-signed"
+    )
+    cwd = writable_copy(V / Path(case["input"]["request_dir"]).parent, tmp_path / "pack")
     monkeypatch.chdir(cwd / "request")
     base = ["request.yaml", "--unsigned", "--uncapped", "--json"]
     held = _invoke(evaluate_command, [*base, "--output", "held"])
