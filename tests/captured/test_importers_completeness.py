@@ -339,3 +339,11 @@ def test_the_importer_marks_what_allow_partial_lifts(
         )
     assert refused.value.code == "incomplete_run"
     assert refused.value.lifted_by_allow_partial is lifted
+
+
+def test_a_refusal_mark_is_from_a_closed_set() -> None:
+    assert ImportRefusalError("incomplete_export", "file").remedy is None
+    assert not ImportRefusalError("incomplete_export", "file").lifted_by_allow_partial
+    with pytest.raises(RuntimeError) as caught:
+        ImportRefusalError("incomplete_export", "file", remedy=CANARY)
+    assert CANARY not in str(caught.value)
