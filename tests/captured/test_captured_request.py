@@ -1004,7 +1004,9 @@ def test_canary_never_reaches_errors_reprs_or_logs(
     messages += [repr(loaded), repr(loaded.authored), repr(loaded.authored.baseline)]
     messages += [repr(loaded.normalized), str(loaded.normalized)]
     document = _AUTHORED["input"]["authored"]
-    tainted = json.loads(json.dumps(document).replace("native-baseline", CANARY))
+    baseline_run_id = document["comparison"]["baseline"]["run_id"]
+    tainted = json.loads(json.dumps(document).replace(baseline_run_id, CANARY))
+    assert tainted["comparison"]["baseline"]["run_id"] == CANARY
     inputs = _AUTHORED["input"]
     with pytest.raises(CapturedRequestError) as caught:
         normalize_captured_request(
