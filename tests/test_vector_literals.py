@@ -26,7 +26,7 @@ What it allows: literals the product declares itself (a quoted string in
 ``src/sealeval`` or ``contracts/``: schema strings, closed codes, field names,
 messages), ids of the built-in adversarial corpus (product constants), and
 ``ALLOWED`` below, each with its reason. ``ALLOWED`` may only shrink: an entry
-that no longer matches a finding fails too.
+whose literal left its module fails too.
 """
 
 from __future__ import annotations
@@ -244,8 +244,14 @@ def test_vector_tests_hold_no_literal_copied_from_a_vector_file() -> None:
         "literals copied from ../shared/vectors (take the value from the case instead):\n"
         + "\n".join(unexplained)
     )
-    stale = set(ALLOWED) - {(where, literal) for where, _, _, literal in found}
-    assert not stale, f"ALLOWED entries no longer needed (remove them): {sorted(stale)}"
+    # An entry whose literal left its module is stale (checked on the source, so the
+    # guard also runs on regenerated vectors, where the literal may match nothing).
+    stale = [
+        (where, literal)
+        for where, literal in ALLOWED
+        if repr(literal)[1:-1] not in (PROJECT_ROOT / where).read_text(encoding="utf-8")
+    ]
+    assert not stale, f"ALLOWED entries no longer needed (remove them): {stale}"
 
 
 def test_the_guard_flags_each_kind_of_copy() -> None:
