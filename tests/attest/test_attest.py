@@ -518,46 +518,68 @@ BUILDER_REFUSALS = [
     pytest.param(
         lambda: sealed_manifest_statement(_inconsistent_manifest()),
         "inconsistent_predicate",
+        None,
         id="manifest-digest-inconsistent",
     ),
     pytest.param(
         lambda: sealed_manifest_statement({"schema_version": CANARY}),
         "invalid_predicate",
+        None,
         id="manifest-invalid",
     ),
     pytest.param(
         lambda: release_decision_statement(_missing_artifacts_bundle()),
         "no_subject",
+        None,
         id="release-no-artifact",
     ),
     pytest.param(
         lambda: release_decision_statement({"packet": CANARY}),
         "invalid_predicate",
+        None,
         id="release-invalid",
     ),
-    pytest.param(
-        lambda: release_decision_statement(_attestable_bundles()[0][1], names={"policy": "x"}),
-        "invalid_type",
-        id="release-names-invalid",
+    *(
+        pytest.param(
+            lambda names=names: release_decision_statement(
+                _attestable_bundles()[0][1],
+                names=names,  # type: ignore[arg-type]
+            ),
+            "invalid_type",
+            "names",
+            id=f"release-names-{name}",
+        )
+        for name, names in (
+            ("unknown-kind", {"policy": "x"}),
+            ("canary-kind", {CANARY: "x", "wheel": "a.whl"}),
+            ("a-list", ["wheel"]),
+            ("a-string", CANARY),
+        )
     ),
     pytest.param(
         lambda: verification_receipt_statement(_forged_receipt()),
         "predicate_signature_invalid",
+        None,
         id="receipt-signature-forged",
     ),
     pytest.param(
         lambda: verification_receipt_statement({"statement": CANARY}),
         "invalid_predicate",
+        None,
         id="receipt-invalid",
     ),
 ]
 
 
-@pytest.mark.parametrize(("action", "code"), BUILDER_REFUSALS)
-def test_builders_refuse_invalid_documents(action: Callable[[], object], code: str) -> None:
+@pytest.mark.parametrize(("action", "code", "field"), BUILDER_REFUSALS)
+def test_builders_refuse_invalid_documents(
+    action: Callable[[], object], code: str, field: str | None
+) -> None:
     with pytest.raises(AttestationError) as caught:
         action()
     assert caught.value.code == code
+    if field is not None:
+        assert caught.value.field == field
     assert CANARY not in str(caught.value) + repr(caught.value)
 
 
