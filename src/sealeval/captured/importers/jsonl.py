@@ -167,18 +167,12 @@ _UNBOUNDED_DECODE: Final = DecodeLimits(max_bytes=1 << 62)
 # JSONL reading (§1.1)
 
 
-#: What a bare ``NaN`` token decodes to (:data:`sealeval.canonical.EVALUATOR_NAN`).
-NAN: Final = EVALUATOR_NAN
-#: The NaN-tolerant decoder of evaluator exports, bound once (the decoding is canonical's).
-_DECODE_TOLERATING_NAN: Final = EVALUATOR_DECODER.decode
-
-
 def contains_nan(value: object) -> bool:
-    """Whether :data:`NAN` occurs anywhere in ``value``."""
+    """Whether :data:`~sealeval.canonical.EVALUATOR_NAN` occurs anywhere in ``value``."""
     stack = [value]
     while stack:
         item = stack.pop()
-        if item is NAN:
+        if item is EVALUATOR_NAN:
             return True
         if type(item) is dict:
             stack.extend(item.values())
@@ -199,13 +193,13 @@ def _decode_tolerating_nan(
     """
     bound_containers(line, where)
     try:
-        value = _DECODE_TOLERATING_NAN(line.decode("utf-8"))
+        value = EVALUATOR_DECODER.decode(line.decode("utf-8"))
     except (CanonicalError, ValueError, RecursionError):
         return _strict_row(line, where)  # the strict decoder names the fault
     if type(value) is not dict:
         raise refuse("not_object", where)
     for key, item in value.items():
-        if item is NAN:
+        if item is EVALUATOR_NAN:
             if not nan_members(key):
                 raise refuse("non_finite_number", where)
             value[key] = None
@@ -214,9 +208,6 @@ def _decode_tolerating_nan(
     return value
 
 
-# The strict decoder's own scanner (sealeval.canonical.scan_strict), used directly on
-# lines that cannot need decode()'s post-decoding walk; see _plain_row.
-_ROW_SCAN: Final = scan_strict
 _MAX_DEPTH: Final = _UNBOUNDED_DECODE.max_depth
 _MAX_STRING: Final = _UNBOUNDED_DECODE.max_string_length
 _SURROGATE_ESCAPE: Final = re.compile(rb"\\u[dD][89a-fA-F]")
@@ -229,10 +220,11 @@ def _plain_row(line: bytes) -> tuple[dict[str, Any], int] | None:
     Accepts only what :func:`sealeval.canonical.decode` accepts, with the same
     value: a line that starts with ``{`` and cannot need the decoder's
     post-decoding walk (few enough brackets for the depth limit, no
-    surrogate escape, shorter than the string limit) is scanned by the same
-    C scanner with the same hooks. Any doubt or failure returns ``None`` and
-    the strict decoder names the refusal. Returns the object and the line's
-    bracket count, which bounds its nesting.
+    surrogate escape, shorter than the string limit) is scanned by the
+    decoder's own C scanner (:data:`sealeval.canonical.scan_strict`). Any
+    doubt or failure returns ``None`` and the strict decoder names the
+    refusal. Returns the object and the line's bracket count, which bounds
+    its nesting.
     """
     if not line.startswith(b"{") or len(line) > _MAX_STRING:
         return None
@@ -241,7 +233,7 @@ def _plain_row(line: bytes) -> tuple[dict[str, Any], int] | None:
         return None
     try:
         text = line.decode("utf-8")
-        value, end = _ROW_SCAN(text, 0)
+        value, end = scan_strict(text, 0)
     except (ValueError, StopIteration, RecursionError):  # CanonicalError is a ValueError
         return None
     if end != len(text) and text[end:].strip(_JSON_SPACE):
