@@ -78,12 +78,29 @@ JOBS: tuple[Job, ...] = (
     Job(
         "Canonical bytes (openmed and invarlock profiles), digests, the strict bounded JSON "
         "decoder (`lax=True` for readers that refuse non-finite numbers later), the decoders "
-        "of evaluator exports (bare `NaN`) and of spans read by position",
+        "of evaluator exports (bare `NaN`) and of spans read by position, every JSON encoder "
+        "(the fast canonical ones, the string layout, Python's default layout, display text)",
         ("canonical.py",),
-        "the only encoder and decoder of JSON input: the importers take "
+        "the only encoder and decoder of JSON: the importers take "
         "`EVALUATOR_DECODER`, `scan_strict`, `scan_raw` and `EVALUATOR_CODES`, the "
-        "streamed run reader `scan_raw`; [canonical.md](canonical.md)",
-        ("json.loads", "json.load", "json.JSONDecoder", ".raw_decode", ".scan_once"),
+        "streamed run reader `scan_raw`; the scorers encode decoded answers with "
+        "`plain_canonical`, the comparison lays out rows with `encode_invarlock_string`, "
+        "exports and live imports write `encode_python_default`, reports, the viewer and "
+        "the CLI show `pretty` text; no other module imports `json`; "
+        "[canonical.md](canonical.md)",
+        (
+            "import:json",
+            "json.loads",
+            "json.load",
+            "json.JSONDecoder",
+            ".raw_decode",
+            ".scan_once",
+            "json.dumps",
+            "json.dump",
+            "json.JSONEncoder",
+            ".encode_basestring",
+            ".c_make_encoder",
+        ),
     ),
     Job(
         "Strict YAML (JSON data only, limits on the event stream)",

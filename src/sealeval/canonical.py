@@ -32,6 +32,13 @@ their own: :data:`EVALUATOR_DECODER` (strict JSON plus bare ``NaN`` tokens, as
 Python's ``json.dump`` writes them), :data:`scan_strict` and :data:`scan_raw`
 (one value read at a position, the strict and Python's own grammar), and
 :data:`EVALUATOR_CODES` (these codes as the importers report them).
+
+Every JSON *encoder* lives here too (the last section): the fast invarlock
+encoders for values already checked (:func:`plain_canonical`, also for values
+fresh from :func:`decode`, and :func:`frozen_canonical`), the invarlock string
+layout alone (:data:`encode_invarlock_string`), Python's default layout that
+other tools write (:func:`encode_python_default`, not canonical) and the
+indented display text (:func:`pretty`, never hashed).
 """
 
 from __future__ import annotations
@@ -65,12 +72,15 @@ __all__ = [
     "digest_openmed",
     "digest_openmed_items",
     "encode_invarlock",
+    "encode_invarlock_string",
     "encode_openmed",
+    "encode_python_default",
     "frozen_canonical",
     "frozen_digest",
     "is_digest",
     "plain_canonical",
     "plain_mapping",
+    "pretty",
     "scan_raw",
     "scan_strict",
 ]
@@ -629,11 +639,18 @@ EVALUATOR_CODES: Final[Mapping[str, str]] = types.MappingProxyType(
 
 
 # ---------------------------------------------------------------------------
-# Fast invarlock encoders for values already checked elsewhere
+# Encoders: fast invarlock bytes of checked values, other layouts, display text
+#
+# The one home of JSON encoding: no other module builds a JSON encoder or calls
+# json.dumps (the job table in docs/architecture.md checks it).
 #
 # plain_canonical and frozen_canonical skip encode_invarlock's pre-encoding walk
 # and call CPython's C encoder directly (no JSONEncoder.encode wrapper, no
 # ``default`` fallback per read-only mapping). Tests pin both to encode_invarlock.
+# encode_invarlock_string is the invarlock layout of one string (the C function
+# itself, for hot loops that assemble canonical rows by hand). The last two are
+# not canonical: encode_python_default writes what other tools' json.dumps
+# writes, pretty writes indented text for people.
 
 
 def _refuse_default(value: object) -> Any:
@@ -649,6 +666,15 @@ def plain_mapping(value: object) -> dict[str, Any]:
     raise CanonicalError("unsupported_type")
 
 
+#: ``encode_invarlock_string(text) -> str``: the JSON text of one string in the
+#: invarlock layout, quotes included (raw characters; only ``"``, ``\\`` and C0
+#: controls escaped), exactly as :func:`encode_invarlock` writes a string or key.
+#: CPython's C function itself, for loops that assemble canonical rows by hand
+#: (the comparison's scope rows and case-set digest). It checks nothing: an
+#: unpaired surrogate passes through and is refused by the UTF-8 encoding of the
+#: assembled text (``UnicodeEncodeError``); callers give it checked text.
+encode_invarlock_string: Final[Callable[[str], str]] = json.encoder.encode_basestring
+
 _C_MAKE_ENCODER: Final[Any] = json.encoder.c_make_encoder  # type: ignore[attr-defined]
 # The profile for plain values (dict, list, tuple and JSON scalars).
 _C_PLAIN: Final[Any] = (
@@ -657,7 +683,7 @@ _C_PLAIN: Final[Any] = (
     else _C_MAKE_ENCODER(
         None,  # markers: no circular check (as check_circular=False)
         _refuse_default,
-        json.encoder.encode_basestring,  # raw UTF-8 text (ensure_ascii=False)
+        encode_invarlock_string,  # raw UTF-8 text (ensure_ascii=False)
         None,  # indent
         ":",
         ",",
@@ -679,7 +705,9 @@ def plain_canonical(value: object) -> bytes | None:
     """Return the canonical bytes *without* the final LF of a plain JSON value.
 
     For trees of exact ``dict``/``list``/``tuple`` and JSON scalars (see
-    :func:`sealeval._validate.plain_json`). ``None`` when the value cannot be
+    :func:`sealeval._validate.plain_json`), such as a value fresh from
+    :func:`decode` (the scorers' ``json_exact`` and ``json_fields`` encode
+    every decoded answer here). ``None`` when the value cannot be
     encoded canonically (NaN or infinity, an integer over the interpreter's
     digit limit, an unpaired surrogate in any string or key, another type);
     the caller then takes the checked path, which names the refusal. The
@@ -707,7 +735,7 @@ _C_FROZEN: Final[Any] = (
     None
     if _C_MAKE_ENCODER is None
     else _C_MAKE_ENCODER(
-        None, plain_mapping, json.encoder.encode_basestring, None, ":", ",", True, False, False
+        None, plain_mapping, encode_invarlock_string, None, ":", ",", True, False, False
     )
 )
 
@@ -730,3 +758,61 @@ def frozen_canonical(value: object, *, error: type[SealevalError]) -> bytes:
 def frozen_digest(value: object, *, error: type[SealevalError]) -> str:
     """Return ``digest_invarlock(value)`` for a value built from frozen, checked parts only."""
     return digest_bytes(frozen_canonical(value, error=error))
+
+
+def encode_python_default(
+    value: object,
+    *,
+    allow_nan: bool = False,
+    default: Callable[[Any], Any] | None = None,
+) -> str:
+    """Return the JSON text Python's ``json.dumps(value, ensure_ascii=False)`` writes.
+
+    Not canonical: the layout other tools write with Python's defaults, for
+    bytes that must match theirs (an evaluator export, a tool's in-memory
+    result serialized as its writer would): keys in insertion order,
+    separators ``", "`` and ``": "``, raw UTF-8 text, shortest round-trip
+    floats, no trailing newline. A digest of this text covers these exact
+    bytes (an export's ``source_digest``); it is never a canonical form.
+
+    Args:
+        value: the value to write.
+        allow_nan: write NaN and infinities as Python does (``NaN``,
+            ``Infinity``); by default they raise ``ValueError``.
+        default: called for a value of another type (e.g. :func:`plain_mapping`
+            for read-only mappings); by default such a value raises
+            ``TypeError``.
+
+    Raises:
+        ValueError: a non-finite float (unless ``allow_nan``), an integer over
+            the interpreter's digit limit.
+        TypeError: a value of another type, or a non-string key that is not a
+            JSON scalar.
+        RecursionError: a value nested too deep, or containing itself (no
+            circular check is made).
+    """
+    encoder = json.JSONEncoder(
+        ensure_ascii=False, allow_nan=allow_nan, check_circular=False, default=default
+    )
+    return encoder.encode(value)
+
+
+def pretty(
+    value: object,
+    *,
+    indent: int = 2,
+    default: Callable[[Any], Any] | None = None,
+    sort_keys: bool = True,
+) -> str:
+    """Return indented JSON text for people to read: display only, never hashed or signed.
+
+    ``indent`` spaces per level, keys sorted (unless ``sort_keys`` is false:
+    insertion order), raw UTF-8 text, NaN and infinities written as Python
+    does (``NaN``, ``Infinity``), no trailing newline. ``default`` is called
+    for a value of another type (by default it raises ``TypeError``). The
+    digests, signatures and ``--json`` outputs of this package use the
+    canonical encoders above, never this text.
+    """
+    return json.dumps(
+        value, indent=indent, sort_keys=sort_keys, ensure_ascii=False, default=default
+    )

@@ -41,6 +41,7 @@ from sealeval.captured.importers import (
     importers,
     load_run,
 )
+from sealeval.captured.importers.profile_base import same
 from sealeval.errors import OutputError, SealevalError
 from support.captured_importers import (
     _CASE_CODES,
@@ -938,6 +939,15 @@ _PROFILE_RULES: list[tuple[str, str, Any, str]] = [
         "invalid_field",
     ),
     (
+        "openai-run-ids-number-types",
+        "openai-evals",
+        [
+            {"run_id": 1, "sample_id": "s", "type": "sampling", "data": {"sampled": "x"}},
+            {"run_id": 1.0, "sample_id": "t", "type": "sampling", "data": {"sampled": "x"}},
+        ],
+        "invalid_field",
+    ),
+    (
         "openai-event-ids",
         "openai-evals",
         [
@@ -986,6 +996,20 @@ _PROFILE_RULES: list[tuple[str, str, Any, str]] = [
 )
 def test_profile_refusal(profile: str, document: Any, code: str, tmp_path: Path) -> None:
     assert _code(lambda: _native(tmp_path, profile, document)) == code
+
+
+def test_profile_json_equality_ignores_member_order_only(tmp_path: Path) -> None:
+    """Run ids (and aliases, likelihood copies) agree as JSON values: equal canonical bytes."""
+    sampled = {"type": "sampling", "data": {"sampled": "x"}}
+    events = [
+        {"run_id": {"a": 1, "b": [2.5]}, "sample_id": "s", **sampled},
+        {"run_id": {"b": [2.5], "a": 1}, "sample_id": "t", **sampled},
+    ]
+    run = _native(tmp_path, "openai-evals", events)
+    assert [record.id for record in run.records] == ["s", "t"]
+    assert same({"a": 1, "b": [2.5, None]}, {"b": [2.5, None], "a": 1})
+    for left, right in ((1, 1.0), (1, True), (0, False), (0.0, -0.0), ("1", 1), ([1], (1, 2))):
+        assert not same(left, right)
 
 
 def test_identity_rules(tmp_path: Path) -> None:
