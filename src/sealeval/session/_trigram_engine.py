@@ -27,7 +27,7 @@ _FULL: Final = 10000
 #: tokens of their extended prefixes (see ``docs/forensics.md`` for the proof).
 _EXTENSION: Final = 8
 #: Code points tokenized at once: every occurrence-level array lives one chunk at a time.
-_CHUNK_CODE_POINTS: Final = 1 << 19
+_CHUNK_CODE_POINTS: Final = 1 << 18
 #: Index arrays hold 32-bit integers while every value they can hold is below this bound,
 #: and 64-bit integers past it (same values, same results).
 _NARROW_LIMIT: Final = 1 << 31
