@@ -129,8 +129,9 @@ JOBS: tuple[Job, ...] = (
         "mapped onto the caller's codes",
         ("_keys.py",),
         "used by `captured/signing.py` (evidence packs, receipts, signature envelopes) and "
-        "`gates/candidate/keys.py` (openmed's packet signature); each keeps its own "
-        "fingerprint format and codes",
+        "`gates/candidate/keys.py` (openmed's packet signature), with `gates/runner.py` "
+        "reading every candidate-runner key file (HMAC, Ed25519 private and public); each "
+        "keeps its own fingerprint format and codes",
         (".load_pem_private_key", ".load_pem_public_key"),
     ),
     Job(

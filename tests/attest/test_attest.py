@@ -512,9 +512,11 @@ def test_builders_refuse_invalid_documents() -> None:
     with pytest.raises(AttestationError) as caught:
         release_decision_statement({"packet": CANARY})
     assert caught.value.code == "invalid_predicate"
-    with pytest.raises(AttestationError) as caught:
-        release_decision_statement(_attestable_bundles()[0][1], names={"policy": "x"})
-    assert caught.value.code == "invalid_type"
+    for names in ({"policy": "x"}, {CANARY: "x", "wheel": "a.whl"}, ["wheel"], CANARY):
+        with pytest.raises(AttestationError) as caught:
+            release_decision_statement(_attestable_bundles()[0][1], names=names)  # type: ignore[arg-type]
+        assert (caught.value.code, caught.value.field) == ("invalid_type", "names")
+        assert CANARY not in str(caught.value)
     receipt = _receipt()
     receipt["signature"]["value"] = base64.b64encode(bytes(64)).decode("ascii")
     with pytest.raises(AttestationError) as caught:

@@ -17,7 +17,8 @@ import pytest
 from click.testing import CliRunner
 
 from sealeval.captured import Limits
-from sealeval.captured.importers import adapter_names
+from sealeval.captured.importers import ImportRefusalError, adapter_names
+from sealeval.captured.importers.registry import detect_adapter
 from sealeval.cli import imports as imports_module
 from sealeval.cli._common import CONTEXT_SETTINGS
 from sealeval.cli.imports import PROGRESS_MIN_BYTES, import_command
@@ -314,11 +315,12 @@ def test_progress_bar_starts_no_thread(tmp_path: Path, monkeypatch: pytest.Monke
     """The bar redraws from its callback, so a large import may still fork its worker."""
     path = _big_source(tmp_path)
     monkeypatch.setattr(imports_module, "is_terminal", lambda: True)
+    before = set(threading.enumerate())  # other tests (mlflow) may leave threads behind
     with imports_module._progress_bar(path) as update:
         assert update is not None
         update(1, 2)
         update(2, 2)
-        assert threading.active_count() == 1
+        assert set(threading.enumerate()) <= before
 
 
 # ---------------------------------------------------------------------------
@@ -388,3 +390,52 @@ def test_named_adapter_that_does_not_fit_names_the_reader(tmp_path: Path) -> Non
     )
     assert result.exit_code == 2
     assert result.stderr == "sealeval: error: adapter[lm-eval-samples]: adapter_mismatch\n"
+
+
+@pytest.mark.parametrize(
+    "document",
+    [
+        {"testRunLink": "https://app.confident-ai.com/" + CANARY},
+        {"testRunLink": CANARY, "testRunId": CANARY},
+    ],
+    ids=["link-only", "link-and-id"],
+)
+def test_a_deepeval_run_uploaded_to_confident_ai_gets_its_remedy(
+    tmp_path: Path, document: dict[str, str]
+) -> None:
+    """.latest_test_run.json holding only the link: unknown_format, the remedy, never the link."""
+    folder = tmp_path / ".deepeval"
+    folder.mkdir()
+    path = folder / ".latest_test_run.json"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    result = _invoke(path, "--artifact-digest", ARTIFACT, "-o", tmp_path / "run.json")
+    assert result.exit_code == 2
+    lines = result.stderr.splitlines()
+    assert lines[0] == "sealeval: error: adapter: unknown_format"
+    assert lines[1].startswith("sealeval: hint: this DeepEval file holds only the link")
+    assert "DEEPEVAL_RESULTS_FOLDER" in lines[1]
+    assert len(lines) == 2
+    assert CANARY not in result.stderr + result.stdout
+    assert not (tmp_path / "run.json").exists()
+    with pytest.raises(ImportRefusalError) as refused:
+        detect_adapter(path)
+    assert (refused.value.code, refused.value.remedy) == ("unknown_format", "deepeval_uploaded")
+    assert CANARY not in str(refused.value) + repr(refused.value)
+
+
+@pytest.mark.parametrize(
+    "document",
+    [
+        {"testRunLink": CANARY, "testRunData": CANARY},  # holds (broken) results: not the case
+        {"link": CANARY},
+        [{"testRunLink": CANARY}],
+    ],
+    ids=["with-results", "other-object", "array"],
+)
+def test_other_unknown_files_get_no_deepeval_remedy(tmp_path: Path, document: object) -> None:
+    path = tmp_path / "unknown.json"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    result = _invoke(path, "--artifact-digest", ARTIFACT, "-o", tmp_path / "run.json")
+    assert result.exit_code == 2
+    assert "DeepEval" not in result.stderr
+    assert CANARY not in result.stderr

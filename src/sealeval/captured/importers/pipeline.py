@@ -19,7 +19,7 @@ from sealeval import _validate
 from sealeval.canonical import digest_bytes
 from sealeval.captured.errors import CapturedRunError
 from sealeval.captured.importers import parallel
-from sealeval.captured.importers.base import ImportOptions, RecordSource
+from sealeval.captured.importers.base import ImportOptions, ImportRefusalError, RecordSource
 from sealeval.captured.importers.inputs import (
     ImportRequest,
     ImportSummary,
@@ -296,6 +296,9 @@ def _with_fallback(
             raise  # fewer records than the file states, or none at all: that is the fault
         if error.code == "identities_required" and (verdict := _native_verdict(native, request)):
             raise verdict from None
+        if isinstance(error, ImportRefusalError) and isinstance(refusal, ImportRefusalError):
+            # what lifts the native reader's refusal lifts ``auto``'s (it falls back again)
+            refusal.remedy = refusal.remedy or error.remedy
         raise refusal from None
 
 

@@ -691,5 +691,5 @@ def check_complete(
     if stated is None or present >= stated or present == 0:
         return {}  # nothing present is ``no_records``
     if not options.allow_partial:
-        raise refuse("incomplete_export", "file")
+        raise ImportRefusalError("incomplete_export", "file", remedy="allow_partial")
     return {"stated_samples": stated, "present_samples": present}
