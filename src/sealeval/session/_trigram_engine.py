@@ -125,7 +125,8 @@ class _Chunk:
         vocabulary, local = np.unique(keys, return_inverse=True)
         del keys
         width = max(int(vocabulary.size), 1)
-        # Fewer than 2**19 texts (or one text) times fewer keys than code points: no overflow.
+        # Texts in a chunk (at most _CHUNK_CODE_POINTS, or one longer text) times keys
+        # (at most one per code point): far below 2**63.
         pairs = _sorted_unique(docs * width + local.reshape(-1))
         del docs, local
         docs, tokens = np.divmod(pairs, width)
@@ -184,7 +185,8 @@ class _TrigramSets:
         offset = 0
         while chunks:
             chunk = chunks.popleft()  # released before the next chunk is ranked
-            # Each text's ranks in ascending order (the text is the high part of the key).
+            # Each text's ranks in ascending order (the text is the high part of the key;
+            # chunk texts times distinct trigrams stays below 2**63 under 2**45 characters).
             ranked = np.sort(chunk.docs() * vocabulary + rank[chunk.tokens])
             tokens[offset : offset + ranked.size] = ranked % vocabulary
             offset += ranked.size
