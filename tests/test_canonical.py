@@ -376,22 +376,34 @@ def test_decoder_never_raises_anything_but_canonical_error(raw: bytes) -> None:
     max_depth=st.integers(min_value=1, max_value=8),
 )
 def test_depth_check_agrees_with_the_full_walk(value: Any, max_depth: int) -> None:
-    """The container-only depth check refuses exactly what the full walk refuses."""
-    from sealeval.canonical import _check_depth, _walk_decoded  # noqa: PLC0415
+    """The container-only depth check refuses exactly what the full walk refuses.
 
-    limits = DecodeLimits(max_depth=max_depth)
+    Through :func:`decode`: a document without long strings takes the
+    container-only check; a string limit just under the document's size (no
+    string reaches it) forces the full walk. Both agree with the nesting.
+    """
+    raw = json.dumps(value).encode()
 
-    def outcome(check: Any) -> str | None:
+    def outcome(limits: DecodeLimits) -> str | None:
         try:
-            check()
+            decode(raw, limits=limits)
         except CanonicalError as error:
             return error.code
         return None
 
-    walked = outcome(lambda: _walk_decoded(value, limits, True, True))
-    assert outcome(lambda: _check_depth(value, max_depth)) == walked
-    data = json.dumps(value).encode()
-    assert outcome(lambda: decode(data, limits=limits)) == walked
+    def nesting(item: Any) -> int:
+        if isinstance(item, dict):
+            return 1 + max(map(nesting, item.values()), default=0)
+        if isinstance(item, list):
+            return 1 + max(map(nesting, item), default=0)
+        return 0
+
+    expected = "too_deep" if nesting(value) > max_depth else None
+    containers_only = DecodeLimits(max_depth=max_depth)
+    assert len(raw) <= containers_only.max_string_length
+    assert outcome(containers_only) == expected
+    full_walk = DecodeLimits(max_depth=max_depth, max_string_length=max(1, len(raw) - 1))
+    assert outcome(full_walk) == expected
 
 
 # ---------------------------------------------------------------------------

@@ -25,6 +25,13 @@ two checked on the bytes before decoding) are refused with a closed
 floats keep their distinction (``1`` vs ``1.0``). ``decode(..., lax=True)``
 is the same decoder with Python's own leniency for readers that must refuse
 those values later with their own codes, as a reference implementation does.
+
+Readers of evaluators' exports and of spans inside a larger text take the
+decoders of the last decoding section instead, never a ``json`` decoder of
+their own: :data:`EVALUATOR_DECODER` (strict JSON plus bare ``NaN`` tokens, as
+Python's ``json.dump`` writes them), :data:`scan_strict` and :data:`scan_raw`
+(one value read at a position, the strict and Python's own grammar), and
+:data:`EVALUATOR_CODES` (these codes as the importers report them).
 """
 
 from __future__ import annotations
@@ -35,8 +42,9 @@ import math
 import re
 import sys
 import types
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from json import JSONDecodeError
 from typing import Any, Final
 
 from sealeval.errors import CanonicalError, SealevalError
@@ -44,7 +52,12 @@ from sealeval.errors import CanonicalError, SealevalError
 __all__ = [
     "DEFAULT_LIMITS",
     "DIGEST_PATTERN",
+    "EVALUATOR_CODES",
+    "EVALUATOR_DECODER",
+    "EVALUATOR_NAN",
     "DecodeLimits",
+    "EvaluatorNan",
+    "JSONDecodeError",
     "OpenmedItems",
     "decode",
     "digest_bytes",
@@ -58,6 +71,8 @@ __all__ = [
     "is_digest",
     "plain_canonical",
     "plain_mapping",
+    "scan_raw",
+    "scan_strict",
 ]
 
 DIGEST_PATTERN: Final = re.compile(r"sha256:[0-9a-f]{64}")
@@ -511,6 +526,106 @@ def decode(
     if check_depth or check_strings:
         _walk_decoded(value, limits, check_depth, check_strings, surrogates=lax)
     return value
+
+
+# ---------------------------------------------------------------------------
+# Decoders for evaluator exports and raw spans
+#
+# Two kinds of reader cannot use decode() as it is, and take these instead (the
+# decoders themselves, not wrappers: the importers' hot loops make the same C
+# calls as before):
+#
+# * readers of other tools' exports, which may hold the bare ``NaN`` token that
+#   Python's ``json.dump`` writes for a NaN float: EVALUATOR_DECODER;
+# * readers that decode a span of a larger text *by position* (one JSONL row,
+#   one record of a streamed run, one key of a sniffed head) and bound the
+#   span themselves: scan_strict and scan_raw.
+#
+# EVALUATOR_CODES maps this module's decoding codes onto the codes the
+# importers report (spec 11-adapters), so every reader of an export names a
+# fault the same way.
+
+
+class EvaluatorNan:
+    """The type of :data:`EVALUATOR_NAN`, the value of a bare ``NaN`` token in an export."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        """Show the token."""
+        return "NaN"
+
+
+#: What :data:`EVALUATOR_DECODER` makes of a bare ``NaN`` token: one marker (compare
+#: with ``is``), never a float, so a reader decides per member whether ``NaN`` is a
+#: missing score, ``null`` or a refusal.
+EVALUATOR_NAN: Final = EvaluatorNan()
+
+
+def _evaluator_constant(token: str) -> Any:
+    if token == "NaN":  # noqa: S105 - a JSON constant, not a secret
+        return EVALUATOR_NAN
+    raise CanonicalError("non_standard_constant")
+
+
+#: The strict grammar plus bare ``NaN`` tokens, for evaluators' exports (Python's
+#: ``json.dump`` writes a NaN score as ``NaN``). ``NaN`` decodes to
+#: :data:`EVALUATOR_NAN`; duplicate keys (``duplicate_key``), ``Infinity``
+#: (``non_standard_constant``) and overflowing numbers (``non_finite_number``) raise
+#: :class:`~sealeval.errors.CanonicalError`, any other fault ``ValueError``
+#: (``JSONDecodeError``, or an integer of more than 4300 digits) or ``RecursionError``.
+#: It checks no size, depth or string length and keeps unpaired surrogates: the
+#: caller bounds the text first and checks the values it keeps. Call
+#: ``EVALUATOR_DECODER.decode(text)`` (one document) or ``.raw_decode(text, index)``.
+EVALUATOR_DECODER: Final = json.JSONDecoder(
+    object_pairs_hook=_pairs_to_dict,
+    parse_constant=_evaluator_constant,
+    parse_float=_finite_float,
+    strict=True,
+)
+
+#: ``scan_strict(text, index) -> (value, end)``: the strict decoder's own C scanner
+#: (the grammar and hooks of :func:`decode`: duplicate keys, ``NaN``/``Infinity`` and
+#: overflowing numbers raise :class:`~sealeval.errors.CanonicalError`), reading the one
+#: value that starts at ``index``; ``end`` is the index after it. No whitespace is
+#: skipped and nothing after the value is looked at. Where a value must start and
+#: cannot (at ``index`` or inside a container) it raises ``StopIteration``; other
+#: faults raise ``ValueError`` (``JSONDecodeError``) or ``RecursionError``.
+#: Unlike :func:`decode` it checks no size, depth, string length or surrogate: for a
+#: reader that proves those facts from the span's bytes first (the JSONL fast path)
+#: and decodes the span with :func:`decode` when in doubt.
+scan_strict: Final[Callable[[str, int], tuple[Any, int]]] = _DECODER.scan_once  # type: ignore[attr-defined]
+
+_RAW_DECODER: Final = json.JSONDecoder(strict=True)
+
+#: ``scan_raw(text, index) -> (value, end)``: Python's own JSON grammar (duplicate keys
+#: kept last, ``NaN``/``Infinity`` accepted, no limits) on the one value starting at
+#: ``index``; whitespace before it is not skipped. A text that ends inside the value,
+#: or anything else that is not JSON there, raises :class:`JSONDecodeError`; other
+#: faults ``ValueError`` or ``RecursionError``. For a reader that proves the value some
+#: other way afterwards: the streamed run reader compares each record's span with its
+#: canonical bytes (which refuse everything the grammar let through), the sniffers
+#: only look at member names and never keep the values.
+scan_raw: Final[Callable[[str, int], tuple[Any, int]]] = _RAW_DECODER.raw_decode
+
+#: The decoding codes of this module as the importers report them (spec
+#: 11-adapters): an export's fault is named the same way whichever reader met it.
+#: A code missing here is the reader's own ``invalid_json`` (or its line's code).
+EVALUATOR_CODES: Final[Mapping[str, str]] = types.MappingProxyType(
+    {
+        "not_utf8": "not_utf8",
+        "byte_order_mark": "byte_order_mark",
+        "invalid_json": "invalid_json",
+        "duplicate_key": "duplicate_key",
+        "non_standard_constant": "non_finite_number",
+        "non_finite_number": "non_finite_number",
+        "too_large": "too_large",
+        "too_deep": "too_deep",
+        "string_too_long": "too_large",
+        "integer_too_long": "integer_too_long",
+        "unpaired_surrogate": "invalid_json",
+    }
+)
 
 
 # ---------------------------------------------------------------------------
