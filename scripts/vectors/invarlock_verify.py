@@ -15,6 +15,9 @@ pack that ``packs.json`` regenerated (``packs/alt-<seed>-<name>/``) it
    keeps the new outcome if the exit code, decision and errors are the same; otherwise the
    case is copied unchanged and counted.
 
+The same holds for every case shape of the file (``SHAPES``, ``TWICE``): a verification
+with its receipt, a refusal before any receipt, and two runs onto one receipt destination.
+
 The cases on tampered copies (``packs/<main>/tampered/<name>/``) follow the same steps on
 the variants ``invarlock_tamper.py`` writes beside the regenerated pack: one rule per
 tamper kind, each first replayed on the shared pack (it must give the shared variant byte
@@ -36,8 +39,12 @@ from invarlock_packs import invarlock
 from invarlock_tamper import RULES, Keys, replay_rules, restore_links, write_variants
 from renaming import DIGEST, DigestRenamer
 
-#: The verify case shapes this module regenerates (others are copied).
-SHAPE = {"exit_code", "stdout_json", "receipt_file", "receipt", "receipt_is_canonical"}
+#: The verify case shapes this module regenerates (others are copied): a verification with
+#: its receipt, a refusal before any receipt (with or without ``receipt_file``), and two runs
+#: onto the same receipt destination (``first`` publishes it, ``second`` is refused).
+RECEIPT = ("exit_code", "stdout_json", "receipt_file", "receipt", "receipt_is_canonical")
+SHAPES = (set(RECEIPT), {"exit_code", "stdout_json", "receipt_file"}, {"exit_code", "stdout_json"})
+TWICE = {"first", "second"}
 
 
 def run_verify(command: list[str], cwd: Path, root: str) -> dict[str, Any]:
@@ -61,6 +68,21 @@ def run_verify(command: list[str], cwd: Path, root: str) -> dict[str, Any]:
         expected["receipt"] = receipt
         expected["receipt_is_canonical"] = data in (canonical.encode(), canonical.encode() + b"\n")
     return expected
+
+
+def run_case(command: list[str], cwd: Path, root: str, expected: dict[str, Any]) -> dict[str, Any]:
+    """Run the case's command in ``cwd`` (twice for a ``first``/``second`` case).
+
+    Return what the case's expected output holds of the result (its own keys).
+    """
+    if set(expected) == TWICE:
+        runs = [run_verify(command, cwd, root) for _ in range(2)]
+        return {
+            part: {key: result[key] for key in expected[part]}
+            for part, result in zip(("first", "second"), runs, strict=True)
+        }
+    result = run_verify(command, cwd, root)
+    return {key: result[key] for key in expected}
 
 
 def scratch_copy(pack_root: Path, command: list[str], pack_dir: str, root: str) -> Path:
@@ -119,7 +141,9 @@ def write_trust(
 
 def same_outcome(old: dict[str, Any], new: dict[str, Any]) -> bool:
     """Return whether a renamed case kept its exit code, decision, verdict and errors."""
-    keys = ("decision", "errors", "policy_verdict", "integrity_ok", "ok")
+    if set(old) == TWICE:
+        return all(same_outcome(old[part], new[part]) for part in TWICE)
+    keys = ("decision", "errors", "policy_verdict", "integrity_ok", "ok", "reason")
     return old["exit_code"] == new["exit_code"] and all(
         old["stdout_json"].get(key) == new["stdout_json"].get(key) for key in keys
     )
@@ -168,13 +192,13 @@ def regenerate_verify(source: Path, output: Path, seed: int) -> tuple[int, int]:
         if (
             root not in moved
             or not regenerated_dir(given["pack_dir"], root, output / "invarlock" / moved[root][0])
-            or set(expected) != SHAPE
+            or not (set(expected) in SHAPES or set(expected) == TWICE)
         ):
             new_cases.append(case)
             copied += 1
             continue
         scratch = scratch_copy(folder / root, given["command"], given["pack_dir"], root)
-        replayed = run_verify(given["command"], scratch, root)
+        replayed = run_case(given["command"], scratch, root, expected)
         shutil.rmtree(scratch.parent)
         if replayed != expected:
             missed = sorted(key for key in expected if replayed.get(key) != expected[key])
@@ -184,25 +208,22 @@ def regenerate_verify(source: Path, output: Path, seed: int) -> tuple[int, int]:
         new_dir = given["pack_dir"].replace(root, new_root, 1)
         target = output / "invarlock" / new_root
         scratch = scratch_copy(target, command, new_dir, new_root)
-        renewed = run_verify(command, scratch, new_root)
+        renewed = run_case(command, scratch, new_root, expected)
         receipt = scratch / command[command.index("--receipt") + 1]
         if not same_outcome(expected, renewed):
             shutil.rmtree(scratch.parent)
             new_cases.append(case)
             copied += 1
             continue
-        if receipt.is_file():
+        if renewed.get("receipt_file"):
             (target / "verify").mkdir(mode=0o755, exist_ok=True)
             shutil.copyfile(receipt, target / "verify" / receipt.name)
             (target / "verify" / receipt.name).chmod(0o644)
         shutil.rmtree(scratch.parent)
-        new_input = {
-            **given,
-            "pack_dir": new_dir,
-            "command": command,
-            "trust_dir": given["trust_dir"] and given["trust_dir"].replace(root, new_root, 1),
-            "cwd": given["cwd"].replace(root, new_root, 1),
-        }
+        new_input = {**given, "pack_dir": new_dir, "command": command}
+        for key in ("trust_dir", "cwd"):
+            if given.get(key):
+                new_input[key] = given[key].replace(root, new_root, 1)
         new_cases.append({"name": case["name"], "input": new_input, "expected": renewed})
         regenerated += 1
     generator = dict(document.get("generator") or {})
