@@ -73,7 +73,7 @@ def pack_dirs(given: dict[str, Any], root: str) -> list[str] | None:
     return None
 
 
-def moved_dirs(packs: list[str]) -> list[str]:
+def in_root(packs: list[str]) -> list[str]:
     """Return the case's pack folders relative to their pack root."""
     return [pack.split("/", 2)[2] for pack in packs]
 
@@ -123,7 +123,7 @@ def regenerate_receipts(source: Path, output: Path, seed: int) -> tuple[int, int
             root not in moved
             or packs is None
             or not (output / "invarlock" / new_receipt).is_file()
-            or not all((output / "invarlock" / new_root / p).is_dir() for p in moved_dirs(packs))
+            or not all((output / "invarlock" / new_root / p).is_dir() for p in in_root(packs))
         ):
             new_cases.append(case)
             copied += 1
