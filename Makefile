@@ -128,7 +128,8 @@ VECTORS_ALT_TESTS := tests/captured/test_captured_comparison.py tests/cli/test_c
   tests/captured/test_captured_pack.py tests/cli/test_cli_evaluate_verify.py \
   tests/captured/test_captured_pipeline.py tests/captured/test_captured_pipeline_streamed.py \
   tests/captured/test_captured_verify.py tests/captured/test_captured_report.py \
-  tests/captured/test_captured_receipt.py tests/test_vector_regenerator.py
+  tests/captured/test_captured_receipt.py tests/test_vector_tamper.py \
+  tests/test_vector_regenerator.py
 vectors-alt: $(DEV_STAMP) $(INTEROP_INVARLOCK)/bin/python $(INTEROP_OPENMED)/bin/python
 	@alt=$$(mktemp -d) && trap 'rm -rf "$$alt"' EXIT && \
 	  $(INTEROP_INVARLOCK)/bin/python scripts/vectors/regenerate.py --vectors $(VECTORS_SOURCE) \

@@ -376,22 +376,34 @@ def test_decoder_never_raises_anything_but_canonical_error(raw: bytes) -> None:
     max_depth=st.integers(min_value=1, max_value=8),
 )
 def test_depth_check_agrees_with_the_full_walk(value: Any, max_depth: int) -> None:
-    """The container-only depth check refuses exactly what the full walk refuses."""
-    from sealeval.canonical import _check_depth, _walk_decoded  # noqa: PLC0415
+    """The container-only depth check refuses exactly what the full walk refuses.
 
-    limits = DecodeLimits(max_depth=max_depth)
+    Through :func:`decode`: a document without long strings takes the
+    container-only check; a string limit just under the document's size (no
+    string reaches it) forces the full walk. Both agree with the nesting.
+    """
+    raw = json.dumps(value).encode()
 
-    def outcome(check: Any) -> str | None:
+    def outcome(limits: DecodeLimits) -> str | None:
         try:
-            check()
+            decode(raw, limits=limits)
         except CanonicalError as error:
             return error.code
         return None
 
-    walked = outcome(lambda: _walk_decoded(value, limits, True, True))
-    assert outcome(lambda: _check_depth(value, max_depth)) == walked
-    data = json.dumps(value).encode()
-    assert outcome(lambda: decode(data, limits=limits)) == walked
+    def nesting(item: Any) -> int:
+        if isinstance(item, dict):
+            return 1 + max(map(nesting, item.values()), default=0)
+        if isinstance(item, list):
+            return 1 + max(map(nesting, item), default=0)
+        return 0
+
+    expected = "too_deep" if nesting(value) > max_depth else None
+    containers_only = DecodeLimits(max_depth=max_depth)
+    assert len(raw) <= containers_only.max_string_length
+    assert outcome(containers_only) == expected
+    full_walk = DecodeLimits(max_depth=max_depth, max_string_length=max(1, len(raw) - 1))
+    assert outcome(full_walk) == expected
 
 
 # ---------------------------------------------------------------------------
@@ -577,3 +589,76 @@ def test_digest_openmed_items_never_builds_the_arrays_text() -> None:
     assert canonical.digest_openmed_items([canonical.OpenmedItems(items())]) == (
         canonical.digest_openmed([list(items())])
     )
+
+
+# ---------------------------------------------------------------------------
+# Encoders of other layouts (one home: sealeval.canonical)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=24))
+def test_the_string_layout_is_the_invarlock_profiles(text: str) -> None:
+    quoted = canonical.encode_invarlock_string(text)
+    assert quoted.encode("utf-8") == encode_invarlock(text)[:-1]
+    assert encode_invarlock({text: 0}) == b"{" + quoted.encode("utf-8") + b":0}\n"
+
+
+def test_the_string_layout_escapes_only_quotes_backslashes_and_c0_controls() -> None:
+    text = '"\\\x00\x1f\x7f é 𝄞'
+    quoted = canonical.encode_invarlock_string(text)
+    assert quoted == '"\\"\\\\\\u0000\\u001f\x7f é 𝄞"'
+    assert decode(quoted) == text
+
+
+@settings(max_examples=200, deadline=None)
+@given(_json_values)
+def test_python_default_layout_is_what_json_dumps_writes(value: Any) -> None:
+    text = canonical.encode_python_default(value)
+    assert text == json.dumps(value, ensure_ascii=False)
+    assert _same(decode(text), value)
+
+
+def test_python_default_layout_keeps_insertion_order_and_default_separators() -> None:
+    value = {"b": [1, 1.0, True, None], "a": "é"}
+    assert canonical.encode_python_default(value) == '{"b": [1, 1.0, true, null], "a": "é"}'
+
+
+def test_python_default_layout_refusals_and_options() -> None:
+    with pytest.raises(ValueError, match="JSON compliant") as caught:
+        canonical.encode_python_default([math.nan])
+    assert not isinstance(caught.value, CanonicalError)
+    assert canonical.encode_python_default([math.nan, -math.inf], allow_nan=True) == (
+        "[NaN, -Infinity]"
+    )
+    frozen = types.MappingProxyType({"z": 1, "a": types.MappingProxyType({})})
+    with pytest.raises(TypeError):
+        canonical.encode_python_default(frozen)
+    written = canonical.encode_python_default(frozen, default=canonical.plain_mapping)
+    assert written == '{"z": 1, "a": {}}'
+    with pytest.raises(CanonicalError) as refused:
+        canonical.encode_python_default({1, 2}, default=canonical.plain_mapping)
+    assert refused.value.code == "unsupported_type"
+    loop: list[Any] = []
+    loop.append(loop)
+    with pytest.raises(RecursionError):
+        canonical.encode_python_default(loop)
+
+
+@settings(max_examples=100, deadline=None)
+@given(_json_values)
+def test_pretty_text_decodes_to_the_value(value: Any) -> None:
+    text = canonical.pretty(value)
+    assert _same(decode(text), value)
+    assert text == json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False)
+
+
+def test_pretty_text_layout() -> None:
+    value = {"b": {"y": [1, 2.5]}, "a": "é"}
+    assert canonical.pretty(value) == (
+        '{\n  "a": "é",\n  "b": {\n    "y": [\n      1,\n      2.5\n    ]\n  }\n}'
+    )
+    assert canonical.pretty(value, indent=1, sort_keys=False).startswith('{\n "b": {\n  "y"')
+    assert canonical.pretty([math.nan]) == "[\n  NaN\n]"
+    assert canonical.pretty({"s": b"x"}, default=lambda _item: "bytes") == '{\n  "s": "bytes"\n}'
+    with pytest.raises(TypeError):
+        canonical.pretty(b"x")

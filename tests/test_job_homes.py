@@ -92,6 +92,31 @@ def test_marks_are_found_in_code_not_in_text(tree: ModuleType) -> None:
     assert "json.loads" not in found
 
 
+def test_json_encoding_and_decoding_have_one_home(tree: ModuleType) -> None:
+    code = ast.parse(
+        "import json\n"
+        "from json import dumps\n"
+        "text = json.dumps(value)\n"
+        "json.dump(value, handle)\n"
+        "encoder = json.JSONEncoder(sort_keys=True)\n"
+        "quote = json.encoder.encode_basestring\n"
+        "make = json.encoder.c_make_encoder\n"
+        "value = json.loads(text)\n"
+    )
+    (job,) = [job for job in tree.JOBS if "json.loads" in job.marks]
+    assert job.homes == ("canonical.py",)
+    found = set(tree.marks_in(code)) & set(job.marks)
+    assert found == {
+        "import:json",
+        "json.dumps",
+        "json.dump",
+        "json.JSONEncoder",
+        ".encode_basestring",
+        ".c_make_encoder",
+        "json.loads",
+    }
+
+
 def test_each_job_stays_in_its_home(tree: ModuleType) -> None:
     foreign = tree.foreign_marks()
     unlisted = {

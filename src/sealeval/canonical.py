@@ -25,6 +25,20 @@ two checked on the bytes before decoding) are refused with a closed
 floats keep their distinction (``1`` vs ``1.0``). ``decode(..., lax=True)``
 is the same decoder with Python's own leniency for readers that must refuse
 those values later with their own codes, as a reference implementation does.
+
+Readers of evaluators' exports and of spans inside a larger text take the
+decoders of the last decoding section instead, never a ``json`` decoder of
+their own: :data:`EVALUATOR_DECODER` (strict JSON plus bare ``NaN`` tokens, as
+Python's ``json.dump`` writes them), :data:`scan_strict` and :data:`scan_raw`
+(one value read at a position, the strict and Python's own grammar), and
+:data:`EVALUATOR_CODES` (these codes as the importers report them).
+
+Every JSON *encoder* lives here too (the last section): the fast invarlock
+encoders for values already checked (:func:`plain_canonical`, also for values
+fresh from :func:`decode`, and :func:`frozen_canonical`), the invarlock string
+layout alone (:data:`encode_invarlock_string`), Python's default layout that
+other tools write (:func:`encode_python_default`, not canonical) and the
+indented display text (:func:`pretty`, never hashed).
 """
 
 from __future__ import annotations
@@ -35,8 +49,9 @@ import math
 import re
 import sys
 import types
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from json import JSONDecodeError
 from typing import Any, Final
 
 from sealeval.errors import CanonicalError, SealevalError
@@ -44,7 +59,12 @@ from sealeval.errors import CanonicalError, SealevalError
 __all__ = [
     "DEFAULT_LIMITS",
     "DIGEST_PATTERN",
+    "EVALUATOR_CODES",
+    "EVALUATOR_DECODER",
+    "EVALUATOR_NAN",
     "DecodeLimits",
+    "EvaluatorNan",
+    "JSONDecodeError",
     "OpenmedItems",
     "decode",
     "digest_bytes",
@@ -52,12 +72,17 @@ __all__ = [
     "digest_openmed",
     "digest_openmed_items",
     "encode_invarlock",
+    "encode_invarlock_string",
     "encode_openmed",
+    "encode_python_default",
     "frozen_canonical",
     "frozen_digest",
     "is_digest",
     "plain_canonical",
     "plain_mapping",
+    "pretty",
+    "scan_raw",
+    "scan_strict",
 ]
 
 DIGEST_PATTERN: Final = re.compile(r"sha256:[0-9a-f]{64}")
@@ -514,11 +539,118 @@ def decode(
 
 
 # ---------------------------------------------------------------------------
-# Fast invarlock encoders for values already checked elsewhere
+# Decoders for evaluator exports and raw spans
+#
+# Two kinds of reader cannot use decode() as it is, and take these instead (the
+# decoders themselves, not wrappers: the importers' hot loops make the same C
+# calls as before):
+#
+# * readers of other tools' exports, which may hold the bare ``NaN`` token that
+#   Python's ``json.dump`` writes for a NaN float: EVALUATOR_DECODER;
+# * readers that decode a span of a larger text *by position* (one JSONL row,
+#   one record of a streamed run, one key of a sniffed head) and bound the
+#   span themselves: scan_strict and scan_raw.
+#
+# EVALUATOR_CODES maps this module's decoding codes onto the codes the
+# importers report (spec 11-adapters), so every reader of an export names a
+# fault the same way.
+
+
+class EvaluatorNan:
+    """The type of :data:`EVALUATOR_NAN`, the value of a bare ``NaN`` token in an export."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        """Show the token."""
+        return "NaN"
+
+
+#: What :data:`EVALUATOR_DECODER` makes of a bare ``NaN`` token: one marker (compare
+#: with ``is``), never a float, so a reader decides per member whether ``NaN`` is a
+#: missing score, ``null`` or a refusal.
+EVALUATOR_NAN: Final = EvaluatorNan()
+
+
+def _evaluator_constant(token: str) -> Any:
+    if token == "NaN":  # noqa: S105 - a JSON constant, not a secret
+        return EVALUATOR_NAN
+    raise CanonicalError("non_standard_constant")
+
+
+#: The strict grammar plus bare ``NaN`` tokens, for evaluators' exports (Python's
+#: ``json.dump`` writes a NaN score as ``NaN``). ``NaN`` decodes to
+#: :data:`EVALUATOR_NAN`; duplicate keys (``duplicate_key``), ``Infinity``
+#: (``non_standard_constant``) and overflowing numbers (``non_finite_number``) raise
+#: :class:`~sealeval.errors.CanonicalError`, any other fault ``ValueError``
+#: (``JSONDecodeError``, or an integer of more than 4300 digits) or ``RecursionError``.
+#: It checks no size, depth or string length and keeps unpaired surrogates: the
+#: caller bounds the text first and checks the values it keeps. Call
+#: ``EVALUATOR_DECODER.decode(text)`` (one document) or ``.raw_decode(text, index)``.
+EVALUATOR_DECODER: Final = json.JSONDecoder(
+    object_pairs_hook=_pairs_to_dict,
+    parse_constant=_evaluator_constant,
+    parse_float=_finite_float,
+    strict=True,
+)
+
+#: ``scan_strict(text, index) -> (value, end)``: the strict decoder's own C scanner
+#: (the grammar and hooks of :func:`decode`: duplicate keys, ``NaN``/``Infinity`` and
+#: overflowing numbers raise :class:`~sealeval.errors.CanonicalError`), reading the one
+#: value that starts at ``index``; ``end`` is the index after it. No whitespace is
+#: skipped and nothing after the value is looked at. Where a value must start and
+#: cannot (at ``index`` or inside a container) it raises ``StopIteration``; other
+#: faults raise ``ValueError`` (``JSONDecodeError``) or ``RecursionError``.
+#: Unlike :func:`decode` it checks no size, depth, string length or surrogate: for a
+#: reader that proves those facts from the span's bytes first (the JSONL fast path)
+#: and decodes the span with :func:`decode` when in doubt.
+scan_strict: Final[Callable[[str, int], tuple[Any, int]]] = _DECODER.scan_once  # type: ignore[attr-defined]
+
+_RAW_DECODER: Final = json.JSONDecoder(strict=True)
+
+#: ``scan_raw(text, index) -> (value, end)``: Python's own JSON grammar (duplicate keys
+#: kept last, ``NaN``/``Infinity`` accepted, no limits) on the one value starting at
+#: ``index``; whitespace before it is not skipped. A text that ends inside the value,
+#: or anything else that is not JSON there, raises :class:`JSONDecodeError`; other
+#: faults ``ValueError`` or ``RecursionError``. For a reader that proves the value some
+#: other way afterwards: the streamed run reader compares each record's span with its
+#: canonical bytes (which refuse everything the grammar let through), the sniffers
+#: only look at member names and never keep the values.
+scan_raw: Final[Callable[[str, int], tuple[Any, int]]] = _RAW_DECODER.raw_decode
+
+#: The decoding codes of this module as the importers report them (spec
+#: 11-adapters): an export's fault is named the same way whichever reader met it.
+#: A code missing here is the reader's own ``invalid_json`` (or its line's code).
+EVALUATOR_CODES: Final[Mapping[str, str]] = types.MappingProxyType(
+    {
+        "not_utf8": "not_utf8",
+        "byte_order_mark": "byte_order_mark",
+        "invalid_json": "invalid_json",
+        "duplicate_key": "duplicate_key",
+        "non_standard_constant": "non_finite_number",
+        "non_finite_number": "non_finite_number",
+        "too_large": "too_large",
+        "too_deep": "too_deep",
+        "string_too_long": "too_large",
+        "integer_too_long": "integer_too_long",
+        "unpaired_surrogate": "invalid_json",
+    }
+)
+
+
+# ---------------------------------------------------------------------------
+# Encoders: fast invarlock bytes of checked values, other layouts, display text
+#
+# The one home of JSON encoding: no other module builds a JSON encoder or calls
+# json.dumps (the job table in docs/architecture.md checks it).
 #
 # plain_canonical and frozen_canonical skip encode_invarlock's pre-encoding walk
 # and call CPython's C encoder directly (no JSONEncoder.encode wrapper, no
 # ``default`` fallback per read-only mapping). Tests pin both to encode_invarlock.
+# encode_invarlock_string is the invarlock layout of one string (the C function
+# itself, for hot loops that assemble canonical rows by hand). The last two are
+# not canonical: encode_python_default writes what other tools' json.dumps
+# writes, pretty writes indented text for people.
 
 
 def _refuse_default(value: object) -> Any:
@@ -534,6 +666,15 @@ def plain_mapping(value: object) -> dict[str, Any]:
     raise CanonicalError("unsupported_type")
 
 
+#: ``encode_invarlock_string(text) -> str``: the JSON text of one string in the
+#: invarlock layout, quotes included (raw characters; only ``"``, ``\\`` and C0
+#: controls escaped), exactly as :func:`encode_invarlock` writes a string or key.
+#: CPython's C function itself, for loops that assemble canonical rows by hand
+#: (the comparison's scope rows and case-set digest). It checks nothing: an
+#: unpaired surrogate passes through and is refused by the UTF-8 encoding of the
+#: assembled text (``UnicodeEncodeError``); callers give it checked text.
+encode_invarlock_string: Final[Callable[[str], str]] = json.encoder.encode_basestring
+
 _C_MAKE_ENCODER: Final[Any] = json.encoder.c_make_encoder  # type: ignore[attr-defined]
 # The profile for plain values (dict, list, tuple and JSON scalars).
 _C_PLAIN: Final[Any] = (
@@ -542,7 +683,7 @@ _C_PLAIN: Final[Any] = (
     else _C_MAKE_ENCODER(
         None,  # markers: no circular check (as check_circular=False)
         _refuse_default,
-        json.encoder.encode_basestring,  # raw UTF-8 text (ensure_ascii=False)
+        encode_invarlock_string,  # raw UTF-8 text (ensure_ascii=False)
         None,  # indent
         ":",
         ",",
@@ -564,7 +705,9 @@ def plain_canonical(value: object) -> bytes | None:
     """Return the canonical bytes *without* the final LF of a plain JSON value.
 
     For trees of exact ``dict``/``list``/``tuple`` and JSON scalars (see
-    :func:`sealeval._validate.plain_json`). ``None`` when the value cannot be
+    :func:`sealeval._validate.plain_json`), such as a value fresh from
+    :func:`decode` (the scorers' ``json_exact`` and ``json_fields`` encode
+    every decoded answer here). ``None`` when the value cannot be
     encoded canonically (NaN or infinity, an integer over the interpreter's
     digit limit, an unpaired surrogate in any string or key, another type);
     the caller then takes the checked path, which names the refusal. The
@@ -592,7 +735,7 @@ _C_FROZEN: Final[Any] = (
     None
     if _C_MAKE_ENCODER is None
     else _C_MAKE_ENCODER(
-        None, plain_mapping, json.encoder.encode_basestring, None, ":", ",", True, False, False
+        None, plain_mapping, encode_invarlock_string, None, ":", ",", True, False, False
     )
 )
 
@@ -615,3 +758,61 @@ def frozen_canonical(value: object, *, error: type[SealevalError]) -> bytes:
 def frozen_digest(value: object, *, error: type[SealevalError]) -> str:
     """Return ``digest_invarlock(value)`` for a value built from frozen, checked parts only."""
     return digest_bytes(frozen_canonical(value, error=error))
+
+
+def encode_python_default(
+    value: object,
+    *,
+    allow_nan: bool = False,
+    default: Callable[[Any], Any] | None = None,
+) -> str:
+    """Return the JSON text Python's ``json.dumps(value, ensure_ascii=False)`` writes.
+
+    Not canonical: the layout other tools write with Python's defaults, for
+    bytes that must match theirs (an evaluator export, a tool's in-memory
+    result serialized as its writer would): keys in insertion order,
+    separators ``", "`` and ``": "``, raw UTF-8 text, shortest round-trip
+    floats, no trailing newline. A digest of this text covers these exact
+    bytes (an export's ``source_digest``); it is never a canonical form.
+
+    Args:
+        value: the value to write.
+        allow_nan: write NaN and infinities as Python does (``NaN``,
+            ``Infinity``); by default they raise ``ValueError``.
+        default: called for a value of another type (e.g. :func:`plain_mapping`
+            for read-only mappings); by default such a value raises
+            ``TypeError``.
+
+    Raises:
+        ValueError: a non-finite float (unless ``allow_nan``), an integer over
+            the interpreter's digit limit.
+        TypeError: a value of another type, or a non-string key that is not a
+            JSON scalar.
+        RecursionError: a value nested too deep, or containing itself (no
+            circular check is made).
+    """
+    encoder = json.JSONEncoder(
+        ensure_ascii=False, allow_nan=allow_nan, check_circular=False, default=default
+    )
+    return encoder.encode(value)
+
+
+def pretty(
+    value: object,
+    *,
+    indent: int = 2,
+    default: Callable[[Any], Any] | None = None,
+    sort_keys: bool = True,
+) -> str:
+    """Return indented JSON text for people to read: display only, never hashed or signed.
+
+    ``indent`` spaces per level, keys sorted (unless ``sort_keys`` is false:
+    insertion order), raw UTF-8 text, NaN and infinities written as Python
+    does (``NaN``, ``Infinity``), no trailing newline. ``default`` is called
+    for a value of another type (by default it raises ``TypeError``). The
+    digests, signatures and ``--json`` outputs of this package use the
+    canonical encoders above, never this text.
+    """
+    return json.dumps(
+        value, indent=indent, sort_keys=sort_keys, ensure_ascii=False, default=default
+    )

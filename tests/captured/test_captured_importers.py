@@ -41,6 +41,7 @@ from sealeval.captured.importers import (
     importers,
     load_run,
 )
+from sealeval.captured.importers.profile_base import same
 from sealeval.errors import OutputError, SealevalError
 from support.captured_importers import (
     _CASE_CODES,
@@ -51,8 +52,8 @@ from support.captured_importers import (
 )
 from support.vectors import cases, decode_input, load
 
-CONFIG = "sha256:0e84c47c225bb449115f928cea7aee7b294eed8ec26177abe340a3558511f2f1"
-TOKENIZER = "sha256:09d80079375ed19e3d78cd253281ea23157564a13e88d98e515ae68199e43de2"
+CONFIG = "sha256:" + "c0" * 32
+TOKENIZER = "sha256:" + "70" * 32
 SOURCE = {"name": "acme-harness", "version": "3.1.4"}
 IDENTITY = {"source": SOURCE, "run_id": "run-1", "artifact_digest": ARTIFACT}
 
@@ -938,6 +939,15 @@ _PROFILE_RULES: list[tuple[str, str, Any, str]] = [
         "invalid_field",
     ),
     (
+        "openai-run-ids-number-types",
+        "openai-evals",
+        [
+            {"run_id": 1, "sample_id": "s", "type": "sampling", "data": {"sampled": "x"}},
+            {"run_id": 1.0, "sample_id": "t", "type": "sampling", "data": {"sampled": "x"}},
+        ],
+        "invalid_field",
+    ),
+    (
         "openai-event-ids",
         "openai-evals",
         [
@@ -988,6 +998,20 @@ def test_profile_refusal(profile: str, document: Any, code: str, tmp_path: Path)
     assert _code(lambda: _native(tmp_path, profile, document)) == code
 
 
+def test_profile_json_equality_ignores_member_order_only(tmp_path: Path) -> None:
+    """Run ids (and aliases, likelihood copies) agree as JSON values: equal canonical bytes."""
+    sampled = {"type": "sampling", "data": {"sampled": "x"}}
+    events = [
+        {"run_id": {"a": 1, "b": [2.5]}, "sample_id": "s", **sampled},
+        {"run_id": {"b": [2.5], "a": 1}, "sample_id": "t", **sampled},
+    ]
+    run = _native(tmp_path, "openai-evals", events)
+    assert [record.id for record in run.records] == ["s", "t"]
+    assert same({"a": 1, "b": [2.5, None]}, {"b": [2.5, None], "a": 1})
+    for left, right in ((1, 1.0), (1, True), (0, False), (0.0, -0.0), ("1", 1), ([1], (1, 2))):
+        assert not same(left, right)
+
+
 def test_identity_rules(tmp_path: Path) -> None:
     lm = _vector_text("lm-eval-samples-generation")
     # identities are required for every adapter but invarlock ...
@@ -1014,12 +1038,14 @@ def test_identity_rules(tmp_path: Path) -> None:
             assert _code(load_run, canonical, adapter, **{name: value}) == ("identity_override")
     # evaluator-json: the caller's run id must be the envelope's
     envelope = _vector_text("evaluator-json-ragas")
-    source = {"name": "ragas", "version": "0.4.3"}
+    declared = json.loads(envelope)
+    source = {"name": declared["evaluator"], "version": declared["source_version"]}
+    assert _load(tmp_path, envelope, "evaluator-json", source=source, run_id=declared["run_id"])
     assert _code(
         lambda: _load(tmp_path, envelope, "evaluator-json", source=source, run_id="other")
     ) == ("export_identity_mismatch")
     assert _code(
-        lambda: _load(tmp_path, envelope, "evaluator-json", source=None, run_id="ragas-run")
+        lambda: _load(tmp_path, envelope, "evaluator-json", source=None, run_id=declared["run_id"])
     ) == ("export_identity_mismatch")
     # evaluator-native-json: source and run id up front, before anything else
     assert _code(lambda: _load(tmp_path, "[]", "evaluator-native-json", source=None)) == (

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import re
 import shutil
 import stat
 from pathlib import Path
@@ -71,10 +72,25 @@ RECEIPT_MESSAGES = {
         "anchor_mismatch",
         "statement.anchors.request_digest",
     ),
-    "captured contract is invalid: {'decision': 'pass', 'integrity_ok': True, 'ok': True, "
-    "'policy_verdict': 'pass', 'verification_status': 7} is not valid under any of the given "
-    "schemas": ("schema_violation", "statement.verdict"),
 }
+#: Reference messages that quote the receipt's values, mapped by their shape.
+RECEIPT_MESSAGE_SHAPES = {
+    # The forged statement: the reference quotes the verdict object it refused.
+    re.compile(
+        r"captured contract is invalid: \{'decision': .*, 'verification_status': \d+\} "
+        r"is not valid under any of the given schemas"
+    ): ("schema_violation", "statement.verdict"),
+}
+
+
+def receipt_code(message: str) -> tuple[str, str | None]:
+    """Return our (code, field) for a reference message of receipts.json."""
+    if message in RECEIPT_MESSAGES:
+        return RECEIPT_MESSAGES[message]
+    for shape, mapped in RECEIPT_MESSAGE_SHAPES.items():
+        if shape.fullmatch(message):
+            return mapped
+    pytest.fail(f"unknown reference message: {message[:120]}")
 
 
 def _expectations(inputs: dict[str, Any]) -> dict[str, Any]:
@@ -110,10 +126,7 @@ def test_receipt_vectors(case: dict[str, Any]) -> None:
             assert result.statement is not None
             continue
         assert len(expected["errors"]) == 1
-        message = expected["errors"][0]
-        if message not in RECEIPT_MESSAGES:
-            pytest.fail(f"unknown reference message: {message[:120]}")
-        code, field = RECEIPT_MESSAGES[message]
+        code, field = receipt_code(expected["errors"][0])
         assert result.error is not None
         assert result.error.code == code
         if field is not None:

@@ -39,6 +39,7 @@ from sealeval.captured.unicode_tables import (
     is_unicode_version,
     unicode_tables,
 )
+from sealeval.errors import CanonicalError
 from support.refusals import CANARY
 from support.vectors import cases
 
@@ -380,6 +381,19 @@ def test_decoded_values_encode_like_encode_invarlock(value: Any) -> None:
     assert scorer_module._canonical(decoded, True) == expected
     assert scorer_module._canonical(value, False) == expected
     assert scorer_module._json_bytes(text) == expected
+
+
+def test_a_decoded_value_the_fast_encoder_cannot_take_goes_to_the_checked_path() -> None:
+    decoded = decode("7" * 700)
+    limit = sys.get_int_max_str_digits()
+    sys.set_int_max_str_digits(640)  # lowered after decoding: the C encoder now fails
+    try:
+        with pytest.raises(CanonicalError) as caught:
+            scorer_module._canonical(decoded, True)
+        assert scorer_module._canonical(7, True) == b"7"
+    finally:
+        sys.set_int_max_str_digits(limit)
+    assert caught.value.code == "integer_too_long"
 
 
 def test_json_pointers_resolve_on_frozen_and_plain_values() -> None:

@@ -225,14 +225,21 @@ def test_every_vector_trust_profile_matches_the_contract() -> None:
 
 
 def test_verify_cases_cover_every_tamper_variant() -> None:
-    verified = {
-        Path(case["input"]["pack_dir"]).name
+    """Each tampered copy beside a pack the cases tamper with is verified by exactly one case."""
+    verified = [
+        case["input"]["pack_dir"]
         for case in private_load("invarlock/verify.json")["cases"]
         if "/tampered/" in case["input"]["pack_dir"]
+    ]
+    assert verified  # the file tests tampering
+    assert len(verified) == len(set(verified))
+    roots = {pack_dir.split("/tampered/")[0] for pack_dir in verified}
+    variants = {
+        f"{root}/tampered/{path.name}"
+        for root in roots
+        for path in (V / root / "tampered").iterdir()
     }
-    variants = {path.name for path in (V / "packs" / MAIN / "tampered").iterdir()}
-    assert verified == variants
-    assert len(variants) == 13
+    assert set(verified) == variants
 
 
 # ---------------------------------------------------------------------------

@@ -278,6 +278,9 @@ def test_live_bounds_and_shapes_are_refused() -> None:
         ),
         ({**results, "config": {"model": object()}}, "invalid_document", "results"),
     ]
+    loop: dict[str, Any] = {}
+    loop["self"] = loop  # no circular check: the recursion limit refuses it
+    cases.append(({**results, "config": loop}, "invalid_document", "results"))
     for value, code, field in cases:
         with pytest.raises(ImportRefusalError) as caught:
             run_from_lm_eval_results(value, task=task, run_id="s", artifact_digest=ARTIFACT)

@@ -120,21 +120,32 @@ def _lm_eval(folder: Path) -> tuple[Path, dict[str, Any]]:
     return path, case
 
 
-_IDENTITY = ["--source", "acme-harness@3.1.4", "--run-id", "native-run-1"]
+_IDENTITY = ["--source", "acme-harness@3.1.4", "--run-id", "cli-run-1"]
+
+
+def _case_identity(case: dict[str, Any]) -> list[str]:
+    """The vector case's own identity options (its digest depends on them)."""
+    arguments = case["input"]
+    source = f"{arguments['source']['name']}@{arguments['source']['version']}"
+    return [
+        *("--source", source, "--run-id", arguments["run_id"]),
+        *("--artifact-digest", arguments["artifact_digest"]),
+    ]
 
 
 def test_auto_adapter_and_exclusive_output(tmp_path: Path) -> None:
     path, case = _lm_eval(tmp_path)
     output = tmp_path / "run.json"
-    result = _invoke(path, *_IDENTITY, "--artifact-digest", ARTIFACT, "-o", output)
+    identity = _case_identity(case)
+    result = _invoke(path, *identity, "-o", output)
     assert result.exit_code == 0
     assert result.stdout == case["expected"]["run_digest"] + "\n"
     written = output.read_bytes()
-    again = _invoke(path, *_IDENTITY, "--artifact-digest", ARTIFACT, "-o", output)
+    again = _invoke(path, *identity, "-o", output)
     assert again.exit_code == 2
     assert again.stderr == "sealeval: error: --output: output_exists\n"
     assert output.read_bytes() == written
-    missing = _invoke(path, *_IDENTITY, "--artifact-digest", ARTIFACT, "-o", tmp_path / "x" / "r")
+    missing = _invoke(path, *identity, "-o", tmp_path / "x" / "r")
     assert missing.stderr == "sealeval: error: --output: output_parent_missing\n"
 
 
@@ -366,7 +377,7 @@ def test_auto_reads_lm_eval_filters_and_a_named_contract_adapter_hints(tmp_path:
     lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
     documents = {row["doc_id"] for row in lines}
     filters = {row["filter"] for row in lines}
-    argv = ["--run-id", "native-run-1", "--artifact-digest", ARTIFACT]  # version: the file's
+    argv = ["--run-id", "cli-run-1", "--artifact-digest", ARTIFACT]  # version: the file's
     auto = _invoke(path, *argv, "-o", tmp_path / "auto.json")
     assert auto.exit_code == 0, auto.stderr
     summary = _SUMMARY.fullmatch(auto.stderr)

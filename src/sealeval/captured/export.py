@@ -20,7 +20,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -28,7 +27,13 @@ from typing import Any, Final, Protocol
 
 from sealeval._io import publish_exclusive
 from sealeval._validate import JsonValue, check_closed, check_text, freeze_json, thaw_json
-from sealeval.canonical import DecodeLimits, decode, digest_bytes, plain_mapping
+from sealeval.canonical import (
+    DecodeLimits,
+    decode,
+    digest_bytes,
+    encode_python_default,
+    plain_mapping,
+)
 from sealeval.captured.errors import CapturedRunError
 from sealeval.captured.likelihood import Source
 from sealeval.captured.run import (
@@ -181,13 +186,7 @@ class EvaluatorExport:
         insertion order, non-ASCII raw, shortest round-trip floats, UTF-8, no
         trailing newline — byte-identical to the reference's writer.
         """
-        text = json.dumps(
-            self._document(),
-            ensure_ascii=False,
-            allow_nan=False,
-            check_circular=False,
-            default=plain_mapping,
-        )
+        text = encode_python_default(self._document(), default=plain_mapping)
         return text.encode("utf-8")
 
 

@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import abc
 import decimal
-import json
 import math
 import re
 import types
@@ -51,7 +50,13 @@ from decimal import Decimal
 from typing import Any, ClassVar, Final, Protocol
 
 from sealeval._validate import check_closed, check_members
-from sealeval.canonical import DecodeLimits, decode, encode_invarlock, is_digest
+from sealeval.canonical import (
+    DecodeLimits,
+    decode,
+    encode_invarlock,
+    is_digest,
+    plain_canonical,
+)
 from sealeval.captured.unicode_tables import (
     REFERENCE_UNICODE_VERSION,
     WHITESPACE,
@@ -135,11 +140,6 @@ _WHITESPACE_CHARS: Final = "".join(sorted(WHITESPACE))
 # Answers and references given as JSON text are decoded as deep as the canonical
 # encoder can encode (256 levels).
 _JSON_LIMITS: Final = DecodeLimits(max_depth=256)
-# The invarlock canonical layout (sealeval.canonical) for values fresh from the
-# strict decoder; see _canonical.
-_DECODED_ENCODER: Final = json.JSONEncoder(
-    ensure_ascii=False, allow_nan=False, sort_keys=True, separators=(",", ":"), check_circular=False
-)
 
 
 class ScorerError(CapturedError):
@@ -583,11 +583,14 @@ def _canonical(value: object, decoded: bool) -> bytes:
     A value just produced by the strict decoder already satisfies every check
     :func:`sealeval.canonical.encode_invarlock` makes (finite numbers, string
     keys, no unpaired surrogate, integers within 4300 digits, bounded depth),
-    so it goes straight to an encoder with the same settings; anything else is
-    checked by ``encode_invarlock``. Both give the same bytes (tested).
+    so it goes straight to the C encoder (:func:`sealeval.canonical.plain_canonical`);
+    anything else, and a decoded value that encoder could not take after all,
+    is checked by ``encode_invarlock``. Both give the same bytes (tested).
     """
     if decoded:
-        return _DECODED_ENCODER.encode(value).encode("utf-8")
+        data = plain_canonical(value)
+        if data is not None:
+            return data
     return encode_invarlock(value)[:-1]
 
 

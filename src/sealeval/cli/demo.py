@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import io
-import json
 import os
 import shutil
 from importlib import resources
@@ -22,7 +21,7 @@ from rich.console import Console
 from rich.rule import Rule
 from rich.table import Table
 
-from sealeval.canonical import decode, encode_openmed
+from sealeval.canonical import decode, encode_openmed, pretty
 from sealeval.captured.signing import load_verify_key
 from sealeval.cli._common import CONTEXT_SETTINGS, EXIT_NEGATIVE, is_terminal, refusals_exit
 from sealeval.cli.session import describe_outcome, read_store, run_attempt
@@ -344,7 +343,8 @@ def _captured_section(console: Console, out: Path) -> bool:
             "signing_key_path": "recipient-keys/private.pem",
         },
     }
-    (folder / "trust.json").write_text(json.dumps(trust, indent=2) + "\n", encoding="utf-8")
+    text = pretty(trust, sort_keys=False)  # the members in the order written above
+    (folder / "trust.json").write_text(text + "\n", encoding="utf-8")
     console.print(f"written: {folder / 'trust.json'} (the recipient's trust anchors)")
     codes.append(
         _command(

@@ -16,7 +16,6 @@ the canonical report.
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -27,7 +26,7 @@ from rich.console import Console
 from rich.table import Table
 
 from sealeval._io import publish_exclusive
-from sealeval.canonical import decode, encode_openmed, is_digest
+from sealeval.canonical import decode, encode_openmed, is_digest, pretty
 from sealeval.cli._common import (
     CONTEXT_SETTINGS,
     EXIT_ERROR,
@@ -120,7 +119,7 @@ def _agent_release_options(command: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _pretty(document: object) -> str:
-    return json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False)
+    return pretty(document)
 
 
 def _run_agent_release(mode: Mode, params: dict[str, Any]) -> NoReturn:

@@ -13,12 +13,12 @@ that work by plain ``GET`` forms.
 from __future__ import annotations
 
 import html
-import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 from urllib.parse import urlencode
 
+from sealeval.canonical import pretty
 from sealeval.captured.pack_reader import EvidencePack
 from sealeval.captured.report import render_html
 from sealeval.captured.run import Run
@@ -100,11 +100,7 @@ def _thawed(value: object) -> object:
 
 def _shown(value: Any) -> str:
     """Return a record value as text (JSON unless a string); long values elided."""
-    text = (
-        value
-        if type(value) is str
-        else json.dumps(value, ensure_ascii=False, indent=1, default=_thawed, sort_keys=True)
-    )
+    text = value if type(value) is str else pretty(value, indent=1, default=_thawed)
     if len(text) > MAX_VALUE_CHARS:
         text = text[:MAX_VALUE_CHARS] + f" … ({len(text) - MAX_VALUE_CHARS} more characters)"
     return text

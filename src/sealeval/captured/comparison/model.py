@@ -6,7 +6,6 @@ wire document whose canonical bytes the reference reproduces.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, TypeAlias
@@ -71,10 +70,6 @@ IndexArray: TypeAlias = npt.NDArray[np.intp]
 BoolArray: TypeAlias = npt.NDArray[np.bool_]
 # Scope hashing: buffer canonical rows and hash them in chunks of about this size.
 HASH_CHUNK: Final = 1 << 20
-
-
-# c_encode_basestring with ensure_ascii off: the string layout of the canonical encoder.
-JSON_STRING: Final = json.encoder.encode_basestring
 
 
 class ComparisonError(CapturedError):

@@ -16,9 +16,9 @@ import numpy as np
 import numpy.typing as npt
 
 from sealeval import _validate, canonical
+from sealeval.canonical import encode_invarlock_string
 from sealeval.captured.comparison.model import (
     HASH_CHUNK,
-    JSON_STRING,
     BoolArray,
     ComparisonError,
     FloatArray,
@@ -107,18 +107,19 @@ def record_seed_row(record: Record) -> bytes:
         metadata = record.metadata
         if metadata:
             members = ",".join(
-                JSON_STRING(key) + ":" + JSON_STRING(metadata[key]) for key in sorted(metadata)
+                encode_invarlock_string(key) + ":" + encode_invarlock_string(metadata[key])
+                for key in sorted(metadata)
             )
             encoded_metadata = "{" + members + "}"
         else:
             encoded_metadata = "{}"
         text = (
             '{"expected":'
-            + JSON_STRING(expected)
+            + encode_invarlock_string(expected)
             + ',"id":'
-            + JSON_STRING(record.id)
+            + encode_invarlock_string(record.id)
             + ',"input":'
-            + JSON_STRING(record_input)
+            + encode_invarlock_string(record_input)
             + ',"metadata":'
             + encoded_metadata
             + "}"
@@ -439,7 +440,7 @@ def _id_costs(pairs: Pairs, any_missing: BoolArray) -> npt.NDArray[np.int64]:
     """``len(canonical JSON of the id) + 1`` for every pair missing somewhere, else 0."""
     costs = np.zeros(len(pairs.ids), dtype=np.int64)
     for index in np.flatnonzero(any_missing).tolist():
-        costs[index] = len(JSON_STRING(pairs.ids[index]).encode("utf-8")) + 1
+        costs[index] = len(encode_invarlock_string(pairs.ids[index]).encode("utf-8")) + 1
     return costs
 
 

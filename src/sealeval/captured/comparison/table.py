@@ -45,10 +45,10 @@ import numpy as np
 import numpy.typing as npt
 
 from sealeval import canonical
+from sealeval.canonical import encode_invarlock_string
 from sealeval.captured.case_set import CASE_SET_FORMAT
 from sealeval.captured.comparison.model import (
     HASH_CHUNK,
-    JSON_STRING,
     BoolArray,
     ComparisonError,
     IndexArray,
@@ -87,7 +87,10 @@ def _value_digest(value: object) -> bytes:
 
 def _metadata_digest(metadata: Mapping[str, str]) -> bytes:
     """SHA-256 of the metadata's members in key order (string values: equality is exact)."""
-    text = ",".join(JSON_STRING(key) + ":" + JSON_STRING(metadata[key]) for key in sorted(metadata))
+    text = ",".join(
+        encode_invarlock_string(key) + ":" + encode_invarlock_string(metadata[key])
+        for key in sorted(metadata)
+    )
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
 
 
@@ -149,7 +152,9 @@ def spilled_case_set_digest(spill: RowSpill, ids: list[str]) -> str:
     hasher = ScopeHash(b'{"cases":[')
     for row in spill.rows(_id_order(ids).tolist()):
         hasher.add(row)
-    return hasher.seed(b'],"format":' + JSON_STRING(CASE_SET_FORMAT).encode("utf-8") + b"}\n")
+    return hasher.seed(
+        b'],"format":' + encode_invarlock_string(CASE_SET_FORMAT).encode("utf-8") + b"}\n"
+    )
 
 
 class RunTable:

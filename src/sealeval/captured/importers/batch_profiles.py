@@ -8,10 +8,10 @@ rest of the report is kept as ``context.upstream_summary``. The registry is
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Final
 
+from sealeval.canonical import encode_invarlock
 from sealeval.captured.importers.jsonl import (
     is_number,
     merge_explicit_scores,
@@ -685,7 +685,7 @@ class _OpenAIEvalsProfile(EvaluatorNativeProfile):
     def _group(events: list[Any]) -> tuple[dict[str, list[Row]], list[Row]]:
         groups: dict[str, list[Row]] = {}
         log_entries: list[Row] = []
-        run_ids: set[str] = set()
+        run_ids: set[bytes] = set()  # canonical bytes: 1, 1.0 and true differ
         event_ids: set[int] = set()
         for position, event in enumerate(events):
             where = f"payload.events[{position}]"
@@ -693,7 +693,7 @@ class _OpenAIEvalsProfile(EvaluatorNativeProfile):
                 raise refuse("not_object", where)
             for run_id in (event.get("run_id"), (event.get("spec") or {}).get("run_id")):
                 if run_id is not None:
-                    run_ids.add(json.dumps(run_id))
+                    run_ids.add(encode_invarlock(run_id))
             if len(run_ids) > 1:
                 raise refuse("invalid_field", f"{where}.run_id")
             if "event_id" in event:

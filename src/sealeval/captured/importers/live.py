@@ -31,10 +31,10 @@ Refusals are :class:`~sealeval.captured.importers.base.ImportRefusalError`
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Final
 
+from sealeval.canonical import encode_python_default
 from sealeval.captured.export import capture_evaluator_run
 from sealeval.captured.importers.base import ImportOptions
 from sealeval.captured.importers.native._common import loads, refuse
@@ -58,7 +58,7 @@ _LM_EVAL_SOURCE: Final = "lm-evaluation-harness"
 def _decoded(value: Any, field: str, options: ImportOptions) -> Any:
     """Serialize like the tool's writer (``json.dumps``), then decode strictly like a file."""
     try:
-        data = json.dumps(value, ensure_ascii=False, allow_nan=True).encode("utf-8")
+        data = encode_python_default(value, allow_nan=True).encode("utf-8")
     except (TypeError, ValueError, RecursionError, UnicodeError):
         raise refuse("invalid_document", field) from None
     if len(data) > options.max_line_bytes:

@@ -10,12 +10,12 @@ caller's field.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, Final
 
 from sealeval._validate import thaw_json
+from sealeval.canonical import encode_invarlock
 from sealeval.captured.export import EvaluatorExport
 from sealeval.captured.importers.jsonl import refuse
 from sealeval.captured.likelihood import Source
@@ -88,8 +88,13 @@ def depth_within(value: object, limit: int) -> bool:
 
 
 def same(left: object, right: object) -> bool:
-    """JSON equality that tells ``1`` from ``1.0`` and ``true`` (canonical text)."""
-    return json.dumps(left, sort_keys=True) == json.dumps(right, sort_keys=True)
+    """JSON equality that tells ``1`` from ``1.0`` and ``true`` (equal canonical bytes).
+
+    Key order does not matter. The values are export payload values (checked
+    JSON); anything the canonical profile refuses raises
+    :class:`~sealeval.errors.CanonicalError`.
+    """
+    return encode_invarlock(left) == encode_invarlock(right)
 
 
 def table(value: object, where: str) -> list[Row]:

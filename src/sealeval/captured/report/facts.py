@@ -5,12 +5,12 @@ Shared by every output format and gathered once per render as a ``ReportView``.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
 from sealeval._validate import thaw_json
+from sealeval.canonical import pretty
 from sealeval.captured.comparison import WIDTH_FIRST_RULE
 from sealeval.captured.pack_reader import PACK_FORMAT, EvidencePack
 from sealeval.captured.report.model import (
@@ -288,7 +288,7 @@ def preview_block(value: Any, note: str) -> dict[str, Any]:
         "limits": dict(_PREVIEW_LIMITS),
         "note": note,
         "preview_only": True,
-        "text": json.dumps(shown, indent=2, sort_keys=True, ensure_ascii=False),
+        "text": pretty(shown),
     }
     if truncated:
         preview["truncated"] = True
@@ -326,7 +326,7 @@ def exact_data(pack: EvidencePack) -> dict[str, Any]:
 
 def json_block(value: Any) -> list[str]:
     """Return a fenced Markdown JSON block (indented, sorted keys) as lines."""
-    return ["```json", json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False), "```"]
+    return ["```json", pretty(value), "```"]
 
 
 @dataclass(frozen=True, slots=True)

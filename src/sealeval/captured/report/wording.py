@@ -8,12 +8,12 @@ dynamic values) that each renderer escapes its own way.
 from __future__ import annotations
 
 import html
-import json
 import re
 import string
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
+from sealeval.canonical import pretty
 from sealeval.captured.report.model import (
     NOT_EVALUATED,
     NOT_MET,
@@ -164,7 +164,7 @@ def html_text(text: str) -> str:
 
 def html_json(value: Any) -> str:
     r"""Return indented JSON (sorted keys) escaped for HTML, terminal controls as ``\uXXXX``."""
-    text = json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False)
+    text = pretty(value)
     return html.escape(terminal_safe(text), quote=True)
 
 
