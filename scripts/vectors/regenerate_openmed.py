@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 import openmed_adapters as adapters
+import openmed_adjudication as adjudication
 import openmed_governance as governance
 import openmed_holdout as holdout
 import openmed_session as session
@@ -226,9 +227,7 @@ REGENERATORS: dict[str, Regenerator] = {
     "session.json": Regenerator(session.run_session, session.vary_session, session.session_facts),
     "feedback_budget.json": Regenerator(governance.run_budget, governance.vary_budget),
     "adapters_json_source.json": Regenerator(adapters.run_json_source, adapters.vary_json_source),
-    "adjudication.json": Regenerator(
-        governance.run_adjudication, governance.vary_adjudication, governance.adjudication_facts
-    ),
+    "adjudication.json": Regenerator(adjudication.run, adjudication.vary, adjudication.facts),
     "forensics.json": Regenerator(
         governance.run_forensics, governance.vary_forensics, governance.forensics_facts
     ),
