@@ -15,8 +15,9 @@ regenerates the invarlock files). For every openmed file named in ``REGENERATORS
    the digests): varying must not change what a case tests.
 
 It never imports sealeval and uses only openmed's public functions (the sealed manifest,
-release gates, session record, evaluation session, holdout commitment, feedback budget,
-overlap forensics, blinded adjudication and JSON-source adapter APIs). ``--only FILE``
+release gates, candidate runner and its CLI, session record, evaluation session, holdout
+commitment, feedback budget, overlap forensics, blinded adjudication and JSON-source adapter
+APIs). ``--only FILE``
 regenerates one file.
 
 Usage: python regenerate_openmed.py --vectors ../shared/vectors --output DIR [--seed N]
@@ -35,6 +36,7 @@ from typing import Any
 
 import openmed_adapters as adapters
 import openmed_adjudication as adjudication
+import openmed_candidate as candidate
 import openmed_governance as governance
 import openmed_holdout as holdout
 import openmed_session as session
@@ -224,6 +226,9 @@ REGENERATORS: dict[str, Regenerator] = {
     "gates_errors.json": Regenerator(gates_error),
     "holdout.json": Regenerator(holdout.run_holdout, holdout.vary_holdout),
     "session_record.json": Regenerator(session_record),
+    "candidate_runner.json": Regenerator(
+        candidate.run_candidate, candidate.vary_candidate, candidate.candidate_facts
+    ),
     "session.json": Regenerator(session.run_session, session.vary_session, session.session_facts),
     "feedback_budget.json": Regenerator(governance.run_budget, governance.vary_budget),
     "adapters_json_source.json": Regenerator(adapters.run_json_source, adapters.vary_json_source),
