@@ -17,8 +17,7 @@ regenerates the invarlock files). For every openmed file named in ``REGENERATORS
 It never imports sealeval and uses only openmed's public functions (the sealed manifest,
 release gates, candidate runner and its CLI, session record, evaluation session, holdout
 commitment, feedback budget, overlap forensics, blinded adjudication and JSON-source adapter
-APIs). ``--only FILE``
-regenerates one file.
+APIs). ``--only FILE`` regenerates one file.
 
 Usage: python regenerate_openmed.py --vectors ../shared/vectors --output DIR [--seed N]
 (``DIR`` is the tree ``regenerate.py`` wrote; the files are rewritten in place.)
