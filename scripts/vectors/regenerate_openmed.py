@@ -16,8 +16,8 @@ regenerates the invarlock files). For every openmed file named in ``REGENERATORS
 
 It never imports sealeval and uses only openmed's public functions (the sealed manifest,
 release gates, candidate runner and its CLI, session record, evaluation session, holdout
-commitment, feedback budget, overlap forensics, blinded adjudication and JSON-source adapter
-APIs). ``--only FILE`` regenerates one file.
+commitment, feedback budget, overlap forensics, blinded adjudication, recovery and the
+JSON-source and recovery adapter APIs). ``--only FILE`` regenerates one file.
 
 Usage: python regenerate_openmed.py --vectors ../shared/vectors --output DIR [--seed N]
 (``DIR`` is the tree ``regenerate.py`` wrote; the files are rewritten in place.)
@@ -38,6 +38,7 @@ import openmed_adjudication as adjudication
 import openmed_candidate as candidate
 import openmed_governance as governance
 import openmed_holdout as holdout
+import openmed_recovery as recovery
 import openmed_session as session
 from openmed.eval.suites.agent_release import MetricEvidence, evaluate_agent_release_gates
 from openmed.eval.workflows.sealed_manifest import (
@@ -227,6 +228,9 @@ REGENERATORS: dict[str, Regenerator] = {
     "session_record.json": Regenerator(session_record),
     "candidate_runner.json": Regenerator(
         candidate.run_candidate, candidate.vary_candidate, candidate.candidate_facts
+    ),
+    "adapters_recovery.json": Regenerator(
+        recovery.run_recovery, recovery.vary_recovery, recovery.recovery_facts
     ),
     "session.json": Regenerator(session.run_session, session.vary_session, session.session_facts),
     "feedback_budget.json": Regenerator(governance.run_budget, governance.vary_budget),
