@@ -15,7 +15,7 @@ upper-case, shortened or inside hex-encoded bytes) gets the new one, the tags ar
 (also inside a revision expression), the evidence digests are renamed, and every signing
 key gets fresh random bytes of its length (a key that was a cut of the recipe's key is a cut
 of the new key; one that extended it extends the new key by the same bytes). A packet case
-is aligned onto the regenerated ``ready`` packet (``openmed_adjudication.Transplant``): an
+is aligned onto the regenerated ``ready`` packet (``alignment.Transplant``): an
 untouched field becomes the new field, a tampered one keeps its tamper. The ``hmac`` case
 needs openmed's private packet signer: copied.
 """
@@ -37,16 +37,14 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from alignment import Transplant, rename_commits
 from openmed.cli import main as cli_main
 from openmed.eval.agent_release_candidate import AgentCandidatePacket
 from openmed.eval.agent_release_candidate import main as script_main
-from openmed_adjudication import Transplant
 from renaming import DIGEST, DigestRenamer
 
 Case = dict[str, Any]
 
-#: A commit id or a prefix of one as a case states it (any case).
-HEX = re.compile(r"(?<![0-9A-Za-z])[0-9a-fA-F]{7,40}(?![0-9A-Za-z])")
 #: A commit date of the recipe.
 DATE = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\+00:00")
 #: seed -> (shared ready case, regenerated ready case) for the packet cases.
@@ -293,15 +291,6 @@ class Renaming:
             self.dates[value] = moved.isoformat()
         return self.dates[value]
 
-    def commit(self, match: re.Match[str]) -> str:
-        """Return the new id for a commit id or prefix (its case kept); others unchanged."""
-        token = match.group(0)
-        for old, new in self.commits.items():
-            if old.startswith(token.lower()):
-                renamed = new[: len(token)]
-                return renamed.upper() if token.isupper() else renamed
-        return token
-
     def key(self, old: str) -> str:
         """Return new key bytes (hex) for ``old``, of its length."""
         if old not in self.keys:
@@ -320,7 +309,7 @@ class Renaming:
 
     def text(self, value: str) -> str:
         """Return a text with the commits, tags and digests it states renamed."""
-        value = HEX.sub(self.commit, value)
+        value = rename_commits(value, self.commits)
         for old, new in sorted(self.tags.items(), key=lambda item: -len(item[0])):
             value = value.replace(old, new)
         return DIGEST.sub(lambda match: self.digests.digest(match.group(0)), value)
