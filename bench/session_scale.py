@@ -25,7 +25,6 @@ import argparse
 import multiprocessing
 import os
 import resource
-import secrets
 import sys
 import tempfile
 import time
@@ -35,18 +34,13 @@ from typing import Any
 
 from sealeval.canonical import OpenmedItems, digest_openmed
 from sealeval.manifest.sealed import COMPONENTS, seal_workflow_manifest
-from sealeval.session.budget import FeedbackBudgetPolicy
-from sealeval.session.cases import (
-    ComparisonCase,
-    ConflictOfInterestMetadata,
-    RubricCriterion,
-    SourceEvidence,
-    evaluation_case_digest,
-)
+from sealeval.session.cases import ComparisonCase, SourceEvidence
 from sealeval.session.durable_ledger import DurableBudgetLedger
-from sealeval.session.holdout import commit_holdout
 from sealeval.session.session import EvaluationSession
 from sealeval.session.store_factory import open_session_store
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _session import bench_digest, build_session, holdout_and_policy
 
 CTX = multiprocessing.get_context("fork")
 _WORDS = [
@@ -78,10 +72,6 @@ _WORDS = [
     "advise",
     "admission",
 ]
-
-
-def _digest(label: str) -> str:
-    return digest_openmed(["bench", label])
 
 
 def _text(index: int, size: int, salt: str) -> str:
@@ -117,7 +107,7 @@ def run_once(
         import sealeval.session.session as session_module  # noqa: PLC0415
 
         session_module.digest_openmed_items = _whole_text  # type: ignore[assignment]
-    components = {name: _digest(name) for name in COMPONENTS}
+    components = {name: bench_digest(name) for name in COMPONENTS}
     manifest = seal_workflow_manifest(components)
     built = tuple(
         ComparisonCase(
@@ -130,50 +120,19 @@ def run_once(
         for index in range(cases)
     )
     outputs = {f"source-{index}": _text(index, size, "out") for index in range(cases)}
-    holdout_manifests = {
-        "case": tuple(evaluation_case_digest(case) for case in built),
-        "label": (_digest("label"),),
-        "template": (_digest("template"),),
-        "randomization": (_digest("randomization"),),
-    }
-    holdout = commit_holdout("bench-epoch", holdout_manifests)
-    policy = FeedbackBudgetPolicy(
-        epoch_digest=holdout.commitment_digest,
-        detailed_feedback_limit=1,
-        rerun_limit=10,
-        coarse_score_boundaries=(0.5, 0.8),
-    )
+    holdout_manifests, holdout, policy = holdout_and_policy(built, rerun_limit=10)
     store = open_session_store(os.fspath(folder / "sessions.sqlite3"))
     ledger = DurableBudgetLedger(store, [policy])
     ticks = iter(range(1, 10**9))
-    session = EvaluationSession(
-        session_key=_digest(f"session-{cases}-{size}"),
+    session = build_session(
+        key=bench_digest(f"session-{cases}-{size}"),
         manifest=manifest,
-        component_snapshot=lambda: dict(components),
+        components=components,
+        cases=built,
         holdout=holdout,
         holdout_manifests=holdout_manifests,
-        cases=built,
-        candidate_identity="candidate",
-        candidate_manifests={
-            "candidate": manifest.manifest_digest,
-            "reference": _digest("reference-manifest"),
-        },
-        runner=lambda evidence: outputs[evidence[0].evidence_ref],
+        outputs=outputs,
         scorer=lambda case, _output: (int(case.case_ref.split("-")[1]) % 10) / 10,
-        review=lambda _packets: None,
-        provider_digests={name: _digest(name) for name in ("runner", "scorer", "review")},
-        rubric=(
-            RubricCriterion(
-                criterion_ref="grounding", question="Grounded?", minimum_score=1, maximum_score=5
-            ),
-        ),
-        conflict_of_interest=ConflictOfInterestMetadata(
-            reviewer_ref="reviewer", declaration_digest=_digest("declaration"), status="cleared"
-        ),
-        randomization_key=secrets.token_bytes(32),
-        public_items=("public fixture sentence for overlap checks",),
-        shadow_items=("shadow item sentence for overlap checks",),
-        canaries=("canary-string-bench-0001",),
         ledger=ledger,
         store=store,
         clock=lambda: next(ticks),

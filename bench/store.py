@@ -43,30 +43,22 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlencode
 
-from sealeval.canonical import digest_openmed
 from sealeval.manifest.sealed import COMPONENTS, SealedWorkflowManifest, seal_workflow_manifest
 from sealeval.session.budget import FeedbackBudgetPolicy
-from sealeval.session.cases import (
-    ComparisonCase,
-    ConflictOfInterestMetadata,
-    RubricCriterion,
-    SourceEvidence,
-    evaluation_case_digest,
-)
+from sealeval.session.cases import ComparisonCase, SourceEvidence
 from sealeval.session.durable_ledger import DurableBudgetLedger
-from sealeval.session.holdout import HoldoutCommitment, commit_holdout
-from sealeval.session.session import EvaluationSession, EvaluationSessionError
+from sealeval.session.holdout import HoldoutCommitment
+from sealeval.session.session import EvaluationSessionError
 from sealeval.session.store_factory import open_session_store
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from _session import bench_digest, build_session, holdout_and_policy  # noqa: E402
+
 CTX = multiprocessing.get_context("fork")
 CASES = 4
 #: Every attempt is allowed (the benchmark measures the store, not the budget).
 RERUN_LIMIT = 1_000_000
-
-
-def _digest(label: str) -> str:
-    return digest_openmed(["bench", label])
 
 
 @dataclass(frozen=True)
@@ -83,7 +75,7 @@ class Inputs:
 
 
 def build_inputs(submission: str) -> Inputs:
-    components = {name: _digest(f"{submission}:{name}") for name in COMPONENTS}
+    components = {name: bench_digest(f"{submission}:{name}") for name in COMPONENTS}
     manifest = seal_workflow_manifest(components)
     cases, outputs = [], {}
     for index in range(CASES):
@@ -104,19 +96,7 @@ def build_inputs(submission: str) -> Inputs:
             )
         )
         outputs[reference] = f"Summary {index}: chest pain, consider cardiac work-up and ECG."
-    holdout_manifests = {
-        "case": tuple(evaluation_case_digest(case) for case in cases),
-        "label": (_digest("label"),),
-        "template": (_digest("template"),),
-        "randomization": (_digest("randomization"),),
-    }
-    holdout = commit_holdout("bench-epoch", holdout_manifests)
-    policy = FeedbackBudgetPolicy(
-        epoch_digest=holdout.commitment_digest,
-        detailed_feedback_limit=1,
-        rerun_limit=RERUN_LIMIT,
-        coarse_score_boundaries=(0.5, 0.8),
-    )
+    holdout_manifests, holdout, policy = holdout_and_policy(cases, rerun_limit=RERUN_LIMIT)
     return Inputs(manifest, components, tuple(cases), holdout_manifests, holdout, policy, outputs)
 
 
@@ -124,34 +104,15 @@ def run_session(
     inputs: Inputs, store: Any, ledger: Any, key: str, clock: Callable[[], int]
 ) -> None:
     """Run one full session; retry the release while another session holds the claim."""
-    session = EvaluationSession(
-        session_key=key,
+    session = build_session(
+        key=key,
         manifest=inputs.manifest,
-        component_snapshot=lambda: dict(inputs.components),
+        components=inputs.components,
+        cases=inputs.cases,
         holdout=inputs.holdout,
         holdout_manifests=inputs.holdout_manifests,
-        cases=inputs.cases,
-        candidate_identity="candidate",
-        candidate_manifests={
-            "candidate": inputs.manifest.manifest_digest,
-            "reference": _digest("reference-manifest"),
-        },
-        runner=lambda evidence: inputs.outputs[evidence[0].evidence_ref],
+        outputs=inputs.outputs,
         scorer=lambda case, _output: 0.25 + 0.1 * int(case.case_ref.split("-")[1]),
-        review=lambda _packets: None,
-        provider_digests={name: _digest(name) for name in ("runner", "scorer", "review")},
-        rubric=(
-            RubricCriterion(
-                criterion_ref="grounding", question="Grounded?", minimum_score=1, maximum_score=5
-            ),
-        ),
-        conflict_of_interest=ConflictOfInterestMetadata(
-            reviewer_ref="reviewer", declaration_digest=_digest("declaration"), status="cleared"
-        ),
-        randomization_key=secrets.token_bytes(32),
-        public_items=("public fixture sentence for overlap checks",),
-        shadow_items=("shadow item sentence for overlap checks",),
-        canaries=("canary-string-bench-0001",),
         ledger=ledger,
         store=store,
         clock=clock,
@@ -178,7 +139,7 @@ def _worker(location: str, inputs: Inputs, prefix: str, count: int, ready: Any, 
     ready.wait()
     go.wait()
     for index in range(count):
-        run_session(inputs, store, ledger, _digest(f"{prefix}:{index}"), lambda: next(ticks))
+        run_session(inputs, store, ledger, bench_digest(f"{prefix}:{index}"), lambda: next(ticks))
 
 
 def measure(location: str, workers: int, attempts: int, *, shared: bool) -> float:

@@ -8,12 +8,15 @@
 * no test module imports another test module (shared helpers live in
   ``tests/support/``, shared fixtures in ``tests/conftest.py``);
 * no module imports another module's underscore names (an allow-list, which
-  may only shrink, names the packages still being cleaned).
+  may only shrink, names the packages still being cleaned);
+* tests go through public functions: only the test modules listed in
+  :data:`TESTS_REACHING_PRIVATE_NAMES` (each with why) reach underscore names.
 """
 
 from __future__ import annotations
 
 import ast
+import functools
 import importlib
 import re
 from pathlib import Path
@@ -154,9 +157,15 @@ def _test_files() -> list[Path]:
     )
 
 
+@functools.cache
+def _test_tree(path: Path) -> ast.Module:
+    """A test module's syntax tree, parsed once per session (two checks walk every one)."""
+    return ast.parse(path.read_text(encoding="utf-8"))
+
+
 def _imported_modules(path: Path) -> set[str]:
     found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(_test_tree(path)):
         if isinstance(node, ast.Import):
             found |= {alias.name for alias in node.names}
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
@@ -334,3 +343,95 @@ def test_every_underscore_allowance_is_still_needed() -> None:
     found = _underscore_imports()
     stale = sorted(name for name in UNDERSCORE_IMPORTS_UNTIL_CLEANED if not found.get(name))
     assert stale == [], "drop the entry of a package that is clean now"
+
+
+#: Test modules that still reach a module's underscore names, each with its reason: the
+#: private part is the unit under test (an oracle, a numeric kernel) or the only seam to
+#: inject a fault or spy on a call. Every other test goes through public functions. The
+#: list may only shrink: a listed module that no longer reaches one fails too.
+TESTS_REACHING_PRIVATE_NAMES: dict[str, str] = {
+    "captured/test_captured_comparison.py": "the worker path of the parallel bootstrap, "
+    "checked without its silent fallback",
+    "captured/test_captured_intervals.py": "the exact-summation kernel and the NLL percentile "
+    "against math.fsum and the definition",
+    "captured/test_captured_pack.py": "fault injection into the pack's staging and file writes",
+    "captured/test_captured_request.py": "the positional streamed read of a request side",
+    "captured/test_captured_run.py": "the strict JSONL decoder as the fast decoder's oracle; "
+    "the import worker pool's internals (boards, workers, pinning)",
+    "captured/test_captured_scorers.py": "the pinned-table numeral and canonical kernels "
+    "against Decimal and the encoder; the interpreter-whitespace switch",
+    "captured/test_captured_verify.py": "a spy replacing a run file during the replay",
+    "captured/test_importers_fast_path.py": "the import worker pool's internals",
+    "captured/test_unicode_tables_data.py": "the pinned Unicode table loader",
+    "cli/test_cli_import.py": "the progress bar's callback on a faked terminal",
+    "gates/test_gates_adversarial.py": "the detector's pinned-version folding",
+    "gates/test_gates_json_source.py": "the JSON adapter's parser against Python's json",
+    "session/test_session_config.py": "I/O failures injected into the bounded config read",
+    "session/test_session_forensics.py": "the trigram engine's kernels and the normalizer",
+    "session/test_session_holdout.py": "counting the Merkle node calls (linear tree building)",
+    "session/test_session_store_contract.py": "a concurrent approval simulated at the check",
+    "test_strict_yaml.py": "a spy on which YAML event parser runs",
+}
+
+
+#: ``from sealeval... import names`` (parenthesized or not) and ``import sealeval... [as x]``.
+_SEALEVAL_IMPORT = re.compile(
+    r"^\s*from\s+sealeval[\w.]*\s+import\s+(\([^)]*\)|[^\n]*)"
+    r"|^\s*import\s+(sealeval[\w.]*)(?:\s+as\s+(\w+))?",
+    re.MULTILINE,
+)
+
+
+def _may_reach_private_names(text: str) -> bool:
+    """Cheap first pass (parsing is the cost): a private import, or ``alias._name``."""
+    aliases = set()
+    for names, module, alias in _SEALEVAL_IMPORT.findall(text):
+        for name, renamed in re.findall(r"(\w+)(?:\s+as\s+(\w+))?", names):
+            if name.startswith("_"):
+                return True
+            aliases.add(renamed or name)
+        if module:
+            aliases.add(alias or "sealeval")
+    if not aliases:
+        return False
+    pattern = r"\b(?:" + "|".join(sorted(aliases)) + r")(?:\.\w+)*\._[A-Za-z]"
+    return re.search(pattern, text) is not None
+
+
+def _test_private_uses() -> dict[str, list[str]]:
+    """Map each test module (relative to ``tests/``) to the underscore names it reaches."""
+    modules = {_module_name(path) for path in _modules()}
+    found: dict[str, list[str]] = {}
+    for path in _test_files():
+        if not _may_reach_private_names(path.read_text(encoding="utf-8")):
+            continue
+        used = _private_uses(_test_tree(path), "tests", False, modules)
+        if used:
+            found[path.relative_to(TESTS).as_posix()] = sorted(set(used))
+    return found
+
+
+def test_tests_use_public_functions() -> None:
+    found = _test_private_uses()
+    unexplained = {
+        name: uses for name, uses in found.items() if name not in TESTS_REACHING_PRIVATE_NAMES
+    }
+    assert unexplained == {}, "test through the public function (or list the module, with why)"
+    stale = sorted(set(TESTS_REACHING_PRIVATE_NAMES) - set(found))
+    assert stale == [], "drop the entry of a test module that reaches no private name now"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        pytest.param("from sealeval.a import _x\n", True, id="private-import"),
+        pytest.param("from sealeval.a import (\n    b,\n    _x,\n)\n", True, id="parenthesized"),
+        pytest.param("from sealeval import a\na._x()\n", True, id="module-attribute"),
+        pytest.param("import sealeval.a as m\nm._x\n", True, id="aliased-module"),
+        pytest.param("import sealeval.a\nsealeval.a._x\n", True, id="dotted-module"),
+        pytest.param("from sealeval.a import b\nvalue._x\n", False, id="other-attribute"),
+        pytest.param("import os\nos._exit(0)\n", False, id="not-sealeval"),
+    ],
+)
+def test_the_cheap_first_pass_misses_no_private_use(text: str, expected: bool) -> None:
+    assert _may_reach_private_names(text) is expected

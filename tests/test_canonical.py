@@ -376,22 +376,34 @@ def test_decoder_never_raises_anything_but_canonical_error(raw: bytes) -> None:
     max_depth=st.integers(min_value=1, max_value=8),
 )
 def test_depth_check_agrees_with_the_full_walk(value: Any, max_depth: int) -> None:
-    """The container-only depth check refuses exactly what the full walk refuses."""
-    from sealeval.canonical import _check_depth, _walk_decoded  # noqa: PLC0415
+    """The container-only depth check refuses exactly what the full walk refuses.
 
-    limits = DecodeLimits(max_depth=max_depth)
+    Through :func:`decode`: a document without long strings takes the
+    container-only check; a string limit just under the document's size (no
+    string reaches it) forces the full walk. Both agree with the nesting.
+    """
+    raw = json.dumps(value).encode()
 
-    def outcome(check: Any) -> str | None:
+    def outcome(limits: DecodeLimits) -> str | None:
         try:
-            check()
+            decode(raw, limits=limits)
         except CanonicalError as error:
             return error.code
         return None
 
-    walked = outcome(lambda: _walk_decoded(value, limits, True, True))
-    assert outcome(lambda: _check_depth(value, max_depth)) == walked
-    data = json.dumps(value).encode()
-    assert outcome(lambda: decode(data, limits=limits)) == walked
+    def nesting(item: Any) -> int:
+        if isinstance(item, dict):
+            return 1 + max(map(nesting, item.values()), default=0)
+        if isinstance(item, list):
+            return 1 + max(map(nesting, item), default=0)
+        return 0
+
+    expected = "too_deep" if nesting(value) > max_depth else None
+    containers_only = DecodeLimits(max_depth=max_depth)
+    assert len(raw) <= containers_only.max_string_length
+    assert outcome(containers_only) == expected
+    full_walk = DecodeLimits(max_depth=max_depth, max_string_length=max(1, len(raw) - 1))
+    assert outcome(full_walk) == expected
 
 
 # ---------------------------------------------------------------------------
@@ -489,6 +501,75 @@ def test_digest_openmed_items_refuses_like_digest_openmed(value: Any, code: str)
     with pytest.raises(CanonicalError) as caught:
         canonical.digest_openmed_items(value)
     assert caught.value.code == code
+
+
+def _first_code(digest: Any, value: Any) -> str | None:
+    """The refusal code of ``digest(value)``, or ``None`` when it digests."""
+    try:
+        digest(value)
+    except CanonicalError as error:
+        return error.code
+    return None
+
+
+_HUGE = 10**5000  # over CPython's default 4,300-digit text limit
+_DEEP: Any = []
+for _ in range(canonical.MAX_ENCODE_DEPTH + 2):
+    _DEEP = [_DEEP]
+
+
+@pytest.mark.parametrize(
+    ("value", "code"),
+    [
+        # insertion order puts "b" first; output (sorted) order checks "a" first
+        pytest.param({"b": math.nan, "a": "\ud800"}, "unpaired_surrogate", id="sorted-members"),
+        pytest.param({"b": math.nan, "a": [object()]}, "unsupported_type", id="sorted-nested"),
+        # every key type is checked before any member
+        pytest.param({"a": math.nan, 1: "x"}, "non_string_key", id="key-types-first"),
+        # a key's text before its value
+        pytest.param({"\udc00": math.nan}, "unpaired_surrogate", id="key-before-value"),
+        # an over-long integer is a check like the others, in order
+        pytest.param([_HUGE, math.nan], "integer_too_long", id="long-int-first"),
+        pytest.param([math.nan, _HUGE], "non_finite", id="long-int-second"),
+        pytest.param({"a": [math.inf], "b": _DEEP}, "non_finite", id="before-too-deep"),
+        pytest.param({"a": _DEEP, "b": [math.inf]}, "too_deep", id="too-deep-first"),
+    ],
+)
+def test_a_multi_fault_value_is_refused_with_one_first_code_everywhere(
+    value: Any, code: str
+) -> None:
+    """digest_openmed, digest_openmed_items (lists or OpenmedItems) and both encoders agree."""
+    assert _first_code(canonical.digest_openmed, value) == code
+    assert _first_code(canonical.digest_openmed_items, value) == code
+    assert _first_code(canonical.digest_openmed_items, _lazy(value, True)) == code
+    assert _first_code(canonical.digest_openmed_items, _lazy(value, False)) == code
+    assert _first_code(encode_invarlock, value) == code
+
+
+_faults = st.sampled_from([math.nan, -math.inf, "\ud800", b"bytes", {1: 0}]) | st.builds(
+    pow, st.just(10), st.just(5000)
+)
+_faulty_values = st.recursive(
+    _scalars | _faults,
+    lambda children: (
+        st.lists(children, max_size=4)
+        | st.dictionaries(_keys | st.sampled_from(["\udfff", 7]), children, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=80, deadline=None)
+@given(value=_faulty_values, wrap=st.booleans())
+def test_digest_openmed_items_refuses_or_digests_exactly_like_digest_openmed(
+    value: Any, wrap: bool
+) -> None:
+    """On any value, faults anywhere: the same digest, or the same first refusal code."""
+    whole = _first_code(canonical.digest_openmed, value)
+    streamed = _first_code(canonical.digest_openmed_items, _lazy(value, wrap))
+    assert whole == streamed
+    if whole is None:
+        assert canonical.digest_openmed_items(_lazy(value, wrap)) == canonical.digest_openmed(value)
 
 
 def test_digest_openmed_items_never_builds_the_arrays_text() -> None:

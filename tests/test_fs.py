@@ -6,6 +6,7 @@ import multiprocessing
 import os
 import socket
 import stat
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -741,3 +742,96 @@ def test_read_below_names_a_linked_or_missing_component(tmp_path: Path) -> None:
         with pytest.raises(FileSystemError) as error:
             _fs.read_below(base, relative, limit=1)
         assert _code(error) == code
+
+
+# ---------------------------------------------------------------------------
+# open_append, point_at_null, widen_pipe
+
+
+def test_open_append_creates_privately_and_only_appends(tmp_path: Path) -> None:
+    path = tmp_path / "probe.log"
+    for chunk in (b"one\n", b"two\n"):
+        fd = _fs.open_append(path)
+        try:
+            assert os.get_blocking(fd)
+            assert not os.get_inheritable(fd)
+            os.lseek(fd, 0, os.SEEK_SET)  # O_APPEND: every write still goes to the end
+            os.write(fd, chunk)
+        finally:
+            os.close(fd)
+    assert path.read_bytes() == b"one\ntwo\n"
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+
+
+def test_open_append_never_follows_a_link_nor_blocks(tmp_path: Path) -> None:
+    target = tmp_path / "target"
+    target.write_bytes(b"kept")
+    (tmp_path / "link").symlink_to(target)
+    (tmp_path / "dangling").symlink_to(tmp_path / "nowhere")
+    os.mkfifo(tmp_path / "fifo")  # no reader: a blocking open would hang here
+    (tmp_path / "folder").mkdir()
+    started = time.monotonic()
+    for name in ("link", "dangling", "fifo", "folder"):
+        with pytest.raises(FileSystemError) as error:
+            _fs.open_append(tmp_path / name)
+        assert _code(error) == "not_regular_file", name
+    assert time.monotonic() - started < 5
+    assert target.read_bytes() == b"kept"
+    assert not (tmp_path / "nowhere").exists()
+    with pytest.raises(FileSystemError) as error:
+        _fs.open_append(tmp_path / "missing" / "probe.log")
+    assert _code(error) == "not_found"
+
+
+def test_point_at_null_cuts_a_descriptor_off_its_pipe() -> None:
+    read_end, write_end = os.pipe()
+    try:
+        _fs.point_at_null(write_end)
+        assert os.write(write_end, b"lost") == 4  # the null device swallows it
+        assert not os.get_inheritable(write_end)
+        os.close(write_end)
+        write_end = -1
+        assert os.read(read_end, 16) == b""  # the pipe's only writer is gone: end of file
+    finally:
+        os.close(read_end)
+        if write_end >= 0:
+            os.close(write_end)
+    with pytest.raises(FileSystemError) as error:
+        _fs.point_at_null(-1)
+    assert _code(error) == "unreadable"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="F_SETPIPE_SZ is Linux's")
+def test_widen_pipe_widens_a_linux_pipe_and_nothing_else(tmp_path: Path) -> None:
+    import fcntl  # noqa: PLC0415 - Linux only
+
+    read_end, write_end = os.pipe()
+    try:
+        assert _fs.widen_pipe(write_end, 1 << 18) is True
+        assert fcntl.fcntl(write_end, fcntl.F_GETPIPE_SZ) >= 1 << 18
+    finally:
+        os.close(read_end)
+        os.close(write_end)
+    path = tmp_path / "regular"
+    path.write_bytes(b"")
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        assert _fs.widen_pipe(fd, 1 << 18) is False  # not a pipe: nothing changes
+    finally:
+        os.close(fd)
+
+
+def test_widen_pipe_is_a_no_op_elsewhere_or_without_fcntl(monkeypatch: pytest.MonkeyPatch) -> None:
+    read_end, write_end = os.pipe()
+    try:
+        with monkeypatch.context() as patch:
+            patch.setattr(sys, "platform", "win32")
+            assert _fs.widen_pipe(write_end, 1 << 18) is False
+        with monkeypatch.context() as patch:
+            patch.setitem(sys.modules, "fcntl", None)  # ``import fcntl`` raises ImportError
+            assert _fs.widen_pipe(write_end, 1 << 18) is False
+        assert os.write(write_end, b"x") == 1  # the pipe works as before
+        assert os.read(read_end, 1) == b"x"
+    finally:
+        os.close(read_end)
+        os.close(write_end)

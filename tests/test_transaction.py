@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from sealeval._transaction import RollbackFailedError, transaction
+from sealeval._transaction import RollbackFailedError, roll_back, transaction
 
 
 def _connect(path: Path) -> sqlite3.Connection:
@@ -69,3 +69,16 @@ def test_a_failed_rollback_is_its_own_error_without_the_driver_message(tmp_path:
     assert escaped.__cause__ is None
     assert escaped.__suppress_context__
     assert _count(tmp_path / "db.sqlite") == 0  # closing discarded the open transaction
+
+
+def test_roll_back_reports_whether_it_rolled_back_and_never_raises(tmp_path: Path) -> None:
+    path = tmp_path / "db.sqlite"
+    connection = _connect(path)
+    connection.execute("BEGIN IMMEDIATE")
+    connection.execute("INSERT INTO t VALUES (1)")
+    assert roll_back(connection) is True
+    assert not connection.in_transaction
+    connection.close()
+    assert _count(path) == 0
+    # a closed connection cannot roll back: False, the driver's error dropped
+    assert roll_back(connection) is False

@@ -409,3 +409,47 @@ def test_decode_document_refuses_with_one_code_and_keeps_any_value(
         assert type(failure) is error
         assert failure.__cause__ is None
     assert _validate.decode_document('[1, {"a": null}]', FIELD, error=error) == [1, {"a": None}]
+
+
+@pytest.mark.parametrize("error", [ReceiptError, TrustInputError], ids=lambda e: e.__name__)
+def test_decode_object_is_decode_document_then_the_object_check(
+    error: type[SealevalError],
+) -> None:
+    """One decoder wrapper: decode_object refuses a document exactly as decode_document does."""
+    canary = CANARY.encode()
+    limits = DecodeLimits(max_bytes=64, max_string_length=64)
+    for data in (
+        b'{"a": 1, "a": "' + canary + b'"}',
+        b"[NaN]",
+        b"\xef\xbb\xbf{}",
+        b'"' + canary * 8 + b'"',
+        b"{" * 70,
+        b"",
+    ):
+        with pytest.raises(SealevalError) as as_document:
+            _validate.decode_document(
+                data,
+                FIELD,
+                error=error,
+                code="invalid_json",
+                limits=limits,
+                codes=_validate.STRICT_JSON_CODES,
+            )
+        with pytest.raises(SealevalError) as as_object:
+            _validate.decode_object(data, FIELD, error=error, limit=64)
+        assert (as_object.value.code, as_object.value.field) == (
+            as_document.value.code,
+            as_document.value.field,
+        )
+        assert CANARY not in str(as_object.value)
+    # the mapped codes differ from the one-code default: the mapping is applied
+    assert {
+        assert_refused(
+            lambda data=data: _validate.decode_document(
+                data, FIELD, error=error, codes=_validate.STRICT_JSON_CODES, code="invalid_json"
+            ),
+            code,
+            FIELD,
+        ).code
+        for data, code in ((b'{"a":1,"a":2}', "duplicate_key"), (b"[NaN]", "invalid_json"))
+    } == {"duplicate_key", "invalid_json"}

@@ -19,7 +19,7 @@ docstring), the form ``tests/test_architecture.py`` looks for.
 Each job also names the *marks* of its work -- a call (``os.open``), an
 imported module (``import:fcntl``) or a method (``.rollback``) -- that only its
 homes may use. :func:`foreign_marks` finds every use elsewhere;
-``tests/test_architecture.py`` fails on any that :data:`ALLOWED` does not
+``tests/test_job_homes.py`` fails on any that :data:`ALLOWED` does not
 list with its reason (a list that may only shrink). The script only reads
 files (``ast``); it imports nothing from the package.
 """
@@ -56,12 +56,15 @@ class Job:
 JOBS: tuple[Job, ...] = (
     Job(
         "Opening, reading, walking and publishing named files: no-follow open, regular-file "
-        "check, bounded stable reads, lock files, directory chains and listings, new "
-        "directories, directory fsync, exclusive atomic publish, safe destinations",
+        "check, bounded stable reads, lock files, append files, the null device, directory "
+        "chains and listings, new directories, directory fsync, exclusive atomic publish, "
+        "safe destinations",
         ("_fs/",),
-        "parts `_fs/_read.py`, `_fs/_walk.py`, `_fs/_write.py`, flags and limits in "
-        "`_fs/_base.py`; callers turn `FileSystemError` into their family's codes with "
-        "`translated()`; `_io.py` maps it to `OutputError`; [security.md](security.md)",
+        "parts `_fs/_read.py`, `_fs/_walk.py`, `_fs/_write.py`, `_fs/_pipe.py`, flags and "
+        "limits in `_fs/_base.py`; callers turn `FileSystemError` into their family's codes "
+        "with `translated()`; `_io.py` maps it to `OutputError`; the adversarial suite's "
+        "probe appends with `open_append`, the PostgreSQL store points inherited sockets at "
+        "the null device with `point_at_null`; [security.md](security.md)",
         ("os.open", "os.fsync", "os.mkdir", "os.replace", "os.rename", "os.link", "os.listdir"),
     ),
     Job(
@@ -74,10 +77,13 @@ JOBS: tuple[Job, ...] = (
     ),
     Job(
         "Canonical bytes (openmed and invarlock profiles), digests, the strict bounded JSON "
-        "decoder (`lax=True` for readers that refuse non-finite numbers later)",
+        "decoder (`lax=True` for readers that refuse non-finite numbers later), the decoders "
+        "of evaluator exports (bare `NaN`) and of spans read by position",
         ("canonical.py",),
-        "the only encoder and decoder of JSON input; [canonical.md](canonical.md)",
-        ("json.loads", "json.load", "json.JSONDecoder"),
+        "the only encoder and decoder of JSON input: the importers take "
+        "`EVALUATOR_DECODER`, `scan_strict`, `scan_raw` and `EVALUATOR_CODES`, the "
+        "streamed run reader `scan_raw`; [canonical.md](canonical.md)",
+        ("json.loads", "json.load", "json.JSONDecoder", ".raw_decode", ".scan_once"),
     ),
     Job(
         "Strict YAML (JSON data only, limits on the event stream)",
@@ -92,17 +98,20 @@ JOBS: tuple[Job, ...] = (
         "(`gates/registry.py`), `CapturedError`; [errors.md](errors.md)",
     ),
     Job(
-        "Exclusive file locks (fcntl / msvcrt)",
-        ("_lock.py",),
-        "lock files are opened by `_fs.open_lock_file`; users: `session/config.py` (the "
-        "ledger usage file), `captured/staging.py` (pack staging)",
+        "Descriptor controls (fcntl / msvcrt): exclusive file locks, a pipe's buffer size",
+        ("_lock.py", "_fs/_pipe.py"),
+        "lock files are opened by `_fs.open_lock_file`; lock users: `session/config.py` (the "
+        "ledger usage file), `captured/staging.py` (pack staging); `_fs.widen_pipe` "
+        "(Linux `F_SETPIPE_SZ`, nothing elsewhere) widens the parallel importer's worker pipe",
         ("import:fcntl", "import:msvcrt"),
     ),
     Job(
-        "Commit or roll back a DB-API transaction (a failed rollback is its own error)",
+        "Commit or roll back a DB-API transaction (a failed rollback is its own error), "
+        "and the one rollback",
         ("_transaction.py",),
         "SQLite session transactions (`session/transaction.py`) and the OMOP loader "
-        "(`gates/omop/load.py`)",
+        "(`gates/omop/load.py`) use `transaction`; the PostgreSQL store's retry loop "
+        "(`session/postgres_store.py`) uses `roll_back`, then classifies the failure",
         (".rollback",),
     ),
     Job(
@@ -129,8 +138,9 @@ JOBS: tuple[Job, ...] = (
         "mapped onto the caller's codes",
         ("_keys.py",),
         "used by `captured/signing.py` (evidence packs, receipts, signature envelopes) and "
-        "`gates/candidate/keys.py` (openmed's packet signature); each keeps its own "
-        "fingerprint format and codes",
+        "`gates/candidate/keys.py` (openmed's packet signature), with `gates/runner.py` "
+        "reading every candidate-runner key file (HMAC, Ed25519 private and public); each "
+        "keeps its own fingerprint format and codes",
         (".load_pem_private_key", ".load_pem_public_key"),
     ),
     Job(
@@ -160,32 +170,7 @@ JOBS: tuple[Job, ...] = (
 #: Uses of a job's marks outside its homes, by mark and module, each with its
 #: reason. Entries may only go: a fixed module drops its entry (a test checks
 #: every entry is still needed).
-ALLOWED: dict[str, dict[str, str]] = {
-    "os.open": {
-        "gates/adversarial/suite.py": "the filesystem probe's effect under test: appends to a "
-        "file in the suite's own private folder (`_fs.APPEND_FLAGS`)",
-        "session/postgres_store.py": "fork safety: a dead pool's sockets are pointed at "
-        "`os.devnull`, not a named file",
-    },
-    "import:fcntl": {
-        "captured/importers/parallel.py": "worker pipes of the parallel importer (I1): "
-        "`F_SETPIPE_SZ`, not a file lock",
-    },
-    "json.JSONDecoder": {
-        "captured/importers/jsonl.py": "evaluator exports (I1): per-line decoding with the "
-        "importers' own codes; to fold onto `canonical.decode`",
-        "captured/run/reader.py": "streamed run reader (B): raw record spans are decoded "
-        "once by position; to fold onto `canonical.decode`",
-    },
-    "json.loads": {
-        "captured/importers/native/_common.py": "evaluator exports (I1): as above",
-        "captured/importers/native/mlflow_tables.py": "evaluator exports (I1): as above",
-    },
-    ".rollback": {
-        "session/postgres_store.py": "psycopg retry loop: a failed attempt is rolled back "
-        "before its failure is classified as retryable",
-    },
-}
+ALLOWED: dict[str, dict[str, str]] = {}
 
 
 def first_line(path: Path) -> str:

@@ -1,4 +1,4 @@
-"""The one commit-or-roll-back rule on a DB-API connection.
+"""The one commit-or-roll-back rule on a DB-API connection, and the one rollback.
 
 :func:`transaction` runs a block in one transaction on an open DB-API 2.0
 connection (``sqlite3``, psycopg 3, or anything with ``commit`` and
@@ -7,10 +7,17 @@ connection (``sqlite3``, psycopg 3, or anything with ``commit`` and
 A rollback that itself fails raises :class:`RollbackFailedError` instead (the
 state of the target is then unknown), without the driver's message.
 
-Both transactional edges use it: the session stores' SQLite transactions
-(:mod:`sealeval.session.transaction`) and the guarded OMOP loader
-(:mod:`sealeval.gates.omop.load`). Opening, ``BEGIN`` variants and closing stay
-with the caller; mapping failures to closed codes too.
+:func:`roll_back` is that rollback alone, for a caller that decides itself what
+a failed attempt means: the PostgreSQL session store
+(:mod:`sealeval.session.postgres_store`) rolls a failed attempt back, then
+classifies the failure as retryable or not, and never rolls back after its own
+``commit()``.
+
+The transactional edges use them: the session stores' SQLite transactions
+(:mod:`sealeval.session.transaction`), the PostgreSQL store's retry loop and
+the guarded OMOP loader (:mod:`sealeval.gates.omop.load`). Opening, ``BEGIN``
+variants and closing stay with the caller; mapping failures to closed codes
+too.
 """
 
 from __future__ import annotations
@@ -19,7 +26,7 @@ import contextlib
 from collections.abc import Iterator
 from typing import Protocol
 
-__all__ = ["RollbackFailedError", "Transactional", "transaction"]
+__all__ = ["RollbackFailedError", "Transactional", "roll_back", "transaction"]
 
 
 class Transactional(Protocol):
@@ -42,6 +49,20 @@ class RollbackFailedError(Exception):
     """
 
 
+def roll_back(connection: Transactional) -> bool:
+    """Roll the current transaction back; return whether that worked (never raises ``Exception``).
+
+    A failed rollback (a lost connection, a driver error) returns ``False``
+    and its error is dropped, message and all: the caller decides what an
+    unknown state means for it.
+    """
+    try:
+        connection.rollback()
+    except Exception:  # noqa: BLE001 - any driver failure means "not rolled back"
+        return False
+    return True
+
+
 @contextlib.contextmanager
 def transaction(connection: Transactional) -> Iterator[None]:
     """Run the block in one transaction: commit on success, roll back on any exception.
@@ -57,10 +78,6 @@ def transaction(connection: Transactional) -> Iterator[None]:
         yield
         connection.commit()
     except BaseException:
-        rolled_back = False
-        with contextlib.suppress(Exception):
-            connection.rollback()
-            rolled_back = True
-        if rolled_back:
+        if roll_back(connection):
             raise
         raise RollbackFailedError from None

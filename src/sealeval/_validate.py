@@ -35,7 +35,7 @@ from collections.abc import Callable, Collection, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, Final, TypeAlias
 
-from sealeval.canonical import DecodeLimits, decode, is_digest
+from sealeval.canonical import DEFAULT_LIMITS, DecodeLimits, decode, is_digest
 from sealeval.errors import CanonicalError, SealevalError
 
 __all__ = [
@@ -438,16 +438,20 @@ def decode_document(
     *,
     error: ErrorClass,
     code: str = "invalid_document",
+    limits: DecodeLimits = DEFAULT_LIMITS,
+    codes: Mapping[str, str] | None = None,
 ) -> Any:
     """Strictly decode one JSON document; any decoder refusal is ``error(code, field)``.
 
     For a ``from_json`` that hands the value on to its ``from_dict`` (which
-    checks the shape); the decoder's own code is dropped, never chained.
+    checks the shape); the decoder's own code is dropped, never chained --
+    unless ``codes`` maps it to one of the caller's (then ``codes[code]``;
+    ``code`` stays the code of every decoder code ``codes`` lacks).
     """
     try:
-        return decode(data)
-    except CanonicalError:
-        raise error(code, field) from None
+        return decode(data, limits=limits)
+    except CanonicalError as failure:
+        raise error((codes or {}).get(failure.code, code), field) from None
 
 
 def decode_object(
@@ -463,6 +467,8 @@ def decode_object(
     canonical_code: str = "not_canonical",
 ) -> dict[str, Any]:
     """Decode strict JSON that must be an object (optionally: in its one canonical spelling).
+
+    :func:`decode_document` with the caller's codes, then the object check.
 
     Args:
         data: the document's bytes.
@@ -487,10 +493,7 @@ def decode_object(
         if isinstance(limit, DecodeLimits)
         else DecodeLimits(max_bytes=limit, max_string_length=limit)
     )
-    try:
-        value = decode(data, limits=limits)
-    except CanonicalError as failure:
-        raise error(codes.get(failure.code, other_code), field) from None
+    value = decode_document(data, field, error=error, code=other_code, limits=limits, codes=codes)
     if canonical is not None:
         try:
             spelled = canonical(value)

@@ -25,6 +25,13 @@ two checked on the bytes before decoding) are refused with a closed
 floats keep their distinction (``1`` vs ``1.0``). ``decode(..., lax=True)``
 is the same decoder with Python's own leniency for readers that must refuse
 those values later with their own codes, as a reference implementation does.
+
+Readers of evaluators' exports and of spans inside a larger text take the
+decoders of the last decoding section instead, never a ``json`` decoder of
+their own: :data:`EVALUATOR_DECODER` (strict JSON plus bare ``NaN`` tokens, as
+Python's ``json.dump`` writes them), :data:`scan_strict` and :data:`scan_raw`
+(one value read at a position, the strict and Python's own grammar), and
+:data:`EVALUATOR_CODES` (these codes as the importers report them).
 """
 
 from __future__ import annotations
@@ -33,9 +40,11 @@ import hashlib
 import json
 import math
 import re
+import sys
 import types
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from json import JSONDecodeError
 from typing import Any, Final
 
 from sealeval.errors import CanonicalError, SealevalError
@@ -43,7 +52,12 @@ from sealeval.errors import CanonicalError, SealevalError
 __all__ = [
     "DEFAULT_LIMITS",
     "DIGEST_PATTERN",
+    "EVALUATOR_CODES",
+    "EVALUATOR_DECODER",
+    "EVALUATOR_NAN",
     "DecodeLimits",
+    "EvaluatorNan",
+    "JSONDecodeError",
     "OpenmedItems",
     "decode",
     "digest_bytes",
@@ -57,6 +71,8 @@ __all__ = [
     "is_digest",
     "plain_canonical",
     "plain_mapping",
+    "scan_raw",
+    "scan_strict",
 ]
 
 DIGEST_PATTERN: Final = re.compile(r"sha256:[0-9a-f]{64}")
@@ -116,42 +132,76 @@ def _check_string(text: str) -> None:
             raise CanonicalError("unpaired_surrogate") from None
 
 
+#: Integers this short always have fewer digits than CPython's smallest settable limit (640).
+_SHORT_INT_BITS: Final = 3 * 640
+
+
+def _check_int(value: int) -> None:
+    """Refuse an integer CPython will not turn into text (its digit limit, when set)."""
+    limit = sys.get_int_max_str_digits()
+    # Fewer than ``limit`` digits for sure below ``3 * limit`` bits (log2(10) > 3).
+    if limit and value.bit_length() > 3 * limit:
+        try:
+            int.__repr__(value)
+        except ValueError:
+            raise CanonicalError("integer_too_long") from None
+
+
+def _check_nesting(depth: int) -> None:
+    """Refuse a container at ``depth`` past :data:`MAX_ENCODE_DEPTH` (``too_deep``)."""
+    if depth >= MAX_ENCODE_DEPTH:
+        raise CanonicalError("too_deep")
+
+
+def _sorted_keys(value: Mapping[Any, Any], depth: int) -> list[str]:
+    """Check an object's depth and key types; return its keys in output (code-point) order."""
+    _check_nesting(depth)
+    for key in value:
+        if type(key) is not str:
+            raise CanonicalError("non_string_key")
+    return sorted(value)
+
+
 def _check_value(value: object, depth: int = 0) -> None:
-    """Refuse anything the canonical profiles cannot represent exactly."""
+    """Refuse anything the canonical profiles cannot represent exactly.
+
+    The one rule set of every encoder and digest, checked in *output order*
+    (an object's key types first, then each member in sorted-key order: its
+    key's text, then its value; an array's items in order), so the first
+    refusal of a value with several faults is the same whether the value is
+    encoded whole or streamed item by item (:func:`digest_openmed_items`).
+    """
     kind = type(value)
     if kind is str:
         _check_string(value)  # type: ignore[arg-type]
     elif kind is float:
         if not math.isfinite(value):  # type: ignore[arg-type]
             raise CanonicalError("non_finite")
-    elif kind is int or kind is bool or value is None:
+    elif kind is int:
+        if value.bit_length() > _SHORT_INT_BITS:  # type: ignore[attr-defined]
+            _check_int(value)  # type: ignore[arg-type]
+    elif kind is bool or value is None:
         return
     elif kind is list or kind is tuple:
-        if depth >= MAX_ENCODE_DEPTH:
-            raise CanonicalError("too_deep")
+        _check_nesting(depth)
         for item in value:  # type: ignore[attr-defined]
             _check_value(item, depth + 1)
-    elif isinstance(value, Mapping):
-        if depth >= MAX_ENCODE_DEPTH:
-            raise CanonicalError("too_deep")
-        for key, item in value.items():
-            if type(key) is not str:
-                raise CanonicalError("non_string_key")
-            _check_string(key)
-            _check_value(item, depth + 1)
+    elif kind is dict or isinstance(value, Mapping):
+        for key in _sorted_keys(value, depth):  # type: ignore[arg-type]
+            if not key.isascii():
+                _check_string(key)
+            _check_value(value[key], depth + 1)  # type: ignore[index]
     else:
         raise CanonicalError("unsupported_type")
 
 
-def _encode(encoder: json.JSONEncoder, value: object) -> str:
-    _check_value(value)
+def _encode(encoder: json.JSONEncoder, value: object, depth: int = 0) -> str:
+    _check_value(value, depth)
     try:
         return encoder.encode(value)
     except CanonicalError:
         raise
-    except ValueError:
-        # The only ValueError left after the checks is CPython's integer
-        # string-conversion limit (more than 4300 digits).
+    except ValueError:  # pragma: no cover - _check_int refuses these first
         raise CanonicalError("integer_too_long") from None
 
 
@@ -166,8 +216,12 @@ def encode_invarlock(value: object) -> bytes:
 
 
 def digest_openmed(value: object) -> str:
-    """Return ``sha256:<hex>`` of the openmed canonical text of ``value``."""
-    return digest_bytes(encode_openmed(value).encode("ascii"))
+    """Return ``sha256:<hex>`` of the openmed canonical text of ``value``.
+
+    The same text, hashed the same way, as :func:`digest_openmed_items` (a
+    value without :class:`OpenmedItems` is one piece there: this text).
+    """
+    return _digest_pieces([encode_openmed(value)])
 
 
 class OpenmedItems:
@@ -185,38 +239,59 @@ class OpenmedItems:
         self.items = items
 
 
-def _openmed_pieces(value: object, depth: int) -> Iterator[str]:
-    """Yield the openmed canonical text of ``value`` in pieces (:func:`digest_openmed_items`)."""
+def _holds_items(value: object, depth: int = 0) -> bool:
+    """Whether ``value`` holds an :class:`OpenmedItems` (not looked for past the depth limit)."""
+    if isinstance(value, OpenmedItems):
+        return True
+    if depth >= MAX_ENCODE_DEPTH:
+        return False
     kind = type(value)
-    if isinstance(value, OpenmedItems) or kind is list or kind is tuple:
-        if depth >= MAX_ENCODE_DEPTH:
-            raise CanonicalError("too_deep")
-        lazy = isinstance(value, OpenmedItems)
-        members: Iterable[object] = value.items if isinstance(value, OpenmedItems) else value  # type: ignore[assignment]
+    if kind is list or kind is tuple:
+        return any(_holds_items(item, depth + 1) for item in value)  # type: ignore[attr-defined]
+    if isinstance(value, Mapping):
+        return any(_holds_items(item, depth + 1) for item in value.values())
+    return False
+
+
+def _openmed_pieces(value: object, depth: int) -> Iterator[str]:
+    """Yield the openmed canonical text of ``value`` in pieces (:func:`digest_openmed_items`).
+
+    A part without :class:`OpenmedItems` is one piece, encoded as
+    :func:`encode_openmed` does; the containers around an :class:`OpenmedItems`
+    are walked in :func:`_check_value`'s order (its rules, its helpers), and
+    each of its items is checked then encoded alone.
+    """
+    if not _holds_items(value, depth):
+        yield _encode(_ASCII_ENCODER, value, depth)
+    elif isinstance(value, OpenmedItems):
+        _check_nesting(depth)
         yield "["
-        for index, item in enumerate(members):
-            if index:
-                yield ","
-            if lazy:
-                _check_value(item, depth + 1)
-                yield _encode(_ASCII_ENCODER, item)
-            else:
-                yield from _openmed_pieces(item, depth + 1)
+        for index, item in enumerate(value.items):
+            yield ("," if index else "") + _encode(_ASCII_ENCODER, item, depth + 1)
         yield "]"
     elif isinstance(value, Mapping):
-        if depth >= MAX_ENCODE_DEPTH:
-            raise CanonicalError("too_deep")
-        if any(type(key) is not str for key in value):
-            raise CanonicalError("non_string_key")
         yield "{"
-        for index, key in enumerate(sorted(value)):
+        for index, key in enumerate(_sorted_keys(value, depth)):
             _check_string(key)
             yield ("," if index else "") + _ASCII_ENCODER.encode(key) + ":"
             yield from _openmed_pieces(value[key], depth + 1)
         yield "}"
-    else:
-        _check_value(value, depth)
-        yield _encode(_ASCII_ENCODER, value)
+    else:  # a list or tuple, within the depth limit (_holds_items looks no deeper)
+        yield "["
+        items: Iterable[object] = value  # type: ignore[assignment]
+        for index, item in enumerate(items):
+            if index:
+                yield ","
+            yield from _openmed_pieces(item, depth + 1)
+        yield "]"
+
+
+def _digest_pieces(pieces: Iterable[str]) -> str:
+    """Return ``sha256:<hex>`` of the concatenated ASCII ``pieces`` (each hashed, then dropped)."""
+    hasher = hashlib.sha256()
+    for piece in pieces:
+        hasher.update(piece.encode("ascii"))
+    return "sha256:" + hasher.hexdigest()
 
 
 def digest_openmed_items(value: object) -> str:
@@ -225,13 +300,12 @@ def digest_openmed_items(value: object) -> str:
     ``value`` is a JSON value whose arrays may be given as
     :class:`OpenmedItems`: their items are encoded and hashed one at a time.
     The digest equals ``digest_openmed`` of the same value with every
-    :class:`OpenmedItems` replaced by the list of its items; refusals are the
-    same codes (:class:`~sealeval.errors.CanonicalError`).
+    :class:`OpenmedItems` replaced by the list of its items, and so does the
+    refusal: both check in one order (:func:`_check_value`'s), so a value
+    with several faults is refused with the same first code
+    (:class:`~sealeval.errors.CanonicalError`).
     """
-    hasher = hashlib.sha256()
-    for piece in _openmed_pieces(value, 0):
-        hasher.update(piece.encode("ascii"))
-    return "sha256:" + hasher.hexdigest()
+    return _digest_pieces(_openmed_pieces(value, 0))
 
 
 def digest_invarlock(value: object) -> str:
@@ -452,6 +526,106 @@ def decode(
     if check_depth or check_strings:
         _walk_decoded(value, limits, check_depth, check_strings, surrogates=lax)
     return value
+
+
+# ---------------------------------------------------------------------------
+# Decoders for evaluator exports and raw spans
+#
+# Two kinds of reader cannot use decode() as it is, and take these instead (the
+# decoders themselves, not wrappers: the importers' hot loops make the same C
+# calls as before):
+#
+# * readers of other tools' exports, which may hold the bare ``NaN`` token that
+#   Python's ``json.dump`` writes for a NaN float: EVALUATOR_DECODER;
+# * readers that decode a span of a larger text *by position* (one JSONL row,
+#   one record of a streamed run, one key of a sniffed head) and bound the
+#   span themselves: scan_strict and scan_raw.
+#
+# EVALUATOR_CODES maps this module's decoding codes onto the codes the
+# importers report (spec 11-adapters), so every reader of an export names a
+# fault the same way.
+
+
+class EvaluatorNan:
+    """The type of :data:`EVALUATOR_NAN`, the value of a bare ``NaN`` token in an export."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        """Show the token."""
+        return "NaN"
+
+
+#: What :data:`EVALUATOR_DECODER` makes of a bare ``NaN`` token: one marker (compare
+#: with ``is``), never a float, so a reader decides per member whether ``NaN`` is a
+#: missing score, ``null`` or a refusal.
+EVALUATOR_NAN: Final = EvaluatorNan()
+
+
+def _evaluator_constant(token: str) -> Any:
+    if token == "NaN":  # noqa: S105 - a JSON constant, not a secret
+        return EVALUATOR_NAN
+    raise CanonicalError("non_standard_constant")
+
+
+#: The strict grammar plus bare ``NaN`` tokens, for evaluators' exports (Python's
+#: ``json.dump`` writes a NaN score as ``NaN``). ``NaN`` decodes to
+#: :data:`EVALUATOR_NAN`; duplicate keys (``duplicate_key``), ``Infinity``
+#: (``non_standard_constant``) and overflowing numbers (``non_finite_number``) raise
+#: :class:`~sealeval.errors.CanonicalError`, any other fault ``ValueError``
+#: (``JSONDecodeError``, or an integer of more than 4300 digits) or ``RecursionError``.
+#: It checks no size, depth or string length and keeps unpaired surrogates: the
+#: caller bounds the text first and checks the values it keeps. Call
+#: ``EVALUATOR_DECODER.decode(text)`` (one document) or ``.raw_decode(text, index)``.
+EVALUATOR_DECODER: Final = json.JSONDecoder(
+    object_pairs_hook=_pairs_to_dict,
+    parse_constant=_evaluator_constant,
+    parse_float=_finite_float,
+    strict=True,
+)
+
+#: ``scan_strict(text, index) -> (value, end)``: the strict decoder's own C scanner
+#: (the grammar and hooks of :func:`decode`: duplicate keys, ``NaN``/``Infinity`` and
+#: overflowing numbers raise :class:`~sealeval.errors.CanonicalError`), reading the one
+#: value that starts at ``index``; ``end`` is the index after it. No whitespace is
+#: skipped and nothing after the value is looked at. Where a value must start and
+#: cannot (at ``index`` or inside a container) it raises ``StopIteration``; other
+#: faults raise ``ValueError`` (``JSONDecodeError``) or ``RecursionError``.
+#: Unlike :func:`decode` it checks no size, depth, string length or surrogate: for a
+#: reader that proves those facts from the span's bytes first (the JSONL fast path)
+#: and decodes the span with :func:`decode` when in doubt.
+scan_strict: Final[Callable[[str, int], tuple[Any, int]]] = _DECODER.scan_once  # type: ignore[attr-defined]
+
+_RAW_DECODER: Final = json.JSONDecoder(strict=True)
+
+#: ``scan_raw(text, index) -> (value, end)``: Python's own JSON grammar (duplicate keys
+#: kept last, ``NaN``/``Infinity`` accepted, no limits) on the one value starting at
+#: ``index``; whitespace before it is not skipped. A text that ends inside the value,
+#: or anything else that is not JSON there, raises :class:`JSONDecodeError`; other
+#: faults ``ValueError`` or ``RecursionError``. For a reader that proves the value some
+#: other way afterwards: the streamed run reader compares each record's span with its
+#: canonical bytes (which refuse everything the grammar let through), the sniffers
+#: only look at member names and never keep the values.
+scan_raw: Final[Callable[[str, int], tuple[Any, int]]] = _RAW_DECODER.raw_decode
+
+#: The decoding codes of this module as the importers report them (spec
+#: 11-adapters): an export's fault is named the same way whichever reader met it.
+#: A code missing here is the reader's own ``invalid_json`` (or its line's code).
+EVALUATOR_CODES: Final[Mapping[str, str]] = types.MappingProxyType(
+    {
+        "not_utf8": "not_utf8",
+        "byte_order_mark": "byte_order_mark",
+        "invalid_json": "invalid_json",
+        "duplicate_key": "duplicate_key",
+        "non_standard_constant": "non_finite_number",
+        "non_finite_number": "non_finite_number",
+        "too_large": "too_large",
+        "too_deep": "too_deep",
+        "string_too_long": "too_large",
+        "integer_too_long": "integer_too_long",
+        "unpaired_surrogate": "invalid_json",
+    }
+)
 
 
 # ---------------------------------------------------------------------------

@@ -12,6 +12,7 @@ import base64
 import copy
 import hashlib
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -495,34 +496,91 @@ def test_oversized_envelope_is_refused_before_parsing() -> None:
 # Builder refusals: nothing sealeval would refuse is ever signed
 
 
-def test_builders_refuse_invalid_documents() -> None:
+def _inconsistent_manifest() -> dict[str, Any]:
     manifest = copy.deepcopy(_manifests()[0])
     manifest["component_digests"]["model"] = "sha256:" + "2" * 64
-    with pytest.raises(AttestationError) as caught:
-        sealed_manifest_statement(manifest)
-    assert caught.value.code == "inconsistent_predicate"
-    with pytest.raises(AttestationError) as caught:
-        sealed_manifest_statement({"schema_version": CANARY})
-    assert caught.value.code == "invalid_predicate"
+    return manifest
+
+
+def _missing_artifacts_bundle() -> dict[str, Any]:
     missing = [bundle for name, bundle in _bundles() if name == "all_artifacts_missing"]
     assert missing
-    with pytest.raises(AttestationError) as caught:
-        release_decision_statement(missing[0])
-    assert caught.value.code == "no_subject"
-    with pytest.raises(AttestationError) as caught:
-        release_decision_statement({"packet": CANARY})
-    assert caught.value.code == "invalid_predicate"
-    with pytest.raises(AttestationError) as caught:
-        release_decision_statement(_attestable_bundles()[0][1], names={"policy": "x"})
-    assert caught.value.code == "invalid_type"
+    return missing[0]
+
+
+def _forged_receipt() -> dict[str, Any]:
     receipt = _receipt()
     receipt["signature"]["value"] = base64.b64encode(bytes(64)).decode("ascii")
+    return receipt
+
+
+BUILDER_REFUSALS = [
+    pytest.param(
+        lambda: sealed_manifest_statement(_inconsistent_manifest()),
+        "inconsistent_predicate",
+        None,
+        id="manifest-digest-inconsistent",
+    ),
+    pytest.param(
+        lambda: sealed_manifest_statement({"schema_version": CANARY}),
+        "invalid_predicate",
+        None,
+        id="manifest-invalid",
+    ),
+    pytest.param(
+        lambda: release_decision_statement(_missing_artifacts_bundle()),
+        "no_subject",
+        None,
+        id="release-no-artifact",
+    ),
+    pytest.param(
+        lambda: release_decision_statement({"packet": CANARY}),
+        "invalid_predicate",
+        None,
+        id="release-invalid",
+    ),
+    *(
+        pytest.param(
+            lambda names=names: release_decision_statement(
+                _attestable_bundles()[0][1],
+                names=names,  # type: ignore[arg-type]
+            ),
+            "invalid_type",
+            "names",
+            id=f"release-names-{name}",
+        )
+        for name, names in (
+            ("unknown-kind", {"policy": "x"}),
+            ("canary-kind", {CANARY: "x", "wheel": "a.whl"}),
+            ("a-list", ["wheel"]),
+            ("a-string", CANARY),
+        )
+    ),
+    pytest.param(
+        lambda: verification_receipt_statement(_forged_receipt()),
+        "predicate_signature_invalid",
+        None,
+        id="receipt-signature-forged",
+    ),
+    pytest.param(
+        lambda: verification_receipt_statement({"statement": CANARY}),
+        "invalid_predicate",
+        None,
+        id="receipt-invalid",
+    ),
+]
+
+
+@pytest.mark.parametrize(("action", "code", "field"), BUILDER_REFUSALS)
+def test_builders_refuse_invalid_documents(
+    action: Callable[[], object], code: str, field: str | None
+) -> None:
     with pytest.raises(AttestationError) as caught:
-        verification_receipt_statement(receipt)
-    assert caught.value.code == "predicate_signature_invalid"
-    with pytest.raises(AttestationError) as caught:
-        verification_receipt_statement({"statement": CANARY})
-    assert caught.value.code == "invalid_predicate"
+        action()
+    assert caught.value.code == code
+    if field is not None:
+        assert caught.value.field == field
+    assert CANARY not in str(caught.value) + repr(caught.value)
 
 
 def test_sign_statement_checks_the_statement_first() -> None:

@@ -339,3 +339,115 @@ def test_a_stored_comparison_that_does_not_recompute_is_refused(
         "extended_mismatch",
         "extended.comparison_digest",
     )
+
+
+# ---------------------------------------------------------------------------
+# A file rewritten in place between the two passes
+
+
+def _rewriting(monkeypatch: pytest.MonkeyPatch, module: Any, path: Path, data: bytes) -> list[int]:
+    """Make ``module.scope_values_files`` (the second pass) rewrite ``path`` in place first."""
+    real = module.scope_values_files
+    calls: list[int] = []
+
+    def rewrite_then_read(**arguments: Any) -> Any:
+        calls.append(path.stat().st_ino)
+        with path.open("r+b") as handle:  # same file, other bytes: a valid run of its own
+            handle.write(data)
+            handle.truncate()
+        assert path.stat().st_ino == calls[0]
+        return real(**arguments)
+
+    monkeypatch.setattr(module, "scope_values_files", rewrite_then_read)
+    return calls
+
+
+@pytest.mark.parametrize("side", ["baseline", "subject"])
+@pytest.mark.parametrize("hook", ["default_paths", "opener"])
+def test_a_run_rewritten_between_the_passes_is_refused(
+    side: str, hook: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sealeval.captured.extended as extended_module  # noqa: PLC0415
+
+    baseline, subject = _runs(pairs=40, seed=8)
+    paths = {"baseline": tmp_path / "baseline.json", "subject": tmp_path / "subject.json"}
+    write_run(baseline, paths["baseline"])
+    write_run(subject, paths["subject"])
+    other = paths["subject" if side == "baseline" else "baseline"].read_bytes()
+    policy = parse_comparison_policy(_policy())
+    extension = _extension(policy, {})
+    opener = None
+    if hook == "default_paths":
+        calls = _rewriting(monkeypatch, extended_module, paths[side], other)
+    else:
+        calls = []
+
+        def opener(name: str) -> Path:
+            if name == side:
+                calls.append(paths[side].stat().st_ino)
+                paths[side].write_bytes(other)  # truncated and rewritten: the same inode
+            return paths[name]
+
+    with pytest.raises(CapturedRunError) as refused:
+        extend_comparison_files(
+            baseline=paths["baseline"],
+            subject=paths["subject"],
+            policy=policy,
+            extension=extension,
+            opener=opener,
+        )
+    assert calls
+    assert (refused.value.code, refused.value.field) == ("unreadable", side)
+    assert paths[side].stat().st_ino == calls[0]
+
+
+def test_compare_uncapped_extension_refuses_a_run_rewritten_between_the_passes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sealeval.cli.compare as compare_module  # noqa: PLC0415
+
+    evidence = PACKS / "text-20-exact-signed" / "evidence"
+    runs = [tmp_path / "baseline.json", tmp_path / "subject.json"]
+    for run in runs:
+        run.write_bytes((evidence / "records" / run.name).read_bytes())
+    policy = read_evidence_pack(evidence).policy
+    extension = tmp_path / "extension.json"
+    extension.write_bytes(encode_invarlock(_extension(policy, {}).to_dict()))
+    arguments = (*runs, "--policy", evidence / "inputs" / "policy.json", "--extension", extension)
+    unchanged = _invoke("compare", *arguments, "--uncapped")
+    assert unchanged.exit_code in (0, 7)
+    calls = _rewriting(monkeypatch, compare_module, runs[0], runs[1].read_bytes())
+    refused = _invoke("compare", *arguments, "--uncapped")
+    assert calls
+    assert refused.exit_code == 2
+    assert "BASELINE: unreadable" in refused.output  # the argument the user typed
+
+
+def test_a_pack_run_rewritten_between_the_passes_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sealeval.captured.report.extended as report_extended  # noqa: PLC0415
+
+    evidence = tmp_path / "evidence"
+    source = PACKS / "text-20-exact-signed" / "evidence"
+    for path in sorted(source.rglob("*")):
+        target = evidence / path.relative_to(source)
+        if path.is_dir():
+            target.mkdir(parents=True)
+        else:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(path.read_bytes())
+    pack = read_evidence_pack(evidence)
+    run = evidence / "records" / "subject.json"
+    calls = _rewriting(
+        monkeypatch, report_extended, run, (evidence / "records" / "baseline.json").read_bytes()
+    )
+    with pytest.raises(EvidencePackError) as refused:
+        extended_for_pack(pack, _extension(pack.policy, {}))
+    assert calls
+    assert (refused.value.code, refused.value.field, refused.value.status) == (
+        "file_changed",
+        "subject",
+        6,
+    )
+    assert refused.value.manifest_digest == pack.manifest_digest  # receipt-worthy

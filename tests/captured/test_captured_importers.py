@@ -51,8 +51,8 @@ from support.captured_importers import (
 )
 from support.vectors import cases, decode_input, load
 
-CONFIG = "sha256:0e84c47c225bb449115f928cea7aee7b294eed8ec26177abe340a3558511f2f1"
-TOKENIZER = "sha256:09d80079375ed19e3d78cd253281ea23157564a13e88d98e515ae68199e43de2"
+CONFIG = "sha256:" + "c0" * 32
+TOKENIZER = "sha256:" + "70" * 32
 SOURCE = {"name": "acme-harness", "version": "3.1.4"}
 IDENTITY = {"source": SOURCE, "run_id": "run-1", "artifact_digest": ARTIFACT}
 
@@ -1014,12 +1014,14 @@ def test_identity_rules(tmp_path: Path) -> None:
             assert _code(load_run, canonical, adapter, **{name: value}) == ("identity_override")
     # evaluator-json: the caller's run id must be the envelope's
     envelope = _vector_text("evaluator-json-ragas")
-    source = {"name": "ragas", "version": "0.4.3"}
+    declared = json.loads(envelope)
+    source = {"name": declared["evaluator"], "version": declared["source_version"]}
+    assert _load(tmp_path, envelope, "evaluator-json", source=source, run_id=declared["run_id"])
     assert _code(
         lambda: _load(tmp_path, envelope, "evaluator-json", source=source, run_id="other")
     ) == ("export_identity_mismatch")
     assert _code(
-        lambda: _load(tmp_path, envelope, "evaluator-json", source=None, run_id="ragas-run")
+        lambda: _load(tmp_path, envelope, "evaluator-json", source=None, run_id=declared["run_id"])
     ) == ("export_identity_mismatch")
     # evaluator-native-json: source and run id up front, before anything else
     assert _code(lambda: _load(tmp_path, "[]", "evaluator-native-json", source=None)) == (

@@ -904,6 +904,19 @@ def _case_mlflow_no_kinds(tmp: Path) -> Path:
     return write_lines(tmp / "table.jsonl", rows)
 
 
+def _case_mlflow_trace(change: Callable[[str], str]) -> Callable[[Path], Path]:
+    """Rows whose kinds only their trace gives, each trace changed into JSON the decoder refuses."""
+
+    def build(tmp: Path) -> Path:
+        rows = jsonl_rows(SAMPLES / "mlflow/result_df.records.jsonl")
+        for row in rows:
+            row["trace"] = change(row["trace"])
+            row["assessments"] = None
+        return write_lines(tmp / "table.jsonl", rows)
+
+    return build
+
+
 def _case_langfuse_api(mutate: Callable[[dict[str, Any]], None]) -> Callable[[Path], Path]:
     def build(tmp: Path) -> Path:
         listing = _json_sample("langfuse/api_experiment_items.json")
@@ -1242,6 +1255,18 @@ REFUSALS = [
     ),
     # mlflow-result-table
     ("ml_kinds_unknown", "mlflow-result-table", _case_mlflow_no_kinds, "expected_unavailable"),
+    (
+        "ml_trace_too_deep",  # bounded: a trace nested past the interpreter is a refusal too
+        "mlflow-result-table",
+        _case_mlflow_trace(lambda trace: "[" * 5000 + "]" * 5000),
+        "expected_unavailable",
+    ),
+    (
+        "ml_trace_duplicate_key",
+        "mlflow-result-table",
+        _case_mlflow_trace(lambda trace: '{"info": null, ' + trace.lstrip()[1:]),
+        "expected_unavailable",
+    ),
     (
         "ml_no_trace_id",
         "mlflow-result-table",

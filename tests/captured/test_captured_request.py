@@ -39,7 +39,7 @@ from sealeval.captured.request import (
     preflight,
     read_authored_request,
 )
-from sealeval.captured.request.schema import _check_text
+from sealeval.captured.request.schema import check_authored
 from sealeval.captured.run import Limits, Run, read_run
 from sealeval.captured.signing import SigningKeyError
 from sealeval.errors import SealevalError
@@ -848,9 +848,9 @@ def test_a_text_with_an_unpaired_surrogate_is_invalid_json_value(text: str) -> N
     with pytest.raises(CapturedRequestError) as caught:
         parse_authored_request(_with("comparison.baseline.run_id", text))
     assert (caught.value.code, caught.value.field) == ("invalid_json_value", "request")
-    # the field rule itself (the document is frozen first) names the field
+    # the schema check on a document that was not frozen first: the field rule names the field
     with pytest.raises(CapturedRequestError) as caught:
-        _check_text(text, "comparison.baseline.run_id")
+        check_authored(_with("comparison.baseline.run_id", text), full_identity=True)
     assert (caught.value.code, caught.value.field) == (
         "invalid_json_value",
         "comparison.baseline.run_id",
@@ -1004,7 +1004,9 @@ def test_canary_never_reaches_errors_reprs_or_logs(
     messages += [repr(loaded), repr(loaded.authored), repr(loaded.authored.baseline)]
     messages += [repr(loaded.normalized), str(loaded.normalized)]
     document = _AUTHORED["input"]["authored"]
-    tainted = json.loads(json.dumps(document).replace("native-baseline", CANARY))
+    baseline_run_id = document["comparison"]["baseline"]["run_id"]
+    tainted = json.loads(json.dumps(document).replace(baseline_run_id, CANARY))
+    assert tainted["comparison"]["baseline"]["run_id"] == CANARY
     inputs = _AUTHORED["input"]
     with pytest.raises(CapturedRequestError) as caught:
         normalize_captured_request(

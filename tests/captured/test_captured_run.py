@@ -52,10 +52,10 @@ from sealeval.errors import CanonicalError, OutputError, SealevalError
 from support.refusals import CANARY, assert_refused, rows_for
 from support.vectors import PROJECT_ROOT, load, vectors_dir
 
-ARTIFACT = "sha256:2d242308f097c11c0e1d2363d17b07069ac1e3aa2aee55317f76d083f9057fa0"
+ARTIFACT = "sha256:" + "a7" * 32
 OTHER = "sha256:" + "ab" * 32
-CONFIG = "sha256:0e84c47c225bb449115f928cea7aee7b294eed8ec26177abe340a3558511f2f1"
-TOKENIZER = "sha256:09d80079375ed19e3d78cd253281ea23157564a13e88d98e515ae68199e43de2"
+CONFIG = "sha256:" + "c0" * 32
+TOKENIZER = "sha256:" + "70" * 32
 SOURCE = {"name": "acme-harness", "version": "3.1.4"}
 RUN_SCHEMA = Draft202012Validator(
     json.loads(
@@ -2400,14 +2400,29 @@ def test_trusted_walk_and_worker_results_refuse_what_they_must() -> None:
     from sealeval.captured import importers  # noqa: PLC0415
     from sealeval.captured.importers import parallel as loop  # noqa: PLC0415
     from sealeval.captured.importers.base import ImportOptions  # noqa: PLC0415
-    from sealeval.captured.run.fast import _plain_within  # noqa: PLC0415
+    from sealeval.captured.run import plain_record_bytes  # noqa: PLC0415
+    from sealeval.captured.run.fast import MAX_VALUE_DEPTH  # noqa: PLC0415
 
-    row: dict[str, Any] = {"a": [1], "b": {"c": 2}}
-    trusted = {id(row), id(row["a"]), id(row["b"])}
-    assert _plain_within({"x": row, "y": row["a"]}, 128, trusted, 2)
-    assert not _plain_within({"x": object()}, 128, trusted, 2)
-    assert not _plain_within({1: row}, 128, trusted, 2)
-    assert not _plain_within([[row]], 2, trusted, 2)  # the bound does not fit: walked
+    # A record mapped from a decoded row (2 deep) reuses the row's containers.
+    member: dict[str, Any] = {"a": [1], "b": {"c": 2}}
+    row = {"id": "r", "input": member, "expected": 1, "output": 1}
+
+    def record(input_value: Any) -> dict[str, Any]:
+        return {"id": "r", "input": input_value, "expected": 1, "output": 1}
+
+    reused = record({"x": member, "y": member["a"]})
+    assert plain_record_bytes(reused, decoded=(row, 2)) is not None
+    assert plain_record_bytes(reused, decoded=(row, 2)) == plain_record_bytes(reused)
+    assert plain_record_bytes(record({"x": object()}), decoded=(row, 2)) is None
+    assert plain_record_bytes(record({1: member}), decoded=(row, 2)) is None
+    # A trusted row below MAX_VALUE_DEPTH - 1 wrappers fits; one more and it is walked
+    # (and refused), not trusted.
+    fits: Any = member
+    for _ in range(MAX_VALUE_DEPTH - 2):
+        fits = [fits]
+    assert plain_record_bytes(record(fits), decoded=(row, 2)) is not None
+    assert plain_record_bytes(record([fits]), decoded=(row, 2)) is None
+    assert plain_record_bytes(record([fits])) is None
 
     class Listing(loop.LinesImporter):
         name = "listing"

@@ -22,9 +22,11 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+import sealeval.cli.imports as imports_module
 from sealeval.captured.importers import ImportOptions, ImportRefusalError, load_run
 from sealeval.cli.imports import import_command
 from sealeval.errors import SealevalError
+from support.refusals import CANARY
 
 SAMPLES = Path(__file__).resolve().parents[2].parent / "shared" / "samples" / "evaluators"
 ARTIFACT = "sha256:" + "cd" * 32
@@ -271,3 +273,77 @@ def test_a_running_log_stays_refused(tmp_path: Path, status: str) -> None:
             options=ImportOptions(allow_partial=True),
         )
     assert (refused.value.code, refused.value.field) == ("incomplete_run", "status")
+
+
+def _short_file(tmp_path: Path, kind: str) -> tuple[Path, str]:
+    """A file whose only fault is being short or stopped, and the refusal line it gets."""
+    if kind == "lm-eval":
+        return _lm_eval_folder(tmp_path, "toy_mc", keep=1)[0], SHORT
+    if kind == "promptfoo":
+        return _promptfoo(tmp_path, drop=3)[0], SHORT
+    return _cancelled(tmp_path, 2), "sealeval: error: status: incomplete_run\n"
+
+
+@pytest.mark.parametrize("kind", ["lm-eval", "promptfoo", "inspect-cancelled"])
+def test_the_remedy_is_the_importers_mark_and_the_file_is_not_read_again(
+    tmp_path: Path, kind: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The CLI prints --allow-partial from the refusal's mark; it never imports the file twice.
+
+    After the refusal the file is replaced by one no reader accepts: a second
+    read (the old re-import with --allow-partial) would find nothing to lift.
+    """
+    path, refusal = _short_file(tmp_path, kind)
+    marks: list[bool] = []
+    real = imports_module.import_run_streaming
+
+    def spied(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return real(*args, **kwargs)
+        except ImportRefusalError as error:
+            if error.code in {"incomplete_export", "incomplete_run"}:
+                marks.append(error.lifted_by_allow_partial)
+                path.write_bytes(b"{" + CANARY.encode())
+            raise
+
+    monkeypatch.setattr(imports_module, "import_run_streaming", spied)
+    monkeypatch.setattr(imports_module, "load_run", None)  # no second import path at all
+    code, stderr = _import(path, tmp_path / "a.json")
+    assert (code, stderr) == (2, refusal + PARTIAL_HINT)
+    assert CANARY not in stderr
+    assert marks == [True]  # one refusal, marked by the importer
+    assert not (tmp_path / "a.json").exists()
+
+
+@pytest.mark.parametrize(
+    ("status", "adapter", "lifted"),
+    [
+        ("cancelled", "auto", True),
+        ("error", "inspect-log-json", True),
+        ("started", "inspect-log-json", False),
+        ("cancelled", "inspect-json", False),  # the specified adapter never reads a partial run
+    ],
+)
+def test_the_importer_marks_what_allow_partial_lifts(
+    tmp_path: Path, status: str, adapter: str, lifted: bool
+) -> None:
+    path = _cancelled(tmp_path, 2, status)
+    log = json.loads(path.read_text("utf-8"))
+    with pytest.raises(ImportRefusalError) as refused:
+        load_run(
+            path,
+            adapter,
+            source={"name": "inspect_ai", "version": log["eval"]["packages"]["inspect_ai"]},
+            run_id=log["eval"]["run_id"],
+            artifact_digest=ARTIFACT,
+        )
+    assert refused.value.code == "incomplete_run"
+    assert refused.value.lifted_by_allow_partial is lifted
+
+
+def test_a_refusal_mark_is_from_a_closed_set() -> None:
+    assert ImportRefusalError("incomplete_export", "file").remedy is None
+    assert not ImportRefusalError("incomplete_export", "file").lifted_by_allow_partial
+    with pytest.raises(RuntimeError) as caught:
+        ImportRefusalError("incomplete_export", "file", remedy=CANARY)
+    assert CANARY not in str(caught.value)

@@ -17,6 +17,7 @@ from sealeval.canonical import digest_bytes, digest_openmed, encode_invarlock, e
 from sealeval.captured.signing import generate_key_directory, load_verify_key
 from sealeval.cli.attest import attest
 from sealeval.gates.candidate import AgentCandidatePacket, Ed25519SigningKey, sign_packet
+from sealeval.gates.runner import MAX_KEY_BYTES
 from support.vectors import PROJECT_ROOT, load, vectors_dir
 
 CANARY = "CANARY-attest-cli-41b7-jane-doe"
@@ -269,3 +270,25 @@ def test_release_with_an_ed25519_signed_packet(ws: Path) -> None:
     assert verified.statement.predicate["packet_ed25519"] == bundle["packet_ed25519"]
     code, _, err = invoke(*release, "b.json", "--packet-public-key", "keys/public.pem")
     assert (code, err) == (2, "sealeval: error: packet: predicate_signature_invalid\n")
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "code"),
+    [
+        ("absent.pem", None, "public_key_unavailable"),
+        ("big.pem", b"k" * (MAX_KEY_BYTES + 1), "public_key_unavailable"),
+        ("bad.pem", b"not a key", "public_key_invalid"),
+    ],
+    ids=["missing", "over-64-KiB", "not-pem"],
+)
+def test_release_packet_public_key_refusals(
+    ws: Path, name: str, content: bytes | None, code: str
+) -> None:
+    """The packet's public key is read by the one key reader (sealeval._keys), runner codes."""
+    if content is not None:
+        (ws / name).write_bytes(content)
+    status, out, err = invoke(
+        "release", "bundle.json", "--packet-public-key", name, *SIGN, "-o", "r.json"
+    )
+    assert (status, out, err) == (2, "", f"sealeval: error: {code}\n")
+    assert not (ws / "r.json").exists()

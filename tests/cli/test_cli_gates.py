@@ -24,6 +24,7 @@ from sealeval.cli.gates import KEY_NEWLINE_WARNING, gates, release_script
 from sealeval.gates.candidate import parse_evidence_document
 from sealeval.gates.evaluation import evaluate_agent_release_gates
 from sealeval.gates.registry import GATE_METRICS
+from sealeval.gates.runner import MAX_KEY_BYTES
 from support.gates_candidate import (
     HEAD,
     KEY,
@@ -368,12 +369,25 @@ def test_verify_packet_warns_about_a_newline_key(ws: Path, signed: dict[str, Pat
         pytest.param(
             "plain", ("--ed25519-public-key", "signing.key"), "public_key_invalid", id="bad-pub"
         ),
+        pytest.param(
+            "plain", ("--ed25519-public-key", "big.pem"), "public_key_unavailable", id="big-pub"
+        ),
+        pytest.param(
+            "plain", ("--ed25519-public-key", "link.pem"), "public_key_unavailable", id="link-pub"
+        ),
+        pytest.param("plain", ("--hmac-key-file", "big.pem"), "signing_key_invalid", id="big-key"),
+        pytest.param(
+            "plain", ("--hmac-key-file", "link.pem"), "signing_key_unavailable", id="link-key"
+        ),
     ],
 )
 def test_verify_packet_input_errors(
     ws: Path, content: bytes | str | None, key_args: tuple[str, str], message: str
 ) -> None:
     (ws / "short.key").write_bytes(KEY[:31])
+    # Key files have one reader (sealeval._keys): over 64 KiB, or a symlink, is refused.
+    (ws / "big.pem").write_bytes(b"k" * (MAX_KEY_BYTES + 1))
+    (ws / "link.pem").symlink_to(ws / "signing.key")
     target = ws / "doc.json"
     if content == "plain":
         target.write_text(json.dumps(READY_BUNDLE), encoding="utf-8")

@@ -17,7 +17,8 @@ import pytest
 from click.testing import CliRunner
 
 from sealeval.captured import Limits
-from sealeval.captured.importers import adapter_names
+from sealeval.captured.importers import ImportRefusalError, adapter_names
+from sealeval.captured.importers.registry import detect_adapter
 from sealeval.cli import imports as imports_module
 from sealeval.cli._common import CONTEXT_SETTINGS
 from sealeval.cli.imports import PROGRESS_MIN_BYTES, import_command
@@ -119,21 +120,32 @@ def _lm_eval(folder: Path) -> tuple[Path, dict[str, Any]]:
     return path, case
 
 
-_IDENTITY = ["--source", "acme-harness@3.1.4", "--run-id", "native-run-1"]
+_IDENTITY = ["--source", "acme-harness@3.1.4", "--run-id", "cli-run-1"]
+
+
+def _case_identity(case: dict[str, Any]) -> list[str]:
+    """The vector case's own identity options (its digest depends on them)."""
+    arguments = case["input"]
+    source = f"{arguments['source']['name']}@{arguments['source']['version']}"
+    return [
+        *("--source", source, "--run-id", arguments["run_id"]),
+        *("--artifact-digest", arguments["artifact_digest"]),
+    ]
 
 
 def test_auto_adapter_and_exclusive_output(tmp_path: Path) -> None:
     path, case = _lm_eval(tmp_path)
     output = tmp_path / "run.json"
-    result = _invoke(path, *_IDENTITY, "--artifact-digest", ARTIFACT, "-o", output)
+    identity = _case_identity(case)
+    result = _invoke(path, *identity, "-o", output)
     assert result.exit_code == 0
     assert result.stdout == case["expected"]["run_digest"] + "\n"
     written = output.read_bytes()
-    again = _invoke(path, *_IDENTITY, "--artifact-digest", ARTIFACT, "-o", output)
+    again = _invoke(path, *identity, "-o", output)
     assert again.exit_code == 2
     assert again.stderr == "sealeval: error: --output: output_exists\n"
     assert output.read_bytes() == written
-    missing = _invoke(path, *_IDENTITY, "--artifact-digest", ARTIFACT, "-o", tmp_path / "x" / "r")
+    missing = _invoke(path, *identity, "-o", tmp_path / "x" / "r")
     assert missing.stderr == "sealeval: error: --output: output_parent_missing\n"
 
 
@@ -314,11 +326,12 @@ def test_progress_bar_starts_no_thread(tmp_path: Path, monkeypatch: pytest.Monke
     """The bar redraws from its callback, so a large import may still fork its worker."""
     path = _big_source(tmp_path)
     monkeypatch.setattr(imports_module, "is_terminal", lambda: True)
+    before = set(threading.enumerate())  # other tests (mlflow) may leave threads behind
     with imports_module._progress_bar(path) as update:
         assert update is not None
         update(1, 2)
         update(2, 2)
-        assert threading.active_count() == 1
+        assert set(threading.enumerate()) <= before
 
 
 # ---------------------------------------------------------------------------
@@ -364,7 +377,7 @@ def test_auto_reads_lm_eval_filters_and_a_named_contract_adapter_hints(tmp_path:
     lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
     documents = {row["doc_id"] for row in lines}
     filters = {row["filter"] for row in lines}
-    argv = ["--run-id", "native-run-1", "--artifact-digest", ARTIFACT]  # version: the file's
+    argv = ["--run-id", "cli-run-1", "--artifact-digest", ARTIFACT]  # version: the file's
     auto = _invoke(path, *argv, "-o", tmp_path / "auto.json")
     assert auto.exit_code == 0, auto.stderr
     summary = _SUMMARY.fullmatch(auto.stderr)
@@ -388,3 +401,52 @@ def test_named_adapter_that_does_not_fit_names_the_reader(tmp_path: Path) -> Non
     )
     assert result.exit_code == 2
     assert result.stderr == "sealeval: error: adapter[lm-eval-samples]: adapter_mismatch\n"
+
+
+@pytest.mark.parametrize(
+    "document",
+    [
+        {"testRunLink": "https://app.confident-ai.com/" + CANARY},
+        {"testRunLink": CANARY, "testRunId": CANARY},
+    ],
+    ids=["link-only", "link-and-id"],
+)
+def test_a_deepeval_run_uploaded_to_confident_ai_gets_its_remedy(
+    tmp_path: Path, document: dict[str, str]
+) -> None:
+    """.latest_test_run.json holding only the link: unknown_format, the remedy, never the link."""
+    folder = tmp_path / ".deepeval"
+    folder.mkdir()
+    path = folder / ".latest_test_run.json"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    result = _invoke(path, "--artifact-digest", ARTIFACT, "-o", tmp_path / "run.json")
+    assert result.exit_code == 2
+    lines = result.stderr.splitlines()
+    assert lines[0] == "sealeval: error: adapter: unknown_format"
+    assert lines[1].startswith("sealeval: hint: this DeepEval file holds only the link")
+    assert "DEEPEVAL_RESULTS_FOLDER" in lines[1]
+    assert len(lines) == 2
+    assert CANARY not in result.stderr + result.stdout
+    assert not (tmp_path / "run.json").exists()
+    with pytest.raises(ImportRefusalError) as refused:
+        detect_adapter(path)
+    assert (refused.value.code, refused.value.remedy) == ("unknown_format", "deepeval_uploaded")
+    assert CANARY not in str(refused.value) + repr(refused.value)
+
+
+@pytest.mark.parametrize(
+    "document",
+    [
+        {"testRunLink": CANARY, "testRunData": CANARY},  # holds (broken) results: not the case
+        {"link": CANARY},
+        [{"testRunLink": CANARY}],
+    ],
+    ids=["with-results", "other-object", "array"],
+)
+def test_other_unknown_files_get_no_deepeval_remedy(tmp_path: Path, document: object) -> None:
+    path = tmp_path / "unknown.json"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    result = _invoke(path, "--artifact-digest", ARTIFACT, "-o", tmp_path / "run.json")
+    assert result.exit_code == 2
+    assert "DeepEval" not in result.stderr
+    assert CANARY not in result.stderr

@@ -14,13 +14,14 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from sealeval.canonical import is_digest
+from sealeval.canonical import digest_openmed, is_digest
 from sealeval.gates import evaluate_agent_release_gates
 from sealeval.gates.adapters.counting import count_evidence
 from sealeval.gates.omop import (
     MAX_BATCH_ROWS,
     OMOP_SLICES,
     OMOP_TABLES,
+    ROLLBACK_SCHEMA,
     TABLE_ORDER,
     AuthorizationDecision,
     LoadPreview,
@@ -40,7 +41,6 @@ from sealeval.gates.omop import (
     snapshot_omop_target,
     stage_omop_batch,
 )
-from sealeval.gates.omop import stage as omop_stage
 from sealeval.gates.registry import GateError
 from support.postgres import fresh_database
 
@@ -575,14 +575,22 @@ def test_batch_construction_refuses_inconsistent_parts() -> None:
         with pytest.raises(OmopLoaderError) as caught:
             StagedBatch(**{**fields, **changes})
         check_error(caught.value, code, field)
-    # A plan hashed consistently but not undoing these rows.
+    # A plan hashed consistently (the documented digest of the plan document) but not
+    # undoing these rows.
     plan = (*batch.rollback_plan[:-1], RollbackStep("person", "person_id", 99))
+    plan_document = {"schema_version": ROLLBACK_SCHEMA, "steps": [s.to_dict() for s in plan]}
+    assert (
+        digest_openmed(
+            {"schema_version": ROLLBACK_SCHEMA, "steps": [s.to_dict() for s in batch.rollback_plan]}
+        )
+        == batch.rollback_digest
+    )
     with pytest.raises(OmopLoaderError) as caught:
         StagedBatch(
             **{
                 **fields,
                 "rollback_plan": plan,
-                "rollback_digest": omop_stage._rollback_digest(plan),
+                "rollback_digest": digest_openmed(plan_document),
             }
         )
     check_error(caught.value, "rollback_mismatch", "rollback_plan")

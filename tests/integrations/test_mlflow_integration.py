@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import shutil
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -22,9 +23,11 @@ from sealeval.integrations.mlflow import (
     EVIDENCE_PATH,
     REPORTS_PATH,
     MlflowLogError,
+    copy_examined_pack,
     log_pack_to_mlflow,
     pack_metrics,
 )
+from support.refusals import CANARY
 from support.view_workspace import Workspace, build_workspace
 
 
@@ -184,3 +187,32 @@ def test_a_pack_changed_after_examination_is_refused_and_nothing_logged(
         not client.search_runs([experiment.experiment_id])
         for experiment in client.search_experiments()
     )
+
+
+def test_the_scratch_copy_is_private_exclusive_and_refused_when_occupied(
+    workspace: Workspace, tmp_path: Path
+) -> None:
+    """copy_examined_pack writes through sealeval._fs: 0700 folders, 0600 files, never reusing."""
+    pack_dir = workspace.root / workspace.pack
+    pack = read_evidence_pack(pack_dir)
+    copy = tmp_path / "copy"
+    copy.mkdir(mode=0o700)
+    copy_examined_pack(pack, copy)
+    originals = {p.relative_to(pack_dir): p for p in pack_dir.rglob("*")}
+    copies = {p.relative_to(copy): p for p in copy.rglob("*")}
+    assert set(copies) == set(originals)
+    assert any(p.is_dir() for p in copies.values())
+    for relative, path in copies.items():
+        mode = stat.S_IMODE(path.lstat().st_mode)
+        if path.is_dir():
+            assert mode == 0o700, relative
+        else:
+            assert mode == 0o600, relative
+            assert path.read_bytes() == originals[relative].read_bytes()
+    # an occupied folder (an entry of the pack already there) or a missing one is refused
+    for target in (copy, tmp_path / CANARY):
+        with pytest.raises(MlflowLogError) as caught:
+            copy_examined_pack(pack, target)
+        assert (caught.value.code, caught.value.field) == ("scratch_unwritable", "scratch")
+        assert CANARY not in str(caught.value)
+        assert str(tmp_path) not in str(caught.value)

@@ -918,10 +918,38 @@ def test_large_alphabets_use_the_sorting_path() -> None:
 def test_engine_edge_helpers() -> None:
     assert trigram_engine._ranges(np.array([4]), np.array([0])).tolist() == []
     assert trigram_engine._ranges(np.array([4, 9]), np.array([2, 1])).tolist() == [4, 5, 9]
-    docs, tokens, vocabulary = trigram_engine._trigram_tokens([])
-    assert (docs.size, tokens.size, vocabulary) == (0, 0, 0)
-    ids, count = trigram_engine._dense_ids(np.array([7, 3, 7, 1 << 40]), 1 << 41)
-    assert (ids.tolist(), count) == ([1, 0, 1, 2], 3)
+    with mock.patch.object(trigram_engine, "_CHUNK_CODE_POINTS", 5):
+        assert trigram_engine._chunks([]) == []
+        assert trigram_engine._chunks([2, 3, 1, 9, 4]) == [(0, 2), (2, 3), (3, 4), (4, 5)]
+    assert trigram_engine._index_dtype(1 << 31) is np.int32
+    assert trigram_engine._index_dtype((1 << 31) + 1) is np.int64
+    empty = trigram_engine._TrigramSets([], np.zeros(0, dtype=np.int64))
+    assert (empty.tokens.size, empty.sizes.size, empty.indptr.tolist()) == (0, 0, [0])
+
+
+@pytest.mark.parametrize(("chunk", "narrow"), [(1, 1 << 31), (7, 1), (40, 2), (1 << 19, 1)])
+def test_chunked_and_wide_indexes_match_brute_force(chunk: int, narrow: int) -> None:
+    # Texts tokenized in chunks of any size, with 32-bit or 64-bit ids: the same report.
+    rng = random.Random(chunk * 31 + narrow)
+    letters = ["a", "b", "c", "ß", "中", "x"]
+
+    def text() -> str:
+        return " ".join(
+            "".join(rng.choice(letters) for _ in range(rng.randint(1, 4)))
+            for _ in range(rng.randint(1, 6))
+        )
+
+    public = [text() for _ in range(12)] + ["ab", "c"]
+    shadow = [text() for _ in range(9)] + public[:2]
+    submissions = [text() for _ in range(5)] + [public[3], shadow[1].upper(), "c"]
+    with (
+        mock.patch.object(trigram_engine, "_CHUNK_CODE_POINTS", chunk),
+        mock.patch.object(trigram_engine, "_NARROW_LIMIT", narrow),
+    ):
+        for threshold in (0, 5000, 8500):
+            _assert_same_as_brute_force(submissions, public, shadow, ["ab"], threshold, 500)
+        sets = trigram_engine._TrigramSets(["abcd", "ab", "abcd"], np.array([1, 2]))
+        assert sets.tokens.dtype == (np.int32 if narrow > 2 else np.int64)
 
 
 def test_failed_commitment_verification_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:

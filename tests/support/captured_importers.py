@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-ARTIFACT = "sha256:2d242308f097c11c0e1d2363d17b07069ac1e3aa2aee55317f76d083f9057fa0"
+ARTIFACT = "sha256:" + "a7" * 32
 
 
 CANARY = "PHI-CANARY-7f3a-jane-doe-MRN-0042"

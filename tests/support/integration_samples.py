@@ -70,6 +70,21 @@ def policy(*, minimum_count: int = 2) -> dict[str, Any]:
     }
 
 
+def model_output(model: str, content: str, *, message_id: str) -> ModelOutput:
+    """``ModelOutput.from_content`` with a fixed message id.
+
+    inspect_ai draws a fresh random id for every new assistant message, and a
+    run keeps the upstream record (message id included) inside its digested
+    bytes: without a fixed id, two builds of the same fixture differ.
+    """
+    output = ModelOutput.from_content(model=model, content=content)
+    choices = [
+        choice.model_copy(update={"message": choice.message.model_copy(update={"id": message_id})})
+        for choice in output.choices
+    ]
+    return output.model_copy(update={"choices": choices})
+
+
 def regressed_log() -> EvalLog:
     """The baseline log after a model that answers ``q1`` wrongly (grades follow)."""
     log = read_eval_log(inspect_eval_log())
@@ -84,7 +99,9 @@ def regressed_log() -> EvalLog:
                 )
                 for name, score in (sample.scores or {}).items()
             }
-            output = ModelOutput.from_content(model=log.eval.model, content=WRONG_ANSWER)
+            output = model_output(
+                log.eval.model, WRONG_ANSWER, message_id=f"regressed-{FLIPPED_ID}"
+            )
             samples.append(sample.model_copy(update={"output": output, "scores": scores}))
         else:
             samples.append(sample)

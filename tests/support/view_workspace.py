@@ -1,29 +1,30 @@
 """A folder for the viewer tests: a real pack that flipped a case, runs, a report, a receipt.
 
 The pack compares the real Inspect ``.eval`` log (baseline) with the same log
-after a model that answers ``q1`` wrongly (``_integration_samples``), built by
+after a model that answers ``q1`` wrongly (``support.integration_samples``), built by
 ``sealeval evaluate``. A signed reference pack and its receipt are copied
 from the golden vectors. A run whose output is HTML checks escaping, and a
-symbolic link points outside the folder.
+symbolic link points outside the folder. Same inputs, same bytes: two builds
+into two folders hold identical files (no random id, clock or absolute path).
 """
 
 from __future__ import annotations
 
 import shutil
-import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from click.testing import CliRunner
 from inspect_ai.log import read_eval_log
-from inspect_ai.model import ModelOutput
 
 from sealeval.captured import write_run
 from sealeval.captured.importers.live import run_from_inspect_log
+from sealeval.cli import cli
 from support.integration_samples import (
     BASELINE_ARTIFACT,
     CANDIDATE_ARTIFACT,
     inspect_eval_log,
+    model_output,
     policy,
     provenance,
     regressed_log,
@@ -74,15 +75,12 @@ def build_workspace(base: Path) -> Workspace:
     write_run(candidate, gate / "runs" / "candidate.run.json")
     write_json(gate / "policy.json", policy())
     (gate / "request.yaml").write_text(REQUEST, encoding="utf-8")
-    sealeval = [sys.executable, "-m", "sealeval"]
-    subprocess.run(
-        [*sealeval, "evaluate", str(gate / "request.yaml"), "--unsigned"],
-        check=True,
-        capture_output=True,
-    )
-    compared = subprocess.run(
+    runner = CliRunner()
+    evaluated = runner.invoke(cli, ["evaluate", str(gate / "request.yaml"), "--unsigned"])
+    assert evaluated.exit_code == 0, evaluated.output
+    compared = runner.invoke(
+        cli,
         [
-            *sealeval,
             "compare",
             str(gate / "runs" / "baseline.run.json"),
             str(gate / "runs" / "candidate.run.json"),
@@ -90,10 +88,8 @@ def build_workspace(base: Path) -> Workspace:
             str(gate / "policy.json"),
             "--json",
         ],
-        capture_output=True,
-        check=False,
     )
-    (gate / "comparison.json").write_bytes(compared.stdout)
+    (gate / "comparison.json").write_bytes(compared.stdout_bytes)
     reference = vectors_dir() / "invarlock" / "packs" / "json-200-signed"
     shutil.copytree(reference / "evidence", root / "reference" / "evidence")
     shutil.copyfile(
@@ -102,7 +98,7 @@ def build_workspace(base: Path) -> Workspace:
     log = read_eval_log(inspect_eval_log())
     samples = [
         sample.model_copy(
-            update={"output": ModelOutput.from_content(model="m", content=HOSTILE_OUTPUT)}
+            update={"output": model_output("m", HOSTILE_OUTPUT, message_id=f"hostile-{sample.id}")}
         )
         for sample in log.samples or []
     ]
@@ -114,6 +110,7 @@ def build_workspace(base: Path) -> Workspace:
     outside.mkdir()
     write_run(baseline, outside / "secret.run.json")
     (outside / "note.txt").write_text(OUTSIDE_CANARY, encoding="utf-8")
-    (root / "linked.run.json").symlink_to(outside / "secret.run.json")
-    (root / "linked-dir").symlink_to(outside, target_is_directory=True)
+    # Relative targets: they leave the folder all the same, and two builds stay byte-identical.
+    (root / "linked.run.json").symlink_to(Path("..", "outside", "secret.run.json"))
+    (root / "linked-dir").symlink_to(Path("..", "outside"), target_is_directory=True)
     return Workspace(root=root, outside=outside)

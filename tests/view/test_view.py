@@ -157,6 +157,53 @@ def test_paired_outcomes_find_the_flipped_case(workspace: Workspace) -> None:
     assert flipped[0].scopes == ("overall", "easy")
 
 
+def _tree(base: Path) -> dict[str, bytes]:
+    """Every entry below ``base``: file bytes, or a link's target marked as such."""
+    found: dict[str, bytes] = {}
+    for directory, names, files in os.walk(base):
+        for name in [*names, *files]:
+            path = Path(directory, name)
+            relative = path.relative_to(base).as_posix()
+            if path.is_symlink():
+                found[relative] = b"link:" + os.fsencode(os.readlink(path))
+            elif path.is_file():
+                found[relative] = path.read_bytes()
+    return found
+
+
+def _viewer_pages(root: Path) -> dict[str, bytes]:
+    """The index and every listed item's page (packs: their cases page too), as served."""
+    targets = ["/"]
+    for item in scan(root).items:
+        targets.append(f"/{item.kind}?" + urlencode({"path": item.path}))
+        if item.kind == "pack":
+            targets.append("/cases?" + urlencode({"path": item.path}))
+    viewer, thread = start_viewer(root)
+    try:
+        served = {target: _get(viewer, target) for target in targets}
+    finally:
+        viewer.shutdown()
+        viewer.server_close()
+        thread.join(timeout=10)
+    assert all(status == 200 for status, _, _ in served.values())
+    return {target: body.encode("utf-8") for target, (_, _, body) in served.items()}
+
+
+def test_two_builds_in_two_folders_give_the_same_bytes_and_pages(
+    workspace: Workspace, tmp_path: Path
+) -> None:
+    again = build_workspace(tmp_path)
+    assert again.root != workspace.root
+    first, second = _tree(workspace.root.parent), _tree(again.root.parent)
+    assert "evidence-folder/gate/evidence/manifest.json" in first
+    assert sorted(first) == sorted(second)
+    assert [name for name in first if first[name] != second[name]] == []
+    first_pages, second_pages = _viewer_pages(workspace.root), _viewer_pages(again.root)
+    assert len(first_pages) == 1 + len(scan(workspace.root).items) + 2
+    assert first_pages == second_pages
+    assert all(os.fsencode(workspace.root) not in body for body in first_pages.values())
+
+
 def test_http_surface_is_read_only_loopback_and_strict(
     server: ViewerServer, workspace: Workspace
 ) -> None:

@@ -9,6 +9,12 @@ Jobs (each has exactly this one home):
 * **lock files** -- :func:`open_lock_file` opens (or creates, optionally
   exclusively) a lock file read-write the same way; :mod:`sealeval._lock`
   takes the lock;
+* **append files** -- :func:`open_append` opens (or creates) a regular file
+  for appending the same way (probe and log files in a private folder);
+* **the null device** -- :func:`point_at_null` makes an open descriptor refer
+  to ``os.devnull`` (sockets a forked child inherited);
+* **pipe buffers** -- :func:`widen_pipe` asks Linux for a wider pipe buffer
+  (``F_SETPIPE_SZ``; nothing elsewhere);
 * **directory chains** -- :func:`descend` opens a chain of directories below
   a descriptor, one ``O_DIRECTORY | O_NOFOLLOW`` open per component;
 * **bounded read** -- :func:`read_fd_bounded` refuses a file whose stated size
@@ -56,7 +62,8 @@ and no path or name ever appears in a message.
 
 Layout: this face re-exports everything; ``_base`` (flags, limits,
 :func:`translated`), ``_read`` (opening and reading), ``_write``
-(destinations and publication) and ``_walk`` (the tree walk) hold the code.
+(destinations and publication), ``_walk`` (the tree walk) and ``_pipe``
+(pipe buffers) hold the code.
 
 Portability: the package imports everywhere. POSIX-only flags are looked up
 with ``getattr`` (0 when absent). Where ``O_NOFOLLOW`` is missing (Windows) the
@@ -79,6 +86,7 @@ from sealeval._fs._base import (
     READ_FLAGS,
     translated,
 )
+from sealeval._fs._pipe import widen_pipe
 from sealeval._fs._read import (
     FileDigest,
     FileSignature,
@@ -86,10 +94,12 @@ from sealeval._fs._read import (
     digest_regular,
     fsync_directory,
     list_names,
+    open_append,
     open_directory,
     open_directory_below,
     open_lock_file,
     open_regular,
+    point_at_null,
     read_below,
     read_fd_bounded,
     read_regular,
@@ -129,11 +139,13 @@ __all__ = [
     "digest_regular",
     "fsync_directory",
     "list_names",
+    "open_append",
     "open_destination_parent",
     "open_directory",
     "open_directory_below",
     "open_lock_file",
     "open_regular",
+    "point_at_null",
     "publish_exclusive",
     "read_below",
     "read_fd_bounded",
@@ -143,4 +155,5 @@ __all__ = [
     "signature",
     "translated",
     "walk_tree",
+    "widen_pipe",
 ]

@@ -1,4 +1,8 @@
-"""Reading: no-follow open, regular-file check, bounded and stable reads, directories."""
+"""Reading: no-follow opens (read, lock, append), regular-file check, bounded and stable reads.
+
+Also the directories a reader opens, and the null device an inherited
+descriptor is pointed at.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +16,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from sealeval._fs._base import (
+    APPEND_FLAGS,
     CHUNK_SIZE,
     DIR_FLAGS,
     LOCK_FLAGS,
@@ -128,6 +133,49 @@ def open_lock_file(
     if exclusive:
         flags |= os.O_EXCL
     return _open_checked(path, flags, dir_fd, mode=mode)
+
+
+def open_append(
+    path: str | bytes | os.PathLike[str], *, dir_fd: int | None = None, mode: int = 0o600
+) -> int:
+    """Open (or create with ``mode``) a regular file for appending, never through a symlink.
+
+    Returns a blocking write-only descriptor whose every write goes to the
+    file's end (``O_APPEND``: writers in several threads or processes never
+    overwrite each other). Like :func:`open_regular`, the open never blocks (a
+    FIFO without a reader is refused at once) and anything but a regular file
+    is refused. For logs and probe files inside a folder the caller owns
+    (e.g. the adversarial suite's private temporary folder).
+
+    Raises:
+        FileSystemError: ``not_found`` (a missing folder), ``not_regular_file``
+            (a symlink, FIFO, device or folder) or ``unreadable`` (no permission).
+    """
+    return _open_checked(path, APPEND_FLAGS | O_NONBLOCK, dir_fd, mode=mode)
+
+
+def point_at_null(descriptor: int) -> None:
+    """Make ``descriptor`` refer to the null device (``os.devnull``) instead of what it held.
+
+    For a descriptor that must stay open but must never reach its file or
+    socket again: a forked child points the sockets it inherited at the null
+    device, so finalising their connections cannot write on the parent's.
+    The descriptor is close-on-exec afterwards.
+
+    Raises:
+        FileSystemError: ``unreadable`` (the null device cannot be opened or
+            ``descriptor`` is not open).
+    """
+    try:
+        null = os.open(os.devnull, os.O_RDWR | O_CLOEXEC)
+    except OSError:  # pragma: no cover - the null device exists on every platform
+        raise refusal("unreadable") from None
+    try:
+        os.dup2(null, descriptor, inheritable=False)
+    except OSError:
+        raise refusal("unreadable") from None
+    finally:
+        os.close(null)
 
 
 def read_fd_bounded(fd: int, limit: int) -> bytes:

@@ -20,6 +20,7 @@ import binascii
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
+from sealeval._validate import check_closed
 from sealeval.attest._errors import AttestationError
 from sealeval.attest._statement import Statement, Subject
 from sealeval.canonical import encode_invarlock, is_digest
@@ -151,9 +152,16 @@ def release_decision_statement(
             ``no_subject``, ``invalid_subject``, ``invalid_type``.
     """
     parsed = _bundle(bundle)
-    names = names or {}
-    if not isinstance(names, Mapping) or set(names) - set(RELEASE_SUBJECT_ROLES):
-        raise AttestationError("invalid_type", "names")
+    # A closed object whose members are all optional: a subset of the roles.
+    names = check_closed(
+        names or {},
+        "names",
+        (),
+        RELEASE_SUBJECT_ROLES,
+        error=AttestationError,
+        type_code="invalid_type",
+        unknown_code="invalid_type",
+    )
     subjects = tuple(
         Subject(names.get(role, role), digest) for role, digest in _release_digests(parsed)
     )

@@ -368,6 +368,7 @@ def preflight_request(
         uncapped=uncapped,
         progress=progress,
     )
+    checked.request.close()  # nothing is packed
     return Evaluation(preflight_document(checked, max_bootstrap_draws), None, None, checked)
 
 
@@ -419,22 +420,26 @@ def evaluate_request(
         progress=progress,
     )
     loaded = checked.request
-    report = compare_sides(
-        loaded.baseline,
-        loaded.subject,
-        loaded.policy,
-        max_bootstrap_draws=max_bootstrap_draws,
-        decision_order=decision_order,
-        progress=progress,
-    )
-    notify(progress, "publishing", 0, 1)
-    published = build_evidence_pack(
-        loaded,
-        comparison_report=report.canonical_bytes,
-        signing_key=checked.signing_key,
-        unsigned=checked.signing_key is None,
-        limits=UNCAPPED_PACK_LIMITS if uncapped else REFERENCE_PACK_LIMITS,
-        decision_order=decision_order,
-    )
+    try:
+        report = compare_sides(
+            loaded.baseline,
+            loaded.subject,
+            loaded.policy,
+            max_bootstrap_draws=max_bootstrap_draws,
+            decision_order=decision_order,
+            progress=progress,
+        )
+        notify(progress, "publishing", 0, 1)
+        # A held run read from a canonical file is copied from that file, not re-encoded.
+        published = build_evidence_pack(
+            loaded,
+            comparison_report=report.canonical_bytes,
+            signing_key=checked.signing_key,
+            unsigned=checked.signing_key is None,
+            limits=UNCAPPED_PACK_LIMITS if uncapped else REFERENCE_PACK_LIMITS,
+            decision_order=decision_order,
+        )
+    finally:
+        loaded.close()
     document = result_document(loaded.authored.output, published)
     return Evaluation(document, report, published, checked)

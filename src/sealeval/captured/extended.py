@@ -282,7 +282,11 @@ def extend_comparison_files(
     (a second streamed pass): the per-record columns are held, never the
     records. Same document as :func:`extend_comparison` on the same runs;
     refusals are :func:`compare_run_files`'s first (a run file's first of
-    all), then the extension's (``policy_mismatch``).
+    all), then the extension's (``policy_mismatch``). Each file is read
+    twice: a side whose second pass does not hash to the digest its first
+    pass bound (a file rewritten in place between them) is refused
+    ``unreadable`` (field ``baseline`` or ``subject``), nothing computed
+    from it.
 
     Args:
         baseline: the baseline run: a path, or a binary handle at its first
@@ -314,7 +318,11 @@ def extend_comparison_files(
     sources = {"baseline": baseline, "subject": subject}
     again = opener if opener is not None else sources.__getitem__
     everything = scope_values_files(
-        baseline=again("baseline"), subject=again("subject"), policy=approved, limits=limits
+        baseline=again("baseline"),
+        subject=again("subject"),
+        policy=approved,
+        limits=limits,
+        digests=report.bindings,  # a file rewritten between the passes is refused
     )
     return report, extend_report(
         report=report, per_pair=everything, policy=approved, extension=extension

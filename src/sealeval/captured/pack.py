@@ -42,8 +42,9 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
+import types
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
@@ -160,6 +161,11 @@ class StagedPack(ManifestFacts):
         manifest: the manifest (its digest is ``pack_manifest_digest``).
         checksums_bytes: the checksum ledger.
         signature_bytes: the signature envelope, or ``None`` when unsigned.
+        copies: by role, the open file of a held run whose bytes are exactly
+            its canonical bytes: published by copying that file (1 MiB
+            chunks) instead of re-encoding the run; the written digest is
+            checked as for every file (a file changed since it was read is
+            ``self_check_failed``).
     """
 
     request: NormalizedRequest
@@ -171,6 +177,7 @@ class StagedPack(ManifestFacts):
     manifest: PackManifest
     checksums_bytes: bytes
     signature_bytes: bytes | None
+    copies: Mapping[str, RunFacts] = field(default_factory=lambda: types.MappingProxyType({}))
 
     def __repr__(self) -> str:
         """Show the manifest digest and the authentication mode only."""
@@ -187,8 +194,8 @@ class StagedPack(ManifestFacts):
         entries: list[tuple[str, Callable[[], Iterable[bytes]], int]] = [
             (ROLE_PATHS["request"], lambda: (request,), len(request)),
             (ROLE_PATHS["policy"], lambda: (policy,), len(policy)),
-            (ROLE_PATHS["baseline"], self.baseline.iter_canonical, self.baseline.canonical_size),
-            (ROLE_PATHS["subject"], self.subject.iter_canonical, self.subject.canonical_size),
+            (ROLE_PATHS["baseline"], self._run_chunks("baseline"), self.baseline.canonical_size),
+            (ROLE_PATHS["subject"], self._run_chunks("subject"), self.subject.canonical_size),
             (ROLE_PATHS["report"], lambda: (report,), len(report)),
             (CHECKSUMS_NAME, lambda: (self.checksums_bytes,), len(self.checksums_bytes)),
             (
@@ -201,6 +208,14 @@ class StagedPack(ManifestFacts):
         if signature is not None:
             entries.append((SIGNATURE_NAME, lambda: (signature,), len(signature)))
         return tuple(entries)
+
+    def _run_chunks(self, role: str) -> Callable[[], Iterable[bytes]]:
+        """Return a run's chunk source: its checked file when still open, else its encoding."""
+        copy = self.copies.get(role)
+        if copy is not None and copy.rereadable:
+            return copy.iter_canonical
+        run: Run | RunFacts = self.baseline if role == "baseline" else self.subject
+        return run.iter_canonical
 
 
 def _check_report(
@@ -299,6 +314,26 @@ def _check_inputs(
             raise _fail("too_large", role)
 
 
+def _checked_copies(copies: object, runs: Mapping[str, Run | RunFacts]) -> Mapping[str, RunFacts]:
+    """Require each copy source to be a run's open file of the same digest and size."""
+    if copies is None:
+        return types.MappingProxyType({})
+    if not isinstance(copies, Mapping):
+        raise _fail("invalid_type", "copies")
+    checked: dict[str, RunFacts] = {}
+    for role, copy in copies.items():
+        run = runs.get(role) if isinstance(role, str) else None
+        if (
+            run is None
+            or not isinstance(copy, RunFacts)
+            or copy.digest != run.digest
+            or copy.canonical_size != run.canonical_size
+        ):
+            raise _fail("invalid_type", "copies")
+        checked[role] = copy
+    return types.MappingProxyType(checked)
+
+
 def _sizes(
     request: NormalizedRequest,
     baseline: Run | RunFacts,
@@ -327,6 +362,7 @@ def prepare_pack(
     validate_report: ReportValidator | None = None,
     limits: PackLimits = REFERENCE_PACK_LIMITS,
     decision_order: str = "reference",
+    copies: Mapping[str, RunFacts] | None = None,
 ) -> StagedPack:
     """Check the pack's content and compute its ledger, manifest and signature.
 
@@ -347,6 +383,12 @@ def prepare_pack(
         decision_order: the order the report was made with (``"reference"``
             or sealeval's opt-in ``"width_first"``, whose report carries
             ``decision_rule``; such a pack verifies in sealeval only).
+        copies: by role (``baseline``, ``subject``), the facts of an open
+            file holding exactly that run's canonical bytes
+            (:meth:`RunFacts.of_canonical_file`
+            <sealeval.captured.run_facts.RunFacts.of_canonical_file>): copied
+            into the pack instead of re-encoding the run; same digest and size
+            as the run, else ``invalid_type``.
 
     Raises:
         EvidencePackBuildError: ``signing_mode``, ``invalid_type``,
@@ -365,6 +407,7 @@ def prepare_pack(
         limits=limits,
     )
     _check_bindings(request, baseline, subject, policy)
+    checked_copies = _checked_copies(copies, {"baseline": baseline, "subject": subject})
     hexes = {
         "request": request.digest,
         "policy": policy.digest,
@@ -414,6 +457,7 @@ def prepare_pack(
         manifest=manifest,
         checksums_bytes=ledger,
         signature_bytes=signature,
+        copies=checked_copies,
     )
 
 
@@ -630,6 +674,7 @@ def build_evidence_pack(
         validate_report=validate_report,
         limits=limits,
         decision_order=decision_order,
+        copies=request.copies,
     )
     if destination is None:
         return publish_pack(staged, request.authored.output, anchor=request.root)

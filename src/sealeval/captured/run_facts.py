@@ -270,6 +270,25 @@ class RunFacts(HeaderFacts):
             self._source.closer()
 
     @classmethod
+    def of_canonical_file(cls, run: Run, fd: int) -> RunFacts:
+        """Return the facts of a held run whose open file ``fd`` holds exactly its canonical bytes.
+
+        Only for a caller that read ``run`` whole from ``fd`` and checked that
+        those bytes are ``run.canonical_size`` long and hash to
+        ``run.digest``: the facts own ``fd``, and :meth:`iter_canonical`
+        copies the file (by position) instead of re-encoding the run; a file
+        changed since is caught by whoever checks the copy's digest. No slice
+        count, id or case set is computed (a copy source needs none).
+        """
+        return cls(
+            header=run.header,
+            digest=run.digest,
+            canonical_size=run.canonical_size,
+            record_count=len(run.records),
+            _source=_Descriptor(fd),
+        )
+
+    @classmethod
     def of_run(cls, run: Run, policy: ComparisonPolicy | None) -> RunFacts:
         """Return the facts of a run held in memory (same facts as :func:`read_run_facts`)."""
         builder = _Builder(policy, keep_ids=True, case_set=False)

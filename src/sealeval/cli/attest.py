@@ -38,12 +38,11 @@ from sealeval.errors import CanonicalError
 from sealeval.gates.candidate import (
     CandidateBundle,
     CandidateRunnerError,
-    load_ed25519_public_key,
     verify_packet_ed25519,
 )
 from sealeval.gates.runner import (
     MAX_EVIDENCE_BYTES,
-    MAX_KEY_BYTES,
+    read_ed25519_public_key,
     read_hmac_key,
     read_input_file,
     read_regular_file,
@@ -141,10 +140,7 @@ def _check_packet(
         valid = bundle.packet.verify(read_hmac_key(hmac_key_file))
     else:
         assert packet_public_key is not None
-        data = read_input_file(packet_public_key, limit=MAX_KEY_BYTES)
-        if data is None:
-            raise CandidateRunnerError("public_key_unavailable")
-        public_key = load_ed25519_public_key(data)
+        public_key = read_ed25519_public_key(packet_public_key)
         valid = verify_packet_ed25519(bundle.packet, bundle.packet_ed25519, public_key)
     if not valid:
         raise AttestationError("predicate_signature_invalid", "packet")

@@ -55,6 +55,7 @@ from sealeval._progress import TerminalProgress, terminal_progress
 from sealeval.canonical import encode_invarlock
 from sealeval.captured.comparison import (
     DECISION_ORDERS,
+    Bindings,
     ComparisonReport,
     MetricEntry,
     ScopeValues,
@@ -266,6 +267,7 @@ class _StreamedSides(_Sides):
         super().__init__()
         self.paths = (baseline, subject)
         self.limits = _uncapped_limits(self.paths)
+        self.bindings: Bindings | None = None  # what the report's pass read
 
     def check_files(self) -> None:
         for path, side in zip(self.paths, ("baseline", "subject"), strict=True):
@@ -280,7 +282,7 @@ class _StreamedSides(_Sides):
         progress: TerminalProgress,
     ) -> ComparisonReport:
         try:
-            return compare_run_files(
+            report = compare_run_files(
                 baseline=self.paths[0],
                 subject=self.paths[1],
                 policy=policy,
@@ -292,10 +294,16 @@ class _StreamedSides(_Sides):
         except CanonicalError:  # a file that is not JSON: name the side as _read_run does
             self.check_files()
             raise _RefusalError("comparison", "invalid_json") from None  # pragma: no cover
+        self.bindings = report.bindings
+        return report
 
     def _scope_values(self, policy: ComparisonPolicy) -> tuple[ScopeValues, ...]:
-        return scope_values_files(
-            baseline=self.paths[0], subject=self.paths[1], policy=policy, limits=self.limits
+        return scope_values_files(  # a file rewritten since the report's pass: unreadable
+            baseline=self.paths[0],
+            subject=self.paths[1],
+            policy=policy,
+            limits=self.limits,
+            digests=self.bindings,
         )
 
 

@@ -44,7 +44,6 @@ from sealeval.gates.candidate import (
     CandidateRunnerError,
     EvidenceEnvelopeError,
     decode_evidence_bytes,
-    load_ed25519_public_key,
     parse_evidence_document,
     verify_packet_ed25519,
 )
@@ -52,8 +51,8 @@ from sealeval.gates.evaluation import AgentReleaseReport, evaluate_agent_release
 from sealeval.gates.registry import GateError
 from sealeval.gates.runner import (
     MAX_EVIDENCE_BYTES,
-    MAX_KEY_BYTES,
     AgentReleaseOptions,
+    read_ed25519_public_key,
     read_hmac_key,
     read_input_file,
     read_regular_file,
@@ -249,10 +248,7 @@ def verify_packet_command(
     else:
         assert ed25519_public_key is not None
         algorithm = "ed25519"
-        public_data = read_input_file(ed25519_public_key, limit=MAX_KEY_BYTES)
-        if public_data is None:
-            raise CandidateRunnerError("public_key_unavailable")
-        public_key = load_ed25519_public_key(public_data)
+        public_key = read_ed25519_public_key(ed25519_public_key)
         detached = bundle.packet_ed25519 if bundle is not None else None
         valid = detached is not None and verify_packet_ed25519(packet, detached, public_key)
     if bundle is not None:

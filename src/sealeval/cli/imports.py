@@ -17,7 +17,6 @@ large sources when it is a terminal; otherwise the command is quiet.
 
 from __future__ import annotations
 
-import dataclasses
 import difflib
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -286,7 +285,7 @@ def import_command(
         _hint(path, adapter, arguments)
         remedy = limit_remedy(
             "import", error.code, error.field, compat_invarlock=compat_invarlock
-        ) or _partial_remedy(path, adapter, arguments, error.code)
+        ) or _marked_remedy(error, allow_partial=allow_partial)
         if remedy is None:
             raise
         exit_ = fail(error, _TYPED)
@@ -323,22 +322,27 @@ _PARTIAL_REMEDY: Final = (
     "--allow-partial imports the samples this file holds "
     "(the stated and present counts go into each record's context)"
 )
+#: The other remedies an importer may mark (ImportRefusalError.REMEDIES); never the file's values.
+_REMEDIES: Final = {
+    "deepeval_uploaded": (
+        "hint: this DeepEval file holds only the link of a test run uploaded to Confident AI, "
+        "not its results; run deepeval with DEEPEVAL_RESULTS_FOLDER set to a local folder "
+        "(it then writes test_run_<timestamp>.json there) and import that file"
+    ),
+}
 
 
-def _partial_remedy(path: Path, adapter: str, arguments: ImportArguments, code: str) -> str | None:
-    """Name ``--allow-partial`` after a refusal it lifts for this file (tried), else ``None``."""
-    options = arguments.get("options") or ImportOptions()
-    if code not in _PARTIAL_CODES or options.allow_partial:
+def _marked_remedy(error: CapturedError, *, allow_partial: bool) -> str | None:
+    """Return the remedy the importer marked on its refusal (nothing read again), else ``None``.
+
+    ``--allow-partial`` is named after a refusal it lifts (``incomplete_export``,
+    ``incomplete_run``: the importer's mark says so), never when it was given.
+    """
+    if not isinstance(error, ImportRefusalError):
         return None
-    allowed: ImportArguments = {
-        **arguments,
-        "options": dataclasses.replace(options, allow_partial=True),
-    }
-    try:
-        load_run(path, adapter, **allowed)
-    except SealevalError:
-        return None
-    return _PARTIAL_REMEDY
+    if error.lifted_by_allow_partial:
+        return None if allow_partial or error.code not in _PARTIAL_CODES else _PARTIAL_REMEDY
+    return _REMEDIES.get(error.remedy or "")
 
 
 def _hint(path: Path, adapter: str, arguments: ImportArguments) -> None:

@@ -31,6 +31,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Final
 
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
 from sealeval._fs import FileSystemError, open_regular, publish_exclusive
 from sealeval._keys import read_key_file
 from sealeval.gates.candidate import (
@@ -45,6 +47,7 @@ from sealeval.gates.candidate import (
     assess_evidence_file,
     decide_candidate,
     is_source_sha,
+    load_ed25519_public_key,
 )
 
 __all__ = [
@@ -57,6 +60,7 @@ __all__ = [
     "git_environment",
     "observe_repository",
     "read_ed25519_key",
+    "read_ed25519_public_key",
     "read_hmac_key",
     "read_input_file",
     "read_regular_file",
@@ -216,12 +220,19 @@ def _read_evidence(path: str | os.PathLike[str], expected_sha: str) -> EvidenceF
 
 
 def _read_key(path: str | os.PathLike[str], unavailable: str, invalid: str) -> bytes:
-    read = read_regular_file(path, limit=MAX_KEY_BYTES)
-    if read is None:
-        raise CandidateRunnerError(unavailable)
-    if read[1] is None:
-        raise CandidateRunnerError(invalid)
-    return read[1]
+    """Read a key file through :func:`sealeval._keys.read_key_file` with the runner's codes.
+
+    Over :data:`MAX_KEY_BYTES` is ``invalid``; missing, a symlink, not a
+    regular file, unreadable or changed while read is ``unavailable``.
+    """
+    return read_key_file(
+        path,
+        limit=MAX_KEY_BYTES,
+        error=CandidateRunnerError,
+        field=None,
+        renames={"too_large": invalid},
+        default=unavailable,
+    )
 
 
 def read_hmac_key(path: str | os.PathLike[str]) -> HmacKey:
@@ -244,15 +255,21 @@ def read_ed25519_key(path: str | os.PathLike[str]) -> Ed25519SigningKey:
     Raises:
         CandidateRunnerError: ``ed25519_key_unavailable`` or ``ed25519_key_invalid``.
     """
-    data = read_key_file(
-        path,
-        limit=MAX_KEY_BYTES,
-        error=CandidateRunnerError,
-        field=None,
-        renames={"too_large": "ed25519_key_invalid"},
-        default="ed25519_key_unavailable",
+    return Ed25519SigningKey.from_pem(
+        _read_key(path, "ed25519_key_unavailable", "ed25519_key_invalid")
     )
-    return Ed25519SigningKey.from_pem(data)
+
+
+def read_ed25519_public_key(path: str | os.PathLike[str]) -> Ed25519PublicKey:
+    """Read a PEM Ed25519 public key file (``verify-packet``, ``attest release``).
+
+    Raises:
+        CandidateRunnerError: ``public_key_unavailable`` (missing, symlink, not
+            a regular file, unreadable, or longer than 64 KiB) or
+            ``public_key_invalid``.
+    """
+    data = _read_key(path, "public_key_unavailable", "public_key_unavailable")
+    return load_ed25519_public_key(data)
 
 
 def write_exclusive(path: str | os.PathLike[str], data: bytes) -> None:

@@ -40,7 +40,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from sealeval._fs import create_exclusive, descend, open_directory, open_regular, translated
+from sealeval._fs import (
+    create_directory,
+    create_exclusive,
+    descend,
+    open_directory,
+    open_regular,
+    translated,
+)
 from sealeval._progress import Progress, notify
 from sealeval.captured.pack_reader import (
     REFERENCE_PACK_LIMITS,
@@ -75,7 +82,9 @@ class MlflowLogError(CapturedError):
     """Logging to MLflow was refused or failed (message ``<field>: <code>``)."""
 
     module = "sealeval.integrations.mlflow"
-    codes = frozenset({"mlflow_unavailable", "mlflow_failed", "invalid_run_id"})
+    codes = frozenset(
+        {"mlflow_unavailable", "mlflow_failed", "invalid_run_id", "scratch_unwritable"}
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,8 +134,12 @@ def _client(tracking_uri: str | None) -> Any:
     return MlflowClient(tracking_uri=tracking_uri)
 
 
-def _copy_file(root_fd: int, name: str, identity: Any, target: Path) -> None:
-    """Copy one examined file in chunks; refuse (``file_changed``) another file in its place."""
+def _copy_file(root_fd: int, name: str, identity: Any, target_fd: int) -> None:
+    """Copy one examined file in chunks; refuse (``file_changed``) another file in its place.
+
+    ``target_fd`` is the copy's root folder; the file is created below it
+    exclusively (``0600``), its folders being the ones created before it.
+    """
     *parents, leaf = name.split("/")
     with translated(EvidencePackError, "pack", default="file_changed"):
         folder = descend(os.dup(root_fd), parents)
@@ -142,53 +155,77 @@ def _copy_file(root_fd: int, name: str, identity: Any, target: Path) -> None:
             identity.size,
         ):
             raise EvidencePackError("file_changed", "pack")
-        parent = open_directory(target.parent)
-        try:
-            create_exclusive(
-                parent, target.name, iter(lambda: os.read(source, COPY_CHUNK_BYTES), b"")
-            )
-        finally:
-            os.close(parent)
+        with _scratch():
+            parent = descend(os.dup(target_fd), parents)
+            try:
+                create_exclusive(parent, leaf, iter(lambda: os.read(source, COPY_CHUNK_BYTES), b""))
+            finally:
+                os.close(parent)
     finally:
         os.close(source)
+
+
+def _scratch() -> Any:
+    """Map a write refusal in the private scratch folder onto ``scratch_unwritable``."""
+    return translated(MlflowLogError, "scratch", default="scratch_unwritable")
+
+
+def _make_folder(parent_fd: int, name: str) -> None:
+    """Create ``name`` (``a/b``: below its folders) under ``parent_fd``, 0700, exclusively."""
+    *parents, leaf = name.split("/")
+    with _scratch():
+        parent = descend(os.dup(parent_fd), parents)
+        try:
+            os.close(create_directory(leaf, dir_fd=parent, mode=0o700))
+        finally:
+            os.close(parent)
 
 
 def copy_examined_pack(pack: EvidencePack, folder: Path) -> None:
     """Copy every entry of an examined pack into ``folder`` (an empty private folder).
 
-    Folders are created 0700 and files 0600; each file is opened below the
-    pack's root by descriptor (no link followed), must be the file examined
-    (device, inode, size) and is copied in :data:`COPY_CHUNK_BYTES` chunks.
-    The pack is then re-scanned (:meth:`EvidencePack.check_unchanged`), so the
-    copy holds the examined bytes.
+    Folders are created 0700 and files 0600, exclusively and below a
+    descriptor of ``folder`` (:mod:`sealeval._fs`: nothing existing is
+    reused, no link followed); each file is opened below the pack's root by
+    descriptor, must be the file examined (device, inode, size) and is copied
+    in :data:`COPY_CHUNK_BYTES` chunks. The pack is then re-scanned
+    (:meth:`EvidencePack.check_unchanged`), so the copy holds the examined bytes.
 
     Raises:
         EvidencePackError: ``file_changed`` (the pack changed since it was examined).
+        MlflowLogError: ``scratch_unwritable`` (``folder`` is missing, not
+            empty where the pack has an entry, or cannot be written).
     """
-    with translated(EvidencePackError, "pack", default="file_changed"):
-        root_fd = open_directory(pack.path)
+    with _scratch():
+        target_fd = open_directory(folder)
     try:
-        for name in sorted(pack.snapshot.entries):
-            identity = pack.snapshot.entries[name]
-            if name == ".":
-                continue
-            if stat.S_ISDIR(identity.mode):
-                (folder / name).mkdir(mode=0o700)
-            else:
-                _copy_file(root_fd, name, identity, folder / name)
+        with translated(EvidencePackError, "pack", default="file_changed"):
+            root_fd = open_directory(pack.path)
+        try:
+            for name in sorted(pack.snapshot.entries):
+                identity = pack.snapshot.entries[name]
+                if name == ".":
+                    continue
+                if stat.S_ISDIR(identity.mode):
+                    _make_folder(target_fd, name)
+                else:
+                    _copy_file(root_fd, name, identity, target_fd)
+        finally:
+            os.close(root_fd)
     finally:
-        os.close(root_fd)
+        os.close(target_fd)
     pack.check_unchanged()
 
 
-def _write_reports(pack: EvidencePack, folder: Path) -> None:
+def _write_reports(pack: EvidencePack, folder_fd: int) -> None:
     outputs = {
         "report.md": render_markdown(pack).encode("utf-8"),
         "report.html": render_html(pack).encode("utf-8"),
         "junit.xml": render_junit(pack),
     }
     for name, data in outputs.items():
-        (folder / name).write_bytes(data)
+        with _scratch():
+            create_exclusive(folder_fd, name, data)
 
 
 def _experiment(client: Any, name: str) -> str:
@@ -233,7 +270,8 @@ def log_pack_to_mlflow(
         ReportError: the report fails the consistency checks (nothing is logged).
         MlflowLogError: ``mlflow_unavailable`` (extra not installed),
             ``invalid_run_id``, ``mlflow_failed`` (MLflow refused; its
-            message is dropped).
+            message is dropped), ``scratch_unwritable`` (the private
+            temporary copy could not be written).
     """
     if run_id is not None and (type(run_id) is not str or not run_id):
         raise MlflowLogError("invalid_run_id", "run_id")
@@ -250,10 +288,18 @@ def log_pack_to_mlflow(
     with tempfile.TemporaryDirectory(prefix="sealeval-mlflow-") as scratch:
         reports = Path(scratch) / "reports"
         evidence = Path(scratch) / "evidence"
-        reports.mkdir(mode=0o700)
-        evidence.mkdir(mode=0o700)
+        with _scratch():
+            scratch_fd = open_directory(scratch)
+            try:
+                os.close(create_directory(evidence.name, dir_fd=scratch_fd))
+                reports_fd = create_directory(reports.name, dir_fd=scratch_fd)
+            finally:
+                os.close(scratch_fd)
         notify(progress, "rendering", 0, 2)
-        _write_reports(pack, reports)
+        try:
+            _write_reports(pack, reports_fd)
+        finally:
+            os.close(reports_fd)
         notify(progress, "rendering", 1, 2)
         copy_examined_pack(pack, evidence)
         notify(progress, "rendering", 2, 2)

@@ -7,6 +7,7 @@ and exact trigram-overlap counts, vectorised with numpy. See ``docs/forensics.md
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Sequence
 from typing import Any, Final
 
@@ -25,8 +26,19 @@ _FULL: Final = 10000
 #: Extension ``k`` of the prefix filter: candidate pairs must share ``min(k, I_min)``
 #: tokens of their extended prefixes (see ``docs/forensics.md`` for the proof).
 _EXTENSION: Final = 8
-#: Largest key space mapped to dense ids with a lookup table instead of a sort.
-_DENSE_SPACE: Final = 1 << 24
+#: Code points tokenized at once: every occurrence-level array lives one chunk at a time.
+_CHUNK_CODE_POINTS: Final = 1 << 18
+#: Index arrays hold 32-bit integers while every value they can hold is below this bound,
+#: and 64-bit integers past it (same values, same results).
+_NARROW_LIMIT: Final = 1 << 31
+#: Code points are below this base (``sys.maxunicode + 1``): a trigram is the integer
+#: ``(c1 * B + c2) * B + c3``, below ``B**3``; shorter texts key above it.
+_BASE: Final = 0x110000
+
+
+def _index_dtype(bound: int) -> type[np.signedinteger[Any]]:
+    """Return ``int32`` when every value to hold is below ``bound`` <= 2**31, else ``int64``."""
+    return np.int32 if bound <= _NARROW_LIMIT else np.int64
 
 
 def _ranges(starts: _Array, lengths: _Array) -> _Array:
@@ -38,66 +50,6 @@ def _ranges(starts: _Array, lengths: _Array) -> _Array:
     return np.arange(total, dtype=np.int64) - np.repeat(offsets - starts, lengths)
 
 
-def _dense_ids(values: npt.NDArray[Any], space: int) -> tuple[_Array, int]:
-    """Map values in ``[0, space)`` to ids ``0..n-1`` in ascending value order."""
-    if space <= _DENSE_SPACE:
-        present = np.zeros(space, dtype=bool)
-        present[values] = True
-        table = np.cumsum(present, dtype=np.int64) - 1
-        return table[values], int(table[-1]) + 1
-    order = np.argsort(values, kind="stable")
-    ordered = values[order]
-    fresh = np.ones(ordered.size, dtype=bool)
-    np.not_equal(ordered[1:], ordered[:-1], out=fresh[1:])
-    ids = np.empty(values.size, dtype=np.int64)
-    ids[order] = np.cumsum(fresh, dtype=np.int64) - 1
-    return ids, int(fresh.sum())
-
-
-def _trigram_tokens(texts: Sequence[str]) -> tuple[_Array, _Array, int]:
-    """Return (text index, token id, vocabulary size) for every trigram occurrence.
-
-    Code points are first renumbered densely (alphabet size ``K``); a trigram
-    is then the integer ``(c1 * K + c2) * K + c3`` and a text shorter than
-    three code points contributes the single key ``K**3 + c1`` or
-    ``K**3 + K + c1 * K + c2``, a range no trigram uses. Keys are finally
-    renumbered densely. Occurrences are listed text by text; repeats remain.
-    """
-    lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
-    code_points = np.frombuffer("".join(texts).encode("utf-32-le"), dtype="<u4")
-    if code_points.size == 0:
-        empty = np.zeros(0, dtype=np.int64)
-        return empty, empty, 0
-    letters, alphabet = _dense_ids(code_points, int(code_points.max()) + 1)
-    del code_points
-    ends = np.cumsum(lengths)
-    starts = ends - lengths
-    # A position starts a trigram unless it is one of the last two of its text.
-    valid = np.ones(max(letters.size - 2, 0), dtype=bool)
-    for tail in (ends - 1, (ends - 2)[lengths >= 2]):
-        valid[tail[tail < valid.size]] = False
-    keys = letters[:-2] * alphabet
-    keys += letters[1:-1]
-    keys *= alphabet
-    keys += letters[2:]
-    keys = keys[valid]
-    del valid
-    docs = np.repeat(np.arange(len(texts), dtype=np.int32), np.maximum(lengths - 2, 0))
-    short = np.flatnonzero(lengths < 3)
-    if short.size:
-        base = alphabet**3
-        first = letters[starts[short]]
-        second = letters[np.minimum(starts[short] + 1, letters.size - 1)]
-        short_keys = np.where(
-            lengths[short] == 1, base + first, base + alphabet + first * alphabet + second
-        )
-        keys = np.concatenate((keys, short_keys))
-        docs = np.concatenate((docs, short.astype(np.int32)))
-    del letters
-    tokens, vocabulary = _dense_ids(keys, alphabet**3 + alphabet**2 + alphabet)
-    return docs.astype(np.int64), tokens, vocabulary
-
-
 def _sorted_unique(values: _Array) -> _Array:
     ordered = np.sort(values)
     fresh = np.ones(ordered.size, dtype=bool)
@@ -105,33 +57,147 @@ def _sorted_unique(values: _Array) -> _Array:
     return ordered[fresh]
 
 
+def _chunks(lengths: list[int]) -> list[tuple[int, int]]:
+    """Split texts ``0..n-1`` into ``[first, end)`` runs of at most ``_CHUNK_CODE_POINTS`` points.
+
+    A text longer than the bound is a chunk of its own; an empty list has no chunk.
+    """
+    bounds: list[tuple[int, int]] = []
+    first, held = 0, 0
+    for index, length in enumerate(lengths):
+        if held and held + length > _CHUNK_CODE_POINTS:
+            bounds.append((first, index))
+            first, held = index, 0
+        held += length
+    if first < len(lengths):
+        bounds.append((first, len(lengths)))
+    return bounds
+
+
+def _chunk_keys(texts: Sequence[str]) -> tuple[_Array, _Array]:
+    """Return (text position, key) of every trigram occurrence of a few texts.
+
+    A trigram is the integer ``(c1 * B + c2) * B + c3`` of its code points
+    (``B`` = :data:`_BASE`); a text shorter than three code points contributes
+    the single key ``B**3 + c1`` or ``B**3 + B + c1 * B + c2``, a range no
+    trigram uses (all below ``2**63``). Ascending keys are the order of
+    ascending code-point tuples, trigrams before shorter texts.
+    """
+    lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
+    points = np.frombuffer("".join(texts).encode("utf-32-le"), dtype="<u4").astype(np.int64)
+    ends = np.cumsum(lengths)
+    starts = ends - lengths
+    # A position starts a trigram unless it is one of the last two of its text.
+    valid = np.ones(max(points.size - 2, 0), dtype=bool)
+    for tail in (ends - 1, (ends - 2)[lengths >= 2]):
+        valid[tail[tail < valid.size]] = False
+    keys = points[:-2] * _BASE
+    keys += points[1:-1]
+    keys *= _BASE
+    keys += points[2:]
+    keys = keys[valid]
+    del valid
+    docs = np.repeat(np.arange(len(texts), dtype=np.int64), np.maximum(lengths - 2, 0))
+    short = np.flatnonzero((lengths < 3) & (lengths > 0))
+    if short.size:
+        base = _BASE**3
+        first = points[starts[short]]
+        second = points[np.minimum(starts[short] + 1, points.size - 1)]
+        short_keys = np.where(
+            lengths[short] == 1, base + first, base + _BASE + first * _BASE + second
+        )
+        keys = np.concatenate((keys, short_keys))
+        docs = np.concatenate((docs, short))
+    return docs, keys
+
+
+class _Chunk:
+    """The distinct trigrams of a run of texts: per text their count, then their ids.
+
+    ``tokens`` first holds ids into the chunk's own sorted ``vocabulary``
+    (keys), then, after :meth:`globalize`, ids into the global one.
+    """
+
+    __slots__ = ("sizes", "tokens", "vocabulary")
+
+    def __init__(self, texts: Sequence[str]) -> None:
+        docs, keys = _chunk_keys(texts)
+        vocabulary, local = np.unique(keys, return_inverse=True)
+        del keys
+        width = max(int(vocabulary.size), 1)
+        # Texts in a chunk (at most _CHUNK_CODE_POINTS, or one longer text) times keys
+        # (at most one per code point): far below 2**63.
+        pairs = _sorted_unique(docs * width + local.reshape(-1))
+        del docs, local
+        docs, tokens = np.divmod(pairs, width)
+        del pairs
+        self.sizes: _Array = np.bincount(docs, minlength=len(texts)).astype(np.int64)
+        self.tokens: npt.NDArray[Any] = tokens.astype(_index_dtype(width))
+        self.vocabulary: _Array = vocabulary
+
+    def globalize(self, vocabulary: _Array, dtype: type[np.signedinteger[Any]]) -> None:
+        """Renumber ``tokens`` as ids into the global sorted ``vocabulary``."""
+        mapping = np.searchsorted(vocabulary, self.vocabulary).astype(dtype)
+        self.tokens = mapping[self.tokens]
+        self.vocabulary = np.zeros(0, dtype=np.int64)
+
+    def docs(self) -> _Array:
+        """Return the chunk-local text position of every distinct trigram."""
+        return np.repeat(np.arange(self.sizes.size, dtype=np.int64), self.sizes)
+
+
 class _TrigramSets:
     """Trigram sets of every distinct normalized text, as sorted token-rank arrays (CSR).
 
-    Tokens are renumbered by ascending document frequency among the
-    reference texts (ties by id): the global order used by prefix filtering,
-    so the first tokens of a row are its rarest.
+    Token ids number the distinct trigram keys in ascending order; ranks
+    renumber them by ascending document frequency among the reference texts
+    (ties by id): the global order used by prefix filtering, so the first
+    tokens of a row are its rarest. Texts are tokenized in chunks of at most
+    :data:`_CHUNK_CODE_POINTS` code points, so only the distinct trigrams of
+    each text (32-bit ids while fewer than 2**31 exist) are held at once,
+    never an array per occurrence of the whole corpus.
     """
 
     def __init__(self, texts: Sequence[str], reference_rows: _Array) -> None:
-        docs, tokens, vocabulary = _trigram_tokens(texts)
-        vocabulary = max(vocabulary, 1)
-        pairs = _sorted_unique(docs * vocabulary + tokens)
-        del docs, tokens
-        docs, tokens = np.divmod(pairs, vocabulary)
-        del pairs
+        chunks: deque[_Chunk] = deque()
+        firsts: list[int] = []
+        for first, end in _chunks([len(text) for text in texts]):
+            chunks.append(_Chunk(texts[first:end]))
+            firsts.append(first)
+        pieces = [chunk.vocabulary for chunk in chunks]
+        keys = np.unique(np.concatenate(pieces)) if pieces else np.zeros(0, dtype=np.int64)
+        del pieces
+        vocabulary = max(int(keys.size), 1)
+        dtype = _index_dtype(vocabulary)
         is_reference = np.zeros(len(texts), dtype=bool)
         is_reference[reference_rows] = True
-        frequency = np.bincount(tokens[is_reference[docs]], minlength=vocabulary)
-        rank = np.empty(vocabulary, dtype=np.int64)
-        rank[np.argsort(frequency, kind="stable")] = np.arange(vocabulary, dtype=np.int64)
-        ranked = np.sort(docs * vocabulary + rank[tokens])
-        self.tokens: _Array = ranked % vocabulary
-        self.sizes: _Array = np.bincount(docs, minlength=len(texts)).astype(np.int64)
+        frequency = np.zeros(vocabulary, dtype=np.int64)
+        for chunk, first in zip(chunks, firsts, strict=True):
+            chunk.globalize(keys, dtype)
+            selected = is_reference[first : first + chunk.sizes.size][chunk.docs()]
+            frequency += np.bincount(chunk.tokens[selected], minlength=vocabulary)
+        del keys
+        rank = np.empty(vocabulary, dtype=dtype)
+        rank[np.argsort(frequency, kind="stable")] = np.arange(vocabulary, dtype=dtype)
+        del frequency
+        sizes = [np.zeros(0, dtype=np.int64)]
+        tokens = np.empty(sum(int(chunk.tokens.size) for chunk in chunks), dtype=dtype)
+        offset = 0
+        while chunks:
+            chunk = chunks.popleft()  # released before the next chunk is ranked
+            # Each text's ranks in ascending order (the text is the high part of the key;
+            # chunk texts times distinct trigrams stays below 2**63 under 2**45 characters).
+            ranked = np.sort(chunk.docs() * vocabulary + rank[chunk.tokens])
+            tokens[offset : offset + ranked.size] = ranked % vocabulary
+            offset += ranked.size
+            sizes.append(chunk.sizes)
+            del chunk, ranked
+        self.tokens: npt.NDArray[Any] = tokens
+        self.sizes: _Array = np.concatenate(sizes)
         self.indptr: _Array = np.concatenate(([0], np.cumsum(self.sizes))).astype(np.int64)
         self.vocabulary = vocabulary
 
-    def row(self, index: int) -> _Array:
+    def row(self, index: int) -> npt.NDArray[Any]:
         return self.tokens[self.indptr[index] : self.indptr[index + 1]]
 
 
@@ -141,12 +207,12 @@ class _Postings:
     def __init__(self, sets: _TrigramSets, rows: _Array, spans: _Array) -> None:
         lengths = np.minimum(spans, sets.sizes[rows])
         tokens = sets.tokens[_ranges(sets.indptr[rows], lengths)]
-        owners = np.repeat(np.arange(rows.size, dtype=np.int64), lengths)
-        self.references: _Array = owners[np.argsort(tokens, kind="stable")]
+        owners = np.repeat(np.arange(rows.size, dtype=_index_dtype(rows.size)), lengths)
+        self.references: npt.NDArray[Any] = owners[np.argsort(tokens, kind="stable")]
         counts = np.bincount(tokens, minlength=sets.vocabulary)
         self.indptr: _Array = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
 
-    def gather(self, tokens: _Array) -> _Array:
+    def gather(self, tokens: npt.NDArray[Any]) -> npt.NDArray[Any]:
         """Concatenate the posting lists of ``tokens`` (each position once per token)."""
         indptr, references = self.indptr, self.references
         pieces = [references[indptr[token] : indptr[token + 1]] for token in tokens.tolist()]
@@ -274,17 +340,18 @@ class _FullCounter:
     def __init__(self, sets: _TrigramSets, rows: _Array) -> None:
         lengths = sets.sizes[rows]
         tokens = sets.tokens[_ranges(sets.indptr[rows], lengths)]
-        owners = np.repeat(np.arange(rows.size, dtype=np.int64), lengths)
+        owners = np.repeat(np.arange(rows.size, dtype=_index_dtype(rows.size)), lengths)
         frequency = np.bincount(tokens, minlength=sets.vocabulary)
         by_frequency = np.argsort(-frequency, kind="stable")[:_DENSE_TOKENS]
         dense = by_frequency[frequency[by_frequency] * _DENSE_FRACTION >= max(rows.size, 1)]
-        self.bit: _Array = np.full(sets.vocabulary, -1, dtype=np.int64)
-        self.bit[dense] = np.arange(dense.size, dtype=np.int64)
+        # Bit positions of the dense tokens (at most _DENSE_TOKENS), -1 for the others.
+        self.bit: npt.NDArray[np.int32] = np.full(sets.vocabulary, -1, dtype=np.int32)
+        self.bit[dense] = np.arange(dense.size, dtype=np.int32)
         self.words = max(1, -(-dense.size // 64))
         positions = self.bit[tokens]
         in_bits = positions >= 0
         self.bits = np.zeros(rows.size * self.words, dtype=np.uint64)
-        flat = owners[in_bits] * self.words + positions[in_bits] // 64
+        flat = owners[in_bits].astype(np.int64) * self.words + positions[in_bits] // 64
         np.bitwise_or.at(
             self.bits,
             flat,
@@ -294,12 +361,12 @@ class _FullCounter:
         self.bits = np.ascontiguousarray(self.bits.reshape(rows.size, self.words).T)
         sparse = ~in_bits
         sparse_tokens, sparse_owners = tokens[sparse], owners[sparse]
-        self.references: _Array = sparse_owners[np.argsort(sparse_tokens, kind="stable")]
+        self.references: npt.NDArray[Any] = sparse_owners[np.argsort(sparse_tokens, kind="stable")]
         counts = np.bincount(sparse_tokens, minlength=sets.vocabulary)
         self.indptr: _Array = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
         self.size = rows.size
 
-    def intersections(self, tokens: _Array) -> _Array:
+    def intersections(self, tokens: npt.NDArray[Any]) -> _Array:
         positions = self.bit[tokens]
         dense = positions[positions >= 0]
         indptr, references = self.indptr, self.references

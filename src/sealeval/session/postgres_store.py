@@ -51,6 +51,8 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Final, NoReturn, Protocol, TypeVar
 
+from sealeval._fs import point_at_null
+from sealeval._transaction import roll_back
 from sealeval.canonical import is_digest
 from sealeval.session.record import EvaluationSessionError, SessionRecord
 from sealeval.session.store import check_claim, check_finish, check_save
@@ -178,12 +180,7 @@ _ORPHANS: list[object] = []
 def _neutralise(connection: psycopg.Connection[Any]) -> None:
     """Point an inherited connection's socket descriptor at ``/dev/null`` (child side only)."""
     with contextlib.suppress(Exception):
-        descriptor = connection.fileno()
-        null = os.open(os.devnull, os.O_RDWR)
-        try:
-            os.dup2(null, descriptor)
-        finally:
-            os.close(null)
+        point_at_null(connection.fileno())
 
 
 def _after_fork_in_child() -> None:
@@ -483,8 +480,7 @@ class PostgresSessionStore:
                 with connection.cursor() as cursor:
                     result = operation(_PostgresCursor(cursor))
             except BaseException as error:
-                with contextlib.suppress(Exception):
-                    connection.rollback()
+                roll_back(connection)  # a failed rollback: the classification below decides
                 if isinstance(error, driver.OperationalError) and (
                     getattr(error, "sqlstate", None) not in _TIMEOUT_STATES
                 ):

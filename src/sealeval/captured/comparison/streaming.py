@@ -203,12 +203,19 @@ def scope_values_files(
     subject: RunSource,
     policy: ComparisonPolicy | Mapping[str, Any],
     limits: Limits = UNLIMITED,
+    digests: Bindings | None = None,
 ) -> tuple[ScopeValues, ...]:
     """:func:`~sealeval.captured.comparison.scope_values` over two run files, streamed.
 
     Same values, seeds and refusals as the in-memory function on the same
     runs (a refusal of a run file first), with the memory of
     :func:`compare_run_files`: the per-record columns, never the records.
+
+    ``digests`` are the run digests an earlier pass over the same sources
+    read (its report's ``bindings``): a side whose digest now differs was
+    rewritten between the passes and is refused ``unreadable`` (field: the
+    side, as for any run file that cannot be read stably), before anything
+    is scored.
     """
     try:
         approved = as_policy(policy)
@@ -225,6 +232,13 @@ def scope_values_files(
         right = stack.enter_context(
             _table(subject, "subject", (approved, scorers), limits, rows=pinned is not None)
         )
+        if digests is not None:
+            for side, table, digest in (
+                ("baseline", left, digests.baseline),
+                ("subject", right, digests.subject),
+            ):
+                if table.digest != digest:
+                    raise CapturedRunError("unreadable", side)
         if pinned is not None:
             for side, table in (("baseline", left), ("subject", right)):
                 if table.case_set_digest() != pinned:

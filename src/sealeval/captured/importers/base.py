@@ -27,7 +27,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final, Protocol, runtime_checkable
+from typing import Any, ClassVar, Final, Protocol, runtime_checkable
 
 from sealeval.captured.run import Record
 from sealeval.errors import CapturedError
@@ -54,7 +54,33 @@ class ImportRefusalError(CapturedError):
     """A source file an importer refuses (message ``<field>: <code>``).
 
     Importers add the codes they need to this closed set in one place, here.
+
+    Attributes:
+        remedy: set by the importer where it decides the refusal, when a
+            known remedy applies (one of :data:`REMEDIES`), else ``None``; the
+            CLI prints that remedy without reading the file again.
     """
+
+    #: What an importer may mark a refusal with: ``allow_partial`` (the
+    #: importer's only objection is a short or stopped run, which
+    #: ``allow_partial`` lifts), ``deepeval_uploaded`` (a DeepEval
+    #: ``.latest_test_run.json`` holding only the link of a run uploaded to
+    #: Confident AI: the results are not in the file).
+    REMEDIES: ClassVar[frozenset[str]] = frozenset({"allow_partial", "deepeval_uploaded"})
+
+    remedy: str | None
+
+    def __init__(self, code: str, field: str | None = None, *, remedy: str | None = None) -> None:
+        """Build the refusal; ``remedy`` must be ``None`` or one of :data:`REMEDIES`."""
+        super().__init__(code, field)
+        if remedy is not None and remedy not in self.REMEDIES:
+            raise RuntimeError("ImportRefusalError: remedy outside its closed set")
+        self.remedy = remedy
+
+    @property
+    def lifted_by_allow_partial(self) -> bool:
+        """Whether ``allow_partial`` lifts this refusal (the importer's mark; nothing re-read)."""
+        return self.remedy == "allow_partial"
 
     module = "sealeval.captured.importers"
     codes = frozenset(

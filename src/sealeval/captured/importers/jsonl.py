@@ -29,7 +29,6 @@ This module holds the machinery of the specified adapters (spec
 from __future__ import annotations
 
 import functools
-import json
 import math
 import os
 import re
@@ -40,18 +39,23 @@ from pathlib import Path
 from typing import IO, Any, ClassVar, Final
 
 from sealeval._fs import open_regular, translated
-from sealeval.canonical import DecodeLimits, decode
+from sealeval.canonical import (
+    EVALUATOR_CODES,
+    EVALUATOR_DECODER,
+    EVALUATOR_NAN,
+    DecodeLimits,
+    decode,
+    scan_raw,
+    scan_strict,
+)
 from sealeval.captured.importers.base import ImportOptions, ImportRefusalError, RecordSource
 from sealeval.captured.likelihood import Source
 from sealeval.captured.run import RECORD_MEMBERS
 from sealeval.errors import CanonicalError
 
 __all__ = [
-    "DECODE_CODES",
     "JSON_WHITESPACE",
     "MAX_CONTAINERS",
-    "NAN",
-    "NAN_DECODER",
     "Binding",
     "DocumentImporter",
     "Head",
@@ -85,21 +89,6 @@ _TRUNCATED: Final = object()
 #: ``capture_facts`` without an upstream record (the adapter set its own context).
 _NO_UPSTREAM: Final = object()
 _INTERNAL_PREFIX: Final = "invarlock_"
-
-#: CanonicalError decoding codes -> ImportRefusalError codes (every importer's one table).
-DECODE_CODES: Final = {
-    "not_utf8": "not_utf8",
-    "byte_order_mark": "byte_order_mark",
-    "invalid_json": "invalid_json",
-    "duplicate_key": "duplicate_key",
-    "non_standard_constant": "non_finite_number",
-    "non_finite_number": "non_finite_number",
-    "too_large": "too_large",
-    "too_deep": "too_deep",
-    "string_too_long": "too_large",
-    "integer_too_long": "integer_too_long",
-    "unpaired_surrogate": "invalid_json",
-}
 
 
 def refuse(code: str, field: str | None = None) -> ImportRefusalError:
@@ -167,7 +156,7 @@ def decode_document(data: bytes, field: str = "file") -> Any:
     try:
         return decode(data, limits=_UNBOUNDED_DECODE)
     except CanonicalError as error:
-        raise refuse(DECODE_CODES.get(error.code, "invalid_json"), field) from None
+        raise refuse(EVALUATOR_CODES.get(error.code, "invalid_json"), field) from None
 
 
 # The byte size of a document is bounded by whoever read it (read_source).
@@ -178,54 +167,12 @@ _UNBOUNDED_DECODE: Final = DecodeLimits(max_bytes=1 << 62)
 # JSONL reading (§1.1)
 
 
-class _Nan:
-    """Marks a bare ``NaN`` token where a format tolerates it (see :func:`iter_rows`)."""
-
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        """Show the token."""
-        return "NaN"
-
-
-#: What a bare ``NaN`` token decodes to (:data:`NAN_DECODER`; the native readers' too).
-NAN: Final = _Nan()
-
-
-def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    result = dict(pairs)
-    if len(result) != len(pairs):
-        raise CanonicalError("duplicate_key")
-    return result
-
-
-def _constant(token: str) -> Any:
-    if token == "NaN":  # noqa: S105 - a JSON constant, not a secret
-        return NAN
-    raise CanonicalError("non_standard_constant")
-
-
-def _finite(token: str) -> float:
-    value = float(token)
-    if value in (float("inf"), float("-inf")):
-        raise CanonicalError("non_finite_number")
-    return value
-
-
-#: Strict JSON plus bare ``NaN`` tokens (as :data:`NAN`): duplicate keys
-#: (``duplicate_key``), ``Infinity`` (``non_standard_constant``) and infinite
-#: floats (``non_finite_number``) raise ``CanonicalError``.
-NAN_DECODER: Final = json.JSONDecoder(
-    object_pairs_hook=_pairs, parse_constant=_constant, parse_float=_finite, strict=True
-)
-
-
 def contains_nan(value: object) -> bool:
-    """Whether :data:`NAN` occurs anywhere in ``value``."""
+    """Whether :data:`~sealeval.canonical.EVALUATOR_NAN` occurs anywhere in ``value``."""
     stack = [value]
     while stack:
         item = stack.pop()
-        if item is NAN:
+        if item is EVALUATOR_NAN:
             return True
         if type(item) is dict:
             stack.extend(item.values())
@@ -246,13 +193,13 @@ def _decode_tolerating_nan(
     """
     bound_containers(line, where)
     try:
-        value = NAN_DECODER.decode(line.decode("utf-8"))
+        value = EVALUATOR_DECODER.decode(line.decode("utf-8"))
     except (CanonicalError, ValueError, RecursionError):
         return _strict_row(line, where)  # the strict decoder names the fault
     if type(value) is not dict:
         raise refuse("not_object", where)
     for key, item in value.items():
-        if item is NAN:
+        if item is EVALUATOR_NAN:
             if not nan_members(key):
                 raise refuse("non_finite_number", where)
             value[key] = None
@@ -261,15 +208,6 @@ def _decode_tolerating_nan(
     return value
 
 
-def _refuse_constant(_token: str) -> Any:
-    raise CanonicalError("non_standard_constant")
-
-
-# The strict decoder's grammar and hooks (sealeval.canonical.decode), used directly on
-# lines that cannot need its post-decoding walk; see _plain_row.
-_ROW_SCAN: Final[Callable[[str, int], tuple[Any, int]]] = json.JSONDecoder(
-    object_pairs_hook=_pairs, parse_constant=_refuse_constant, parse_float=_finite, strict=True
-).scan_once  # type: ignore[attr-defined]
 _MAX_DEPTH: Final = _UNBOUNDED_DECODE.max_depth
 _MAX_STRING: Final = _UNBOUNDED_DECODE.max_string_length
 _SURROGATE_ESCAPE: Final = re.compile(rb"\\u[dD][89a-fA-F]")
@@ -282,10 +220,11 @@ def _plain_row(line: bytes) -> tuple[dict[str, Any], int] | None:
     Accepts only what :func:`sealeval.canonical.decode` accepts, with the same
     value: a line that starts with ``{`` and cannot need the decoder's
     post-decoding walk (few enough brackets for the depth limit, no
-    surrogate escape, shorter than the string limit) is scanned by the same
-    C scanner with the same hooks. Any doubt or failure returns ``None`` and
-    the strict decoder names the refusal. Returns the object and the line's
-    bracket count, which bounds its nesting.
+    surrogate escape, shorter than the string limit) is scanned by the
+    decoder's own C scanner (:data:`sealeval.canonical.scan_strict`). Any
+    doubt or failure returns ``None`` and the strict decoder names the
+    refusal. Returns the object and the line's bracket count, which bounds
+    its nesting.
     """
     if not line.startswith(b"{") or len(line) > _MAX_STRING:
         return None
@@ -294,7 +233,7 @@ def _plain_row(line: bytes) -> tuple[dict[str, Any], int] | None:
         return None
     try:
         text = line.decode("utf-8")
-        value, end = _ROW_SCAN(text, 0)
+        value, end = scan_strict(text, 0)
     except (ValueError, StopIteration, RecursionError):  # CanonicalError is a ValueError
         return None
     if end != len(text) and text[end:].strip(_JSON_SPACE):
@@ -348,7 +287,7 @@ def _strict_row(line: bytes, where: str) -> dict[str, Any]:
         value = decode(line, limits=_UNBOUNDED_DECODE)
     except CanonicalError as error:
         code = "invalid_jsonl_line" if error.code == "invalid_json" else None
-        raise refuse(code or DECODE_CODES.get(error.code, "invalid_jsonl_line"), where) from None
+        raise refuse(code or EVALUATOR_CODES.get(error.code, "invalid_jsonl_line"), where) from None
     if type(value) is not dict:
         raise refuse("not_object", where)
     return value
@@ -568,7 +507,6 @@ class Head:
 
 #: The marker of a truncated member value in :attr:`Head.members`.
 TRUNCATED: Final = _TRUNCATED
-_SNIFF_DECODER: Final = json.JSONDecoder()
 _WS: Final = " \t\n\r"
 
 
@@ -614,13 +552,13 @@ def sniff(head: bytes) -> Head:
                 break
             if text[index] != '"':
                 break
-            key, index = _SNIFF_DECODER.raw_decode(text, index)
+            key, index = scan_raw(text, index)
             index = _skip(text, index)
             if text[index] != ":":
                 break
             index = _skip(text, index + 1)
             try:
-                value, index = _SNIFF_DECODER.raw_decode(text, index)
+                value, index = scan_raw(text, index)
             except ValueError:
                 members[key] = _TRUNCATED
                 break

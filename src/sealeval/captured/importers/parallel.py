@@ -39,6 +39,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any, Final
 
+from sealeval._fs import widen_pipe
 from sealeval.captured.importers.base import ImportOptions, LineMapper
 from sealeval.captured.importers.inputs import ImportRequest, ImportSummary, Sink, Tally, guarded
 from sealeval.captured.importers.jsonl import (
@@ -272,10 +273,7 @@ class _Worker:
             read_fd, write_fd = os.pipe()
         except OSError:
             return
-        with contextlib.suppress(OSError, AttributeError, ImportError):
-            import fcntl  # noqa: PLC0415 - Linux only, like the worker
-
-            fcntl.fcntl(write_fd, fcntl.F_SETPIPE_SZ, _PIPE_BYTES)
+        widen_pipe(write_fd, _PIPE_BYTES)
         try:
             pid = os.fork()
         except OSError:

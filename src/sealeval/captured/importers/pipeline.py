@@ -16,10 +16,10 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Final, TypeVar
 
 from sealeval import _validate
-from sealeval.canonical import digest_bytes
+from sealeval.canonical import EVALUATOR_CODES, digest_bytes
 from sealeval.captured.errors import CapturedRunError
 from sealeval.captured.importers import parallel
-from sealeval.captured.importers.base import ImportOptions, RecordSource
+from sealeval.captured.importers.base import ImportOptions, ImportRefusalError, RecordSource
 from sealeval.captured.importers.inputs import (
     ImportRequest,
     ImportSummary,
@@ -33,7 +33,6 @@ from sealeval.captured.importers.inputs import (
     unchanged,
 )
 from sealeval.captured.importers.jsonl import (
-    DECODE_CODES,
     DocumentImporter,
     LinesImporter,
     open_source,
@@ -87,7 +86,7 @@ def _load_invarlock(request: ImportRequest) -> Run:
     try:
         return request.importer.load(request.path, request.limits)  # type: ignore[no-any-return]
     except CanonicalError as error:
-        raise refuse(DECODE_CODES.get(error.code, "invalid_json"), "file") from None
+        raise refuse(EVALUATOR_CODES.get(error.code, "invalid_json"), "file") from None
 
 
 def _document(request: ImportRequest, progress: Progress | None) -> tuple[Any, str]:
@@ -296,6 +295,9 @@ def _with_fallback(
             raise  # fewer records than the file states, or none at all: that is the fault
         if error.code == "identities_required" and (verdict := _native_verdict(native, request)):
             raise verdict from None
+        if isinstance(error, ImportRefusalError) and isinstance(refusal, ImportRefusalError):
+            # what lifts the native reader's refusal lifts ``auto``'s (it falls back again)
+            refusal.remedy = refusal.remedy or error.remedy
         raise refusal from None
 
 

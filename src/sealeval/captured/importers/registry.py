@@ -15,7 +15,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
 
-from sealeval.captured.importers.base import DETECT_BYTES, WIDE_DETECT_BYTES, Importer
+from sealeval.captured.importers.base import (
+    DETECT_BYTES,
+    WIDE_DETECT_BYTES,
+    Importer,
+    ImportRefusalError,
+)
 from sealeval.captured.importers.evaluator_json import (
     EvaluatorJsonImporter,
     EvaluatorNativeJsonImporter,
@@ -128,14 +133,8 @@ def _matches(head: bytes, target: Path) -> list[str]:
     return matches
 
 
-def detect_candidates(path: str | os.PathLike[str]) -> list[str]:
-    """Return every adapter that recognises the file (in registry order).
-
-    Detectors see the first :data:`DETECT_BYTES` bytes; when none recognises
-    them and the file is longer, they see the first :data:`WIDE_DETECT_BYTES`
-    (formats whose identifying members can come after a long block, such as
-    an lm-eval results file with a large ``configs`` member).
-    """
+def _detect(path: str | os.PathLike[str]) -> tuple[list[str], bytes]:
+    """Return the adapters that recognise the file and the leading bytes they saw."""
     target = Path(path)
     with open_source(path) as handle:
         try:
@@ -144,23 +143,46 @@ def detect_candidates(path: str | os.PathLike[str]) -> list[str]:
             if not matches and len(head) == DETECT_BYTES:
                 wider = head + handle.read(WIDE_DETECT_BYTES - DETECT_BYTES)
                 if len(wider) > len(head):
-                    matches = _matches(wider, target)
+                    head = wider
+                    matches = _matches(head, target)
         except OSError:  # pragma: no cover - a read error after a successful open
             raise refuse("unreadable", "file") from None
-    return matches
+    return matches, head
+
+
+def detect_candidates(path: str | os.PathLike[str]) -> list[str]:
+    """Return every adapter that recognises the file (in registry order).
+
+    Detectors see the first :data:`DETECT_BYTES` bytes; when none recognises
+    them and the file is longer, they see the first :data:`WIDE_DETECT_BYTES`
+    (formats whose identifying members can come after a long block, such as
+    an lm-eval results file with a large ``configs`` member).
+    """
+    return _detect(path)[0]
+
+
+def _unknown_remedy(head: bytes) -> str | None:
+    """Return the remedy of a file no adapter reads, when its shape is a known dead end."""
+    from sealeval.captured.importers.native.deepeval_test_run import (  # noqa: PLC0415
+        uploaded_only,  # import cycle: the native package imports this registry
+    )
+
+    return "deepeval_uploaded" if uploaded_only(head) else None
 
 
 def detect_adapter(path: str | os.PathLike[str]) -> str:
     """Recognise a file's format from its content (see :func:`detect_candidates`).
 
     Raises:
-        ImportRefusalError: ``unknown_format`` (no importer recognises it),
-            ``ambiguous_format`` (several do), ``importer_failed`` (a
-            detector raised), or a file refusal (``not_found``, …).
+        ImportRefusalError: ``unknown_format`` (no importer recognises it;
+            marked ``deepeval_uploaded`` for a DeepEval file holding only the
+            link of a run uploaded to Confident AI), ``ambiguous_format``
+            (several do), ``importer_failed`` (a detector raised), or a file
+            refusal (``not_found``, …).
     """
-    matches = detect_candidates(path)
+    matches, head = _detect(path)
     if not matches:
-        raise refuse("unknown_format", "adapter")
+        raise ImportRefusalError("unknown_format", "adapter", remedy=_unknown_remedy(head))
     if len(matches) > 1:
         raise refuse("ambiguous_format", "adapter")
     return matches[0]

@@ -29,13 +29,14 @@ from sealeval.captured.comparison import (
     compare_run_files,
     scope_values_files,
 )
+from sealeval.captured.errors import CapturedRunError
 from sealeval.captured.extended import (
     EXTENDED_FORMAT,
     PolicyExtension,
     check_extension,
     extend_report,
 )
-from sealeval.captured.pack_reader import EvidencePack
+from sealeval.captured.pack_reader import EvidencePack, EvidencePackError
 from sealeval.captured.report.model import ReportError
 from sealeval.captured.report.wording import html_text as _h
 from sealeval.captured.run import Run
@@ -76,7 +77,8 @@ def extended_for_pack(
             not byte-identical to the stored one.
         ExtensionError: the extension does not name the pack's policy.
         EvidencePackError: ``file_changed`` (status 6) when a run file is
-            not the one examined.
+            not the one examined (replaced, or rewritten in place so that the
+            second pass does not hash to the digest the first bound).
     """
     order = "width_first" if "decision_rule" in pack.report else "reference"
     stored = digest_bytes(encode_invarlock(thaw_json(pack.report)))
@@ -97,12 +99,21 @@ def extended_for_pack(
         if report.digest != stored:
             raise ReportError("extended_mismatch", "extended.comparison_digest")
         check_extension(extension, pack.policy)  # before the second pass
-        per_pair = scope_values_files(
-            baseline=reopen("baseline"),
-            subject=reopen("subject"),
-            policy=pack.policy,
-            limits=pack.limits.run_limits(),
-        )
+        try:
+            per_pair = scope_values_files(
+                baseline=reopen("baseline"),
+                subject=reopen("subject"),
+                policy=pack.policy,
+                limits=pack.limits.run_limits(),
+                digests=report.bindings,
+            )
+        except CapturedRunError as error:
+            if error.code != "unreadable" or error.field not in ("baseline", "subject"):
+                raise
+            # Rewritten in place between the passes: not the file examined.
+            raise EvidencePackError(
+                "file_changed", error.field, manifest_digest=pack.manifest_digest
+            ) from None
     return extend_report(report=report, per_pair=per_pair, policy=pack.policy, extension=extension)
 
 

@@ -13,13 +13,13 @@ from __future__ import annotations
 import os
 import types
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Protocol
 
 from sealeval._fs import descend, open_directory, open_regular, read_fd_bounded, translated
 from sealeval._validate import EMPTY, decode_object
-from sealeval.canonical import DecodeLimits
+from sealeval.canonical import DecodeLimits, digest_bytes
 from sealeval.captured.errors import CapturedRunError
 from sealeval.captured.policy import (
     ComparisonPolicy,
@@ -76,13 +76,20 @@ def _open_beneath(root: Path, reference: str, where: str) -> int:
             os.close(fd)
 
 
-def _read_fd(fd: int, limit: int, where: str) -> bytes:
-    """Read a whole file descriptor (closing it), refusing more than ``limit`` bytes."""
+def _read_fd(fd: int, limit: int, where: str, *, keep: bool = False) -> bytes:
+    """Read a whole file descriptor, refusing more than ``limit`` bytes.
+
+    The descriptor is closed, unless ``keep`` and the read succeeded.
+    """
     try:
         with translated(CapturedRequestError, where):
-            return read_fd_bounded(fd, limit)
-    finally:
+            data = read_fd_bounded(fd, limit)
+    except BaseException:
         os.close(fd)
+        raise
+    if not keep:
+        os.close(fd)
+    return data
 
 
 def check_output_destination(root: str | os.PathLike[str], reference: str) -> Path:
@@ -179,6 +186,9 @@ class CapturedRequest:
         policy: the policy (portable validation passed).
         normalized: the normalized request (its digest is the request digest).
         destination: the evidence destination (``root / authored.output``).
+        copies: by side, the open run file of a held run whose bytes were
+            checked to be exactly its canonical bytes (they hash to its
+            digest): the pack copies that file instead of re-encoding the run.
     """
 
     authored: AuthoredRequest
@@ -188,10 +198,16 @@ class CapturedRequest:
     policy: ComparisonPolicy
     normalized: NormalizedRequest
     destination: Path
+    copies: Mapping[str, RunFacts] = field(default_factory=lambda: types.MappingProxyType({}))
 
     def __repr__(self) -> str:
         """Show the request digest only."""
         return f"CapturedRequest(request_digest={self.normalized.digest!r})"
+
+    def close(self) -> None:
+        """Close the run files kept for :attr:`copies` (idempotent; the pack then re-encodes)."""
+        for copy in self.copies.values():
+            copy.close()
 
     @property
     def request_digest(self) -> str:
@@ -226,7 +242,8 @@ def _load_side(
     spec: SourceSpec,
     run_loader: RunLoader | None,
     limits: Limits,
-) -> Run | RunFacts:
+) -> tuple[Run | RunFacts, RunFacts | None]:
+    """Load one side; return it and, for a held canonical run file, its copy source."""
     where = f"comparison.{spec.side}.path"
     fd = _open_beneath(root, spec.path, where)
     if spec.adapter != "invarlock":
@@ -236,22 +253,30 @@ def _load_side(
         run = run_loader(root / spec.path, spec, limits=limits)
         if not isinstance(run, Run | RunFacts):
             raise CapturedRequestError("invalid_type", where)
-        return run
+        return run, None
     try:
         streamed = _streamed_side(fd, limits)
     except BaseException:
         os.close(fd)
         raise
     if streamed is not None:
-        return streamed
-    data = _read_fd(fd, limits.max_file_bytes, where)
+        return streamed, None
+    data = _read_fd(fd, limits.max_file_bytes, where, keep=True)
+    copy: RunFacts | None = None
     try:
-        return parse_run(data, limits=limits)
-    except CanonicalError:
-        raise CapturedRequestError("invalid_json", where) from None
-    except CapturedRunError as error:
-        inner = error.field or "run"
-        raise CapturedRunError(error.code, f"comparison.{spec.side}.{inner}"[:128]) from None
+        try:
+            held = parse_run(data, limits=limits)
+        except CanonicalError:
+            raise CapturedRequestError("invalid_json", where) from None
+        except CapturedRunError as error:
+            inner = error.field or "run"
+            raise CapturedRunError(error.code, f"comparison.{spec.side}.{inner}"[:128]) from None
+        if len(data) == held.canonical_size and digest_bytes(data) == held.digest:
+            copy = RunFacts.of_canonical_file(held, fd)  # the file is the run's bytes: kept
+    finally:
+        if copy is None:
+            os.close(fd)
+    return held, copy
 
 
 def read_authored_request(request_path: str | os.PathLike[str]) -> AuthoredRequest:
@@ -321,8 +346,13 @@ def load_captured_request(
         destination = check_output_destination(root, authored.output)
     else:
         destination = root / authored.output
-    baseline = _load_side(root, authored.baseline, run_loader, limits)
-    subject = _load_side(root, authored.subject, run_loader, limits)
+    baseline, baseline_copy = _load_side(root, authored.baseline, run_loader, limits)
+    subject, subject_copy = _load_side(root, authored.subject, run_loader, limits)
+    copies = {
+        side: copy
+        for side, copy in (("baseline", baseline_copy), ("subject", subject_copy))
+        if copy is not None
+    }
     policy_fd = _open_beneath(root, authored.policy, "comparison.policy")
     data = _read_fd(policy_fd, MAX_INPUT_BYTES, "comparison.policy")
     if is_yaml_policy_name(authored.policy):  # sealeval: strict YAML policies too
@@ -352,6 +382,7 @@ def load_captured_request(
         policy=policy,
         normalized=normalized,
         destination=destination,
+        copies=types.MappingProxyType(copies),
     )
 
 

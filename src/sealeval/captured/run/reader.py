@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import codecs
 import hashlib
-import json
 import os
 import re
 from collections.abc import Iterator
 from typing import IO, Any, Final
 
 from sealeval._validate import check_closed
-from sealeval.canonical import decode
+from sealeval.canonical import JSONDecodeError, decode, scan_raw
 from sealeval.captured.errors import CapturedRunError
 from sealeval.captured.likelihood import (
     LikelihoodFacts,
@@ -52,7 +51,6 @@ _PREFIX: Final = re.compile(
 )
 _PREFIX_MAX: Final = 160
 _SUFFIX_MAX: Final = 8 * 1_048_576
-_RAW_DECODER: Final = json.JSONDecoder(strict=True)
 
 
 class _Scanner:
@@ -155,11 +153,16 @@ class RunReader:
             yield from self._records(_Scanner(handle, self._chunk_size))
 
     def _next_object(self, scanner: _Scanner) -> tuple[Any, int]:
+        """Decode the record at the scanner's position, reading more text while it is cut off.
+
+        :data:`sealeval.canonical.scan_raw` is lax (Python's own grammar): the
+        caller proves the record by comparing its span with its canonical bytes.
+        """
         grow = self._chunk_size
         while True:
             try:
-                return _RAW_DECODER.raw_decode(scanner.text, scanner.pos)
-            except json.JSONDecodeError:
+                return scan_raw(scanner.text, scanner.pos)
+            except JSONDecodeError:
                 if scanner.eof:
                     raise CapturedRunError("not_canonical", "run") from None
                 if len(scanner.text) - scanner.pos > self._max_record_bytes:

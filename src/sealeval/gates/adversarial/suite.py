@@ -47,7 +47,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from sealeval._fs import APPEND_FLAGS
+from sealeval._fs import open_append
+from sealeval.errors import FileSystemError
 from sealeval.gates.adversarial.calls import AdversarialAttempt, BoundaryAdapter, BoundaryVerdict
 from sealeval.gates.adversarial.corpus import DEFAULT_FIXTURES
 from sealeval.gates.adversarial.fixture import (
@@ -107,7 +108,7 @@ class _Callback:
                 return
             self.invocations += 1
         if self._effect is not None:
-            with contextlib.suppress(OSError):
+            with contextlib.suppress(OSError, FileSystemError):
                 self._effect()
 
     def __repr__(self) -> str:
@@ -161,7 +162,7 @@ class _Probes:
             path = self._file(fixture.case_id)
 
             def write() -> None:
-                descriptor = os.open(path, APPEND_FLAGS, 0o600)
+                descriptor = open_append(path)
                 try:
                     os.write(descriptor, _MARKER)
                 finally:

@@ -8,7 +8,9 @@
   becomes a missing score (or a ``non_finite_number`` refusal, see
   :class:`~sealeval.captured.importers.base.ImportOptions`), and anywhere else
   :func:`without_nan` turns it into ``null``. ``Infinity``, duplicate keys and
-  invalid UTF-8 are refused. JSONL is read one line at a time.
+  invalid UTF-8 are refused. JSONL is read one line at a time. The decoding
+  is :data:`sealeval.canonical.EVALUATOR_DECODER` (codes mapped by
+  :data:`~sealeval.canonical.EVALUATOR_CODES`).
 * **Sniffing** (:func:`scan`, :func:`zip_first_member`): what the first bytes
   of a file say about its first JSON value (member names at the first few
   levels, first array elements only) or its first ZIP member, for ``detect``.
@@ -23,7 +25,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import json
 import stat
 import struct
 from collections.abc import Iterator, Mapping
@@ -31,13 +32,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Final
 
+from sealeval.canonical import EVALUATOR_CODES, EVALUATOR_DECODER, scan_raw
+from sealeval.canonical import EVALUATOR_NAN as NAN
 from sealeval.captured.errors import CapturedRunError
 from sealeval.captured.importers.base import DETECT_BYTES, ImportOptions, ImportRefusalError
 from sealeval.captured.importers.jsonl import (
-    DECODE_CODES,
     JSON_WHITESPACE,
-    NAN,
-    NAN_DECODER,
     bound_containers,
     contains_nan,
     plain_row,
@@ -166,9 +166,9 @@ def loads(data: bytes, field: str, *, invalid: str = "invalid_json") -> tuple[An
     except UnicodeDecodeError:
         raise refuse("not_utf8", field) from None
     try:
-        value = NAN_DECODER.decode(text)
+        value = EVALUATOR_DECODER.decode(text)
     except CanonicalError as error:
-        raise refuse(DECODE_CODES.get(error.code, invalid), field) from None
+        raise refuse(EVALUATOR_CODES.get(error.code, invalid), field) from None
     except (ValueError, RecursionError):
         raise refuse(invalid, field) from None
     return value, b"NaN" in data
@@ -415,7 +415,7 @@ class _Scanner:
         top = self.stack[-1] if self.stack else None
         if top is not None and top.is_object and top.expecting_key:
             try:
-                top.key = json.loads(text[self.position : end + 1])
+                top.key = scan_raw(text, self.position)[0]
             except ValueError:
                 return False
             if top.tracked:
@@ -455,7 +455,7 @@ def first_object(head: bytes) -> dict[str, Any] | None:
     if end < 0:
         return None
     try:
-        value = NAN_DECODER.decode(head[:end].decode("utf-8"))
+        value = EVALUATOR_DECODER.decode(head[:end].decode("utf-8"))
     except (CanonicalError, ValueError, RecursionError):
         return None
     return value if type(value) is dict else None
@@ -691,5 +691,5 @@ def check_complete(
     if stated is None or present >= stated or present == 0:
         return {}  # nothing present is ``no_records``
     if not options.allow_partial:
-        raise refuse("incomplete_export", "file")
+        raise ImportRefusalError("incomplete_export", "file", remedy="allow_partial")
     return {"stated_samples": stated, "present_samples": present}

@@ -56,7 +56,7 @@ from sealeval.captured.importers.native._skeleton import (
     read_document,
 )
 
-__all__ = ["DeepEvalEvaluationResultImporter", "DeepEvalTestRunImporter"]
+__all__ = ["DeepEvalEvaluationResultImporter", "DeepEvalTestRunImporter", "uploaded_only"]
 
 _CAMEL: Final = {
     "cases": "testCases",
@@ -72,6 +72,19 @@ _SNAKE: Final = {
 }
 _CASE_HINTS_CAMEL: Final = frozenset({"metricsData", "actualOutput"})
 _CASE_HINTS_SNAKE: Final = frozenset({"metrics_data", "actual_output"})
+
+
+def uploaded_only(head: bytes) -> bool:
+    """Whether ``head`` is a ``.latest_test_run.json`` of a run uploaded to Confident AI.
+
+    DeepEval then keeps only ``{"testRunLink": ...}`` there: an object with
+    that member and no ``testRunData`` or ``testCases`` (the link is never read).
+    """
+    shape = scan(head)
+    if shape.kind != "object":
+        return False
+    names = shape.names()
+    return "testRunLink" in names and not names & {"testRunData", "testCases"}
 
 
 class DeepEvalTestRunImporter(NativeImporter):

@@ -63,7 +63,7 @@ from typing import IO, Any, Final
 
 import zstandard
 
-from sealeval.captured.importers.base import ImportOptions, RecordSource
+from sealeval.captured.importers.base import ImportOptions, ImportRefusalError, RecordSource
 from sealeval.captured.importers.native._common import (
     Ids,
     Scores,
@@ -286,7 +286,9 @@ def log_header(
         raise refuse("unsupported_version", f"{prefix}version")
     status = header.get("status")
     if status != "success" and not (allow_partial and status in _UNFINISHED):
-        raise refuse("incomplete_run", f"{prefix}status")
+        # a run that stopped (not one still running) is read with allow_partial
+        lifted = "allow_partial" if status in _UNFINISHED else None
+        raise ImportRefusalError("incomplete_run", f"{prefix}status", remedy=lifted)
     if header.get("invalidated", False) is not False:
         raise refuse("incomplete_run", f"{prefix}invalidated")
     spec = header.get("eval")

@@ -41,10 +41,10 @@ most ``max_line_bytes``).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Final
 
+from sealeval.canonical import decode
 from sealeval.captured.importers.base import ImportOptions, ImportRefusalError, RecordSource
 from sealeval.captured.importers.native._common import (
     UPSTREAM_ERROR,
@@ -63,6 +63,7 @@ from sealeval.captured.importers.native._skeleton import (
     NativeImporter,
 )
 from sealeval.captured.run import Record
+from sealeval.errors import CanonicalError
 
 __all__ = ["MlflowResultTableImporter"]
 
@@ -141,13 +142,18 @@ def _facts(path: Path, row: dict[str, Any]) -> dict[str, Any]:
 
 
 def _assessment_kinds(row: dict[str, Any]) -> dict[str, str] | None:
-    """Assessment name → ``expectation``/``feedback``, from the assessments or the trace."""
+    """Assessment name → ``expectation``/``feedback``, from the assessments or the trace.
+
+    A trace given as JSON text is decoded by :func:`sealeval.canonical.decode`
+    (``lax``: a ``NaN`` in a span's attributes is no fault here; every limit and
+    duplicate keys still are): a trace it refuses leaves the kinds unknown.
+    """
     assessments = row.get("assessments")
     if not (type(assessments) is list and all(type(item) is dict for item in assessments)):
         trace = row.get("trace")
         try:
-            decoded = json.loads(trace) if type(trace) is str else trace
-        except ValueError:
+            decoded = decode(trace, lax=True) if type(trace) is str else trace
+        except CanonicalError:
             return None
         info = decoded.get("info") if type(decoded) is dict else None
         assessments = info.get("assessments") if type(info) is dict else None
