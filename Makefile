@@ -122,6 +122,9 @@ VECTORS_ALT_TESTS := tests/captured/test_captured_comparison.py tests/cli/test_c
   tests/captured/test_captured_export.py tests/captured/test_captured_importers.py \
   tests/cli/test_cli_import.py tests/manifest/test_manifest_sealed.py tests/gates/test_gates.py \
   tests/session/test_session_holdout.py tests/session/test_session_record.py \
+  tests/session/test_session_session.py tests/session/test_session_cases.py \
+  tests/gates/test_gates_candidate.py tests/cli/test_cli_gates.py tests/cli/test_cli_exit_codes.py \
+  tests/gates/test_gates_recovery.py \
   tests/test_contracts.py tests/test_canonical.py tests/attest/test_attest.py tests/cli/test_attest_cli.py \
   tests/session/test_session_budget.py tests/session/test_session_forensics.py \
   tests/session/test_session_adjudication.py tests/gates/test_gates_json_source.py \

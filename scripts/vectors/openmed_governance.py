@@ -255,9 +255,8 @@ def adjudication_case(value: Any) -> Any:
 def run_adjudication(data: Any) -> dict[str, Any] | None:
     """Run one ``adjudication.json`` render case.
 
-    The case-digest and keyed-order cases name helpers openmed does not export, and the audit
-    and balance cases hold tampered copies of rendered packets and mappings that no public
-    function re-derives: ``None`` (copied unchanged).
+    The case-digest and keyed-order cases name helpers openmed does not export: ``None``
+    (copied unchanged). The audit and balance cases: ``openmed_adjudication``.
     """
     if data["op"] != "render":
         return None
@@ -309,10 +308,18 @@ def vary_adjudication(case: dict[str, Any], seed: int, _cases: list[Any]) -> Any
     new = DigestRenamer(seed).rename(given)
     key = given.get("randomization_key")
     if isinstance(key, dict) and set(key) == {"$bytes_hex"}:
-        draw = random.Random(f"adjudication-key-{seed}-{key['$bytes_hex']}")
-        length = len(key["$bytes_hex"]) // 2
-        new["randomization_key"] = {"$bytes_hex": draw.randbytes(length).hex()}
+        new["randomization_key"] = {"$bytes_hex": new_key(key["$bytes_hex"], seed)}
     return new
+
+
+def new_key(key_hex: str, seed: int) -> str:
+    """Return the new randomization key (hex) of ``key_hex``: seeded, of the same length.
+
+    The audit cases of ``openmed_adjudication`` rename their keys with it, so a render's key
+    and the audit key that was the same key stay the same key.
+    """
+    draw = random.Random(f"adjudication-key-{seed}-{key_hex}")
+    return draw.randbytes(len(key_hex) // 2).hex()
 
 
 def adjudication_facts(expected: dict[str, Any]) -> Any:

@@ -15,8 +15,9 @@ regenerates the invarlock files). For every openmed file named in ``REGENERATORS
    the digests): varying must not change what a case tests.
 
 It never imports sealeval and uses only openmed's public functions (the sealed manifest,
-release gates, session record, holdout commitment, feedback budget, overlap forensics,
-blinded adjudication and JSON-source adapter APIs). ``--only FILE`` regenerates one file.
+release gates, candidate runner and its CLI, session record, evaluation session, holdout
+commitment, feedback budget, overlap forensics, blinded adjudication, recovery and the
+JSON-source and recovery adapter APIs). ``--only FILE`` regenerates one file.
 
 Usage: python regenerate_openmed.py --vectors ../shared/vectors --output DIR [--seed N]
 (``DIR`` is the tree ``regenerate.py`` wrote; the files are rewritten in place.)
@@ -33,8 +34,12 @@ from pathlib import Path
 from typing import Any
 
 import openmed_adapters as adapters
+import openmed_adjudication as adjudication
+import openmed_candidate as candidate
 import openmed_governance as governance
 import openmed_holdout as holdout
+import openmed_recovery as recovery
+import openmed_session as session
 from openmed.eval.suites.agent_release import MetricEvidence, evaluate_agent_release_gates
 from openmed.eval.workflows.sealed_manifest import (
     SealedWorkflowManifest,
@@ -178,7 +183,10 @@ def reseal(original: Any, renamed: Any) -> Any:
     a broken seal keeps its (renamed, still broken) digest.
     """
     if isinstance(original, dict) and isinstance(renamed, dict):
-        fixed = {key: reseal(original[key], item) for key, item in renamed.items()}
+        fixed = {
+            key: reseal(original[key], item) if key in original else item  # a renamed key
+            for key, item in renamed.items()
+        }
         if {"component_digests", "manifest_digest"} <= set(original):
             try:
                 valid = (
@@ -218,11 +226,16 @@ REGENERATORS: dict[str, Regenerator] = {
     "gates_errors.json": Regenerator(gates_error),
     "holdout.json": Regenerator(holdout.run_holdout, holdout.vary_holdout),
     "session_record.json": Regenerator(session_record),
+    "candidate_runner.json": Regenerator(
+        candidate.run_candidate, candidate.vary_candidate, candidate.candidate_facts
+    ),
+    "adapters_recovery.json": Regenerator(
+        recovery.run_recovery, recovery.vary_recovery, recovery.recovery_facts
+    ),
+    "session.json": Regenerator(session.run_session, session.vary_session, session.session_facts),
     "feedback_budget.json": Regenerator(governance.run_budget, governance.vary_budget),
     "adapters_json_source.json": Regenerator(adapters.run_json_source, adapters.vary_json_source),
-    "adjudication.json": Regenerator(
-        governance.run_adjudication, governance.vary_adjudication, governance.adjudication_facts
-    ),
+    "adjudication.json": Regenerator(adjudication.run, adjudication.vary, adjudication.facts),
     "forensics.json": Regenerator(
         governance.run_forensics, governance.vary_forensics, governance.forensics_facts
     ),
