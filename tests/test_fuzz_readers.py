@@ -33,11 +33,11 @@ from sealeval.captured.trust import parse_trust_profile
 from sealeval.errors import SealevalError
 from sealeval.manifest.components import TreeLimits, digest_tree
 from sealeval.strict_yaml import YamlLimits, load_strict_yaml
-from support.vectors import vectors_dir
+from support.vectors import pack_folder, vectors_dir
 
 V = vectors_dir() / "invarlock"
 SAMPLES = Path(os.environ.get("SEALEVAL_SAMPLES", V.parent.parent / "samples" / "evaluators"))
-PACK = V / "packs" / "text-20-exact-signed"
+PACK = pack_folder("text-20-exact-signed")
 FUZZ = settings(
     max_examples=60,
     deadline=None,

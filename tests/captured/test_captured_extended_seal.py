@@ -33,9 +33,8 @@ from sealeval.captured.report import extended_for_pack, render_markdown
 from sealeval.captured.signing import SigningKey, load_signing_key
 from sealeval.cli import cli
 from support.contracts import schema
-from support.vectors import vectors_dir
+from support.vectors import pack_folder, vectors_dir
 
-PACKS = vectors_dir() / "invarlock" / "packs"
 SIGNER = vectors_dir() / "invarlock" / "keys" / "evidence-signer" / "private.pem"
 MAIN = "text-20-exact-signed"
 OTHER = "text-200-multi-signed"
@@ -49,7 +48,7 @@ def key() -> SigningKey:
 
 @pytest.fixture(scope="module")
 def pack() -> EvidencePack:
-    return read_evidence_pack(PACKS / MAIN / "evidence")
+    return read_evidence_pack(pack_folder(MAIN) / "evidence")
 
 
 def _extension(pack: EvidencePack, **members: Any) -> Any:
@@ -307,7 +306,7 @@ def test_seal_refusals(
 def test_size_and_pack_refusals(
     pack: EvidencePack, key: SigningKey, sealed: bytes, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    unsigned = read_evidence_pack(PACKS / "text-20-exact-unsigned" / "evidence")
+    unsigned = read_evidence_pack(pack_folder("text-20-exact-unsigned") / "evidence")
     for call in (
         lambda: verify_extended_seal(unsigned, sealed),
         lambda: seal_extended(unsigned, _extension(unsigned), key),
@@ -315,7 +314,7 @@ def test_size_and_pack_refusals(
         with pytest.raises(ExtendedSealError) as refused:
             call()
         assert (refused.value.code, refused.value.field) == ("unsigned_pack", "pack")
-    other = read_evidence_pack(PACKS / OTHER / "evidence")
+    other = read_evidence_pack(pack_folder(OTHER) / "evidence")
     with pytest.raises(ExtendedSealError) as refused:
         verify_extended_seal(other, sealed)
     assert refused.value.code == "pack_mismatch"
@@ -359,7 +358,7 @@ def test_refusal_cases_cover_every_code() -> None:
 
 
 def test_cli_seals_and_checks_without_touching_the_pack(tmp_path: Path, pack: EvidencePack) -> None:
-    evidence = PACKS / MAIN / "evidence"
+    evidence = pack_folder(MAIN) / "evidence"
     before = {path: path.read_bytes() for path in sorted(evidence.rglob("*")) if path.is_file()}
     extension = tmp_path / "extension.json"
     extension.write_text(
@@ -412,14 +411,14 @@ def test_cli_seals_and_checks_without_touching_the_pack(tmp_path: Path, pack: Ev
 )
 def test_cli_usage_refusals(extra: list[str], option: str, tmp_path: Path) -> None:
     result = CliRunner(env={"SEALEVAL_SIGNING_KEY": None}).invoke(
-        cli, ["extended", str(PACKS / MAIN / "evidence"), *extra]
+        cli, ["extended", str(pack_folder(MAIN) / "evidence"), *extra]
     )
     assert result.exit_code == 2
     assert f"{option}:" in result.output
 
 
 def test_cli_refuses_a_seal_inside_the_pack(tmp_path: Path) -> None:
-    evidence = PACKS / MAIN / "evidence"
+    evidence = pack_folder(MAIN) / "evidence"
     result = CliRunner().invoke(
         cli,
         [

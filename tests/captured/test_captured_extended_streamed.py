@@ -45,9 +45,8 @@ from sealeval.captured.run_facts import RunFacts
 from sealeval.cli import cli
 from support.captured_extended import _policy, _runs
 from support.captured_streaming import spy_held_runs
-from support.vectors import vectors_dir
+from support.vectors import pack_folder, vectors_dir
 
-PACKS = vectors_dir() / "invarlock" / "packs"
 NAMES = ["text-200-multi-signed", "text-20-exact-signed", "missing-insufficient-signed"]
 SIGNER = vectors_dir() / "invarlock" / "keys" / "evidence-signer" / "private.pem"
 #: Extensions tried (the fewest permutation resamples keep the sign-flip tests fast).
@@ -86,7 +85,7 @@ def _held(pack: EvidencePack, extension: PolicyExtension) -> dict[str, Any]:
 def test_pack_extension_streamed_equals_the_held_computation(
     name: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    evidence = PACKS / name / "evidence"
+    evidence = pack_folder(name) / "evidence"
     held_pack = read_evidence_pack(evidence)
     monkeypatch.setattr(reader_module, "STREAM_MIN_BYTES", 0)
     facts_pack = read_evidence_pack(evidence, limits=UNCAPPED_PACK_LIMITS, runs="outline")
@@ -205,7 +204,7 @@ def test_extend_report_refuses_values_or_a_report_of_something_else() -> None:
 
 def test_a_pack_run_replaced_after_reading_is_refused(tmp_path: Path) -> None:
     evidence = tmp_path / "evidence"
-    source = PACKS / "text-20-exact-signed" / "evidence"
+    source = pack_folder("text-20-exact-signed") / "evidence"
     for path in sorted(source.rglob("*")):
         target = evidence / path.relative_to(source)
         if path.is_dir():
@@ -243,7 +242,7 @@ def no_held_runs(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 def test_compare_uncapped_extension_streams_to_the_held_output(
     name: str, tmp_path: Path, no_held_runs: list[str]
 ) -> None:
-    evidence = PACKS / name / "evidence"
+    evidence = pack_folder(name) / "evidence"
     runs = (evidence / "records" / "baseline.json", evidence / "records" / "subject.json")
     policy_path = evidence / "inputs" / "policy.json"
     policy = read_evidence_pack(evidence).policy
@@ -261,7 +260,7 @@ def test_compare_uncapped_extension_streams_to_the_held_output(
 
 
 def test_compare_uncapped_extension_refusals_match_the_held_path(tmp_path: Path) -> None:
-    evidence = PACKS / "text-20-exact-signed" / "evidence"
+    evidence = pack_folder("text-20-exact-signed") / "evidence"
     good = evidence / "records" / "baseline.json"
     other = evidence / "records" / "subject.json"
     policy_path = evidence / "inputs" / "policy.json"
@@ -295,7 +294,7 @@ def test_compare_uncapped_extension_refusals_match_the_held_path(tmp_path: Path)
 def test_report_and_extended_commands_on_streamed_runs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    evidence = PACKS / "missing-insufficient-signed" / "evidence"
+    evidence = pack_folder("missing-insufficient-signed") / "evidence"
     policy = read_evidence_pack(evidence).policy
     extension = tmp_path / "extension.json"
     extension.write_bytes(encode_invarlock(_extension(policy, SETTINGS[1]).to_dict()))
@@ -324,7 +323,7 @@ def test_report_and_extended_commands_on_streamed_runs(
 def test_a_stored_comparison_that_does_not_recompute_is_refused(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    evidence = PACKS / "text-20-exact-signed" / "evidence"
+    evidence = pack_folder("text-20-exact-signed") / "evidence"
     monkeypatch.setattr(reader_module, "STREAM_MIN_BYTES", 0)
     pack = read_evidence_pack(evidence, limits=UNCAPPED_PACK_LIMITS, runs="outline")
     with pytest.raises(EvidencePackError) as not_held:
@@ -406,7 +405,7 @@ def test_compare_uncapped_extension_refuses_a_run_rewritten_between_the_passes(
 ) -> None:
     import sealeval.cli.compare as compare_module  # noqa: PLC0415
 
-    evidence = PACKS / "text-20-exact-signed" / "evidence"
+    evidence = pack_folder("text-20-exact-signed") / "evidence"
     runs = [tmp_path / "baseline.json", tmp_path / "subject.json"]
     for run in runs:
         run.write_bytes((evidence / "records" / run.name).read_bytes())
@@ -429,7 +428,7 @@ def test_a_pack_run_rewritten_between_the_passes_is_refused(
     import sealeval.captured.report.extended as report_extended  # noqa: PLC0415
 
     evidence = tmp_path / "evidence"
-    source = PACKS / "text-20-exact-signed" / "evidence"
+    source = pack_folder("text-20-exact-signed") / "evidence"
     for path in sorted(source.rglob("*")):
         target = evidence / path.relative_to(source)
         if path.is_dir():

@@ -32,7 +32,7 @@ from sealeval.captured.pack_reader import ROLE_PATHS
 from sealeval.captured.trust import RecipientInputs, check_verification_inputs, read_trust_profile
 from sealeval.captured.verify import VerificationError, verify_evidence_pack
 from sealeval.errors import OutputError
-from support.vectors import vectors_dir
+from support.vectors import pack_folder, vectors_dir
 
 V = vectors_dir() / "invarlock"
 #: A payload that decodes into millions of containers (issue #13: 127 MiB cost 6.4 GB).
@@ -43,7 +43,7 @@ MEMORY_CEILING = 6 * 1_048_576
 
 def _workspace(pack: str, tmp_path: Path) -> Path:
     target = tmp_path / pack
-    shutil.copytree(V / "packs" / pack, target, symlinks=True)
+    shutil.copytree(pack_folder(pack), target, symlinks=True)
     for path in [target, *target.rglob("*")]:
         if not path.is_symlink():
             path.chmod(0o755 if path.is_dir() else 0o644)

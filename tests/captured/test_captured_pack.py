@@ -80,7 +80,15 @@ from sealeval.captured.signing import (
 )
 from support.captured_request import oracle_loader
 from support.refusals import rows_for
-from support.vectors import PROJECT_ROOT, cases, load, tree_files, vectors_dir, writable_copy
+from support.vectors import (
+    PROJECT_ROOT,
+    cases,
+    load,
+    pack_folder,
+    tree_files,
+    vectors_dir,
+    writable_copy,
+)
 
 V = vectors_dir() / "invarlock"
 CANARY = "CANARYq7zx"
@@ -945,7 +953,7 @@ def test_unsigned_pack_reads(tmp_path: Path) -> None:
 
 
 def test_manifest_and_report_helpers() -> None:
-    manifest = json.loads((V / "packs" / MAIN / "evidence" / "manifest.json").read_bytes())
+    manifest = json.loads((pack_folder(MAIN) / "evidence" / "manifest.json").read_bytes())
     parsed = parse_manifest(manifest)
     assert parse_manifest(parsed) is parsed
     assert parsed.signed
@@ -963,7 +971,7 @@ def test_manifest_and_report_helpers() -> None:
         checksum_ledger({"request": "x"})
     assert caught.value.code == "invalid_field"
     report = json.loads(
-        (V / "packs" / MAIN / "evidence" / "reports/evaluation.report.json").read_bytes()
+        (pack_folder(MAIN) / "evidence" / "reports/evaluation.report.json").read_bytes()
     )
     check_report_document(report)
     for broken, field in (
@@ -1304,10 +1312,10 @@ def test_fixed_test_keys(name: str) -> None:
 
 def test_signature_envelope_round_trip() -> None:
     key = load_signing_key(SIGNER)
-    manifest = (V / "packs" / MAIN / "evidence" / "manifest.json").read_bytes()
+    manifest = (pack_folder(MAIN) / "evidence" / "manifest.json").read_bytes()
     envelope_bytes = signature_envelope(manifest, key)
     assert (
-        envelope_bytes == (V / "packs" / MAIN / "evidence" / "manifest.signature.json").read_bytes()
+        envelope_bytes == (pack_folder(MAIN) / "evidence" / "manifest.signature.json").read_bytes()
     )
     envelope = parse_signature_envelope(json.loads(envelope_bytes))
     assert isinstance(envelope, SignatureEnvelope)
@@ -1567,9 +1575,9 @@ def test_policy_type_in_pack(signed_pack: Path) -> None:
 # ---------------------------------------------------------------------------
 # Smaller rules, one by one
 
-_MANIFEST = json.loads((V / "packs" / MAIN / "evidence" / "manifest.json").read_bytes())
+_MANIFEST = json.loads((pack_folder(MAIN) / "evidence" / "manifest.json").read_bytes())
 _UNSIGNED_MANIFEST = json.loads(
-    (V / "packs" / "text-20-exact-unsigned" / "evidence" / "manifest.json").read_bytes()
+    (pack_folder("text-20-exact-unsigned") / "evidence" / "manifest.json").read_bytes()
 )
 
 
@@ -1819,9 +1827,7 @@ def test_published_pack_repr(tmp_path: Path) -> None:
 
 
 def _main_envelope(**changes: Any) -> dict[str, Any]:
-    envelope = json.loads(
-        (V / "packs" / MAIN / "evidence" / "manifest.signature.json").read_bytes()
-    )
+    envelope = json.loads((pack_folder(MAIN) / "evidence" / "manifest.signature.json").read_bytes())
     return {**envelope, **changes}
 
 
@@ -1877,7 +1883,7 @@ def test_width_first_report_envelope_is_opt_in(
 ) -> None:
     """A ``decision_rule`` member only with decision_order="width_first", and then required."""
     report = json.loads(
-        (V / "packs" / MAIN / "evidence" / "reports/evaluation.report.json").read_bytes()
+        (pack_folder(MAIN) / "evidence" / "reports/evaluation.report.json").read_bytes()
     )
     width_first = {**report, "decision_rule": reader_module.WIDTH_FIRST_RULE}
     check_report_document(width_first, decision_order="width_first")

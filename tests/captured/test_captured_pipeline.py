@@ -25,7 +25,7 @@ from sealeval.captured.evaluate import (
 from sealeval.captured.trust import read_trust_profile
 from sealeval.captured.verification import REASONS, verify_with_receipt
 from sealeval.errors import SealevalError
-from support.vectors import cases, tree_files, vectors_dir, writable_copy
+from support.vectors import cases, pack_folder, tree_files, vectors_dir, writable_copy
 
 V = vectors_dir() / "invarlock"
 SIGNER = V / "keys" / "evidence-signer" / "private.pem"
@@ -83,7 +83,7 @@ def test_the_library_rebuilds_every_vector_pack(case: dict[str, Any], inside: Pa
 
 
 def test_refusals_are_closed_codes_and_publish_nothing(inside: Path) -> None:
-    workspace = writable_copy(V / "packs" / "text-20-exact-signed", inside / "pack")
+    workspace = writable_copy(pack_folder("text-20-exact-signed"), inside / "pack")
     request = workspace / "request" / "request.yaml"
     with pytest.raises(SealevalError) as neither:
         evaluate_request(request)  # neither a key nor unsigned
@@ -157,7 +157,7 @@ def test_staged_and_read_packs_share_the_manifest_facts(inside: Path) -> None:
     for cls in (StagedPack, EvidencePack):
         assert issubclass(cls, ManifestFacts)
         assert not set(facts) & set(vars(cls)), "a fact is defined twice"
-    workspace = writable_copy(V / "packs" / "text-20-exact-signed", inside / "pack")
+    workspace = writable_copy(pack_folder("text-20-exact-signed"), inside / "pack")
     os.chdir(workspace / "request")
     evaluation = evaluate_request("request.yaml", signing_key=SIGNER)
     published = evaluation.published

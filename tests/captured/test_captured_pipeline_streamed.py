@@ -32,7 +32,7 @@ from sealeval.captured.request import (
 )
 from sealeval.captured.run import INVARLOCK_LIMITS, UNLIMITED, Limits, Run
 from sealeval.errors import SealevalError
-from support.vectors import cases, load, tree_files, vectors_dir, writable_copy
+from support.vectors import cases, pack_folder, tree_files, vectors_dir, writable_copy
 
 V = vectors_dir() / "invarlock"
 _OPTIONS: dict[str, Any] = {"max_bootstrap_draws": 10**9, "decision_order": "reference"}
@@ -67,12 +67,6 @@ def _overrides(command: list[str]) -> dict[str, str | None]:
         for option, name in (("--output", "output"), ("--request-root", "request_root"))
         if option in command
     }
-
-
-def _pack_folder(name: str) -> Path:
-    """The folder of pack case ``name`` (its request's parent: regenerated trees move it)."""
-    case = next(case for case in load("invarlock/packs.json")["cases"] if case["name"] == name)
-    return V / Path(case["input"]["request_dir"]).parent
 
 
 @pytest.mark.parametrize("case", cases("invarlock/packs.json"))
@@ -131,7 +125,7 @@ def _canonical(path: Path) -> bool:
 
 def test_a_text_vector_is_streamed_on_both_sides(inside: Path, streamed: list[str]) -> None:
     """A vector pack takes the streamed path end to end (the test above is not vacuous)."""
-    workspace = writable_copy(V / "packs" / "text-20-exact-signed", inside / "pack")
+    workspace = writable_copy(pack_folder("text-20-exact-signed"), inside / "pack")
     request = workspace / "request" / "request.yaml"
     loaded = load_captured_request(request, limits=UNLIMITED)
     assert isinstance(loaded.baseline, RunFacts)
@@ -151,7 +145,7 @@ def _pin(workspace: Path, digest: str) -> None:
 def test_a_wrong_case_set_pin_is_refused_alike(
     pinned: str, inside: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    workspace = writable_copy(_pack_folder("case-set-pinned-signed"), inside / "pack")
+    workspace = writable_copy(pack_folder("case-set-pinned-signed"), inside / "pack")
     _pin(workspace, pinned)
     request = workspace / "request" / "request.yaml"
     outcomes: list[tuple[str, str | None, type[Exception]]] = []
@@ -168,7 +162,7 @@ def test_a_wrong_case_set_pin_is_refused_alike(
 def test_the_pinned_case_set_is_checked_on_streamed_runs(
     inside: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    workspace = writable_copy(_pack_folder("case-set-pinned-signed"), inside / "pack")
+    workspace = writable_copy(pack_folder("case-set-pinned-signed"), inside / "pack")
     request = workspace / "request" / "request.yaml"
     monkeypatch.setattr(files_module, "STREAM_MIN_BYTES", 0)
     loaded = load_captured_request(request, limits=UNLIMITED)
@@ -182,7 +176,7 @@ def test_mixed_sides_compare_streamed_with_the_same_report(
     inside: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """One held run and one streamed run give the in-memory report's bytes."""
-    workspace = writable_copy(V / "packs" / "text-200-multi-signed", inside / "pack")
+    workspace = writable_copy(pack_folder("text-200-multi-signed"), inside / "pack")
     request = workspace / "request" / "request.yaml"
     held = load_captured_request(request, limits=UNLIMITED)
     monkeypatch.setattr(files_module, "STREAM_MIN_BYTES", 0)
@@ -197,7 +191,7 @@ def test_mixed_sides_compare_streamed_with_the_same_report(
 def test_a_run_changed_after_its_pass_is_refused_and_nothing_published(
     inside: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    workspace = writable_copy(V / "packs" / "text-20-exact-signed", inside / "pack")
+    workspace = writable_copy(pack_folder("text-20-exact-signed"), inside / "pack")
     request = workspace / "request" / "request.yaml"
     monkeypatch.setattr(files_module, "STREAM_MIN_BYTES", 0)
     loaded = load_captured_request(request, limits=UNLIMITED)
@@ -237,7 +231,7 @@ def _uncapped() -> Any:
 def test_native_sides_are_held_below_the_threshold_or_within_a_record_cap(
     inside: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    workspace = writable_copy(_pack_folder("native-jsonl-signed"), inside / "pack")
+    workspace = writable_copy(pack_folder("native-jsonl-signed"), inside / "pack")
     request = workspace / "request" / "request.yaml"
     loader = evaluate_module.run_loader()
     small = load_captured_request(request, limits=UNLIMITED, run_loader=loader)
@@ -273,7 +267,7 @@ def test_the_private_import_folder_is_0700_and_removed(
         return original(path, destination, **kwargs)
 
     monkeypatch.setattr(evaluate_module, "import_run_streaming", spied)
-    workspace = writable_copy(_pack_folder("native-hosted-signed"), inside / "pack")
+    workspace = writable_copy(pack_folder("native-hosted-signed"), inside / "pack")
     request = workspace / "request" / "request.yaml"
     phases: list[str] = []
     evaluate_request(
@@ -308,7 +302,7 @@ def _refusal(request: Path) -> tuple[str, str | None, str]:
 def test_native_refusals_are_those_of_the_held_path(
     damage: Any, inside: Path, private_tmp: Path, monkeypatch: pytest.MonkeyPatch, canary: str
 ) -> None:
-    workspace = writable_copy(_pack_folder("native-jsonl-signed"), inside / "pack")
+    workspace = writable_copy(pack_folder("native-jsonl-signed"), inside / "pack")
     request = workspace / "request" / "request.yaml"
     native = request.parent / "inputs" / "native-subject.jsonl"
     native.write_text(damage(native.read_text(encoding="utf-8"), canary), encoding="utf-8")
@@ -324,7 +318,7 @@ def test_native_refusals_are_those_of_the_held_path(
 
 def test_a_streamed_native_run_must_bind_the_declared_projection(inside: Path) -> None:
     """Every record of an imported run is checked against the declared projection."""
-    workspace = writable_copy(_pack_folder("native-projected-signed"), inside / "pack")
+    workspace = writable_copy(pack_folder("native-projected-signed"), inside / "pack")
     request = workspace / "request" / "request.yaml"
 
     def unprojected(path: Path, side: SourceSpec, *, limits: Limits) -> RunFacts:
@@ -355,7 +349,7 @@ def test_a_streamed_native_run_must_bind_the_declared_projection(inside: Path) -
 def test_no_private_temporary_folder_is_refused_without_a_path(
     inside: Path, streamed: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    workspace = writable_copy(_pack_folder("native-jsonl-signed"), inside / "pack")
+    workspace = writable_copy(pack_folder("native-jsonl-signed"), inside / "pack")
     request = workspace / "request" / "request.yaml"
     missing = inside / "no-such-tmp"
     monkeypatch.setattr(tempfile, "tempdir", str(missing))

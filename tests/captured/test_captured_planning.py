@@ -39,6 +39,7 @@ from support.captured_planning import (
     _metric,
     _policy,
 )
+from support.vectors import pack_folder
 
 # (baseline pass rate, discordance, width, allowed regression, true difference)
 BINARY_DESIGNS = [
@@ -248,11 +249,8 @@ def test_planning_refusals(arguments: dict[str, Any], code: str, field: str) -> 
 def test_plan_from_a_real_pack_covers_every_kind_and_slice() -> None:
     """The reference's multi-metric vector: binary, token F1, recorded and NLL metrics."""
     from sealeval.captured.pack_reader import read_evidence_pack  # noqa: PLC0415
-    from support.vectors import vectors_dir  # noqa: PLC0415
 
-    pack = read_evidence_pack(
-        vectors_dir() / "invarlock" / "packs" / "text-200-multi-signed" / "evidence"
-    )
+    pack = read_evidence_pack(pack_folder("text-200-multi-signed") / "evidence")
     plans = plan_from_run(pack.baseline, pack.policy)
     scopes = ["overall", *(item.name for item in pack.policy.slices)]
     assert [(plan.scope, plan.metric) for plan in plans] == [

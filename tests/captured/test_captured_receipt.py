@@ -31,7 +31,7 @@ from sealeval.captured.receipt import (
 from sealeval.captured.signing import load_signing_key
 from sealeval.captured.verify import REPLAY_NOT_STARTED, VerificationOutcome, verify_evidence_pack
 from support.captured_verify import MAIN, pack_workspace, private_cases, recipient_for
-from support.vectors import PROJECT_ROOT, vectors_dir
+from support.vectors import PROJECT_ROOT, pack_folder, vectors_dir
 
 V = vectors_dir() / "invarlock"
 CANARY = "CANARYr3ct"
@@ -392,7 +392,7 @@ def test_subject_and_assurance_and_manifest_refusals(tmp_path: Path) -> None:
         "subject_mismatch",
         "statement.subject.run_digest",
     )
-    multi = V / "packs" / "text-200-multi-signed"
+    multi = pack_folder("text-200-multi-signed")
     assert _code(_check(MAIN_RECEIPT, policy=multi / "trust" / "policy.json")) == (
         "assurance_mismatch",
         "statement.scoring_assurance",
@@ -464,7 +464,7 @@ def _forged_positive(pack: Path, statement_edit: dict[str, Any] | None = None) -
 
 
 def test_positive_receipt_requires_a_consistent_pack(tmp_path: Path) -> None:
-    unsigned = V / "packs" / "text-20-exact-unsigned" / "evidence"
+    unsigned = pack_folder("text-20-exact-unsigned") / "evidence"
     assert _code(_check(_forged_positive(unsigned), evidence=unsigned)) == ("pack_mismatch", "pack")
     work = pack_workspace(MAIN_PACK, tmp_path)
     evidence = work / "evidence"

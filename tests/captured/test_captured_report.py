@@ -69,11 +69,12 @@ from sealeval.captured.signing import load_signing_key
 from sealeval.cli.report import check_destinations, report_command
 from sealeval.errors import OutputError
 from support.refusals import CANARY
-from support.vectors import cases, load, vectors_dir
+from support.vectors import cases, load, pack_folder, vectors_dir
 
 VECTORS = vectors_dir() / "invarlock"
-PACKS = VECTORS / "packs"
-PACK_NAMES = sorted(path.name for path in PACKS.iterdir() if (path / "evidence").is_dir())
+#: Every ``invarlock/packs.json`` case (folders are taken from the cases: regenerated
+#: trees publish packs under other folder names).
+PACK_NAMES = sorted(case["name"] for case in load("invarlock/packs.json")["cases"])
 
 #: Vector cases carrying invarlock's HTML: sealeval's HTML deliberately differs
 #: (docs/reports.md, docs/decisions/compat.md); their facts are asserted instead.
@@ -89,7 +90,7 @@ _EXPECTED_KEYS = frozenset(
 
 @functools.cache
 def _pack(name: str) -> EvidencePack:
-    return read_evidence_pack(PACKS / name / "evidence")
+    return read_evidence_pack(pack_folder(name) / "evidence")
 
 
 @functools.cache
@@ -98,7 +99,7 @@ def _outlined(name: str) -> EvidencePack:
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(reader_module, "STREAM_MIN_BYTES", 0)
         pack = read_evidence_pack(
-            PACKS / name / "evidence", limits=UNCAPPED_PACK_LIMITS, runs="outline"
+            pack_folder(name) / "evidence", limits=UNCAPPED_PACK_LIMITS, runs="outline"
         )
     assert isinstance(pack.baseline, RunFacts)
     assert isinstance(pack.subject, RunFacts)
@@ -376,7 +377,7 @@ def test_junit_loads_in_standard_parsers(name: str, tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("name", PACK_NAMES)
 def test_every_rendering_is_deterministic(name: str) -> None:
-    fresh = read_evidence_pack(PACKS / name / "evidence")
+    fresh = read_evidence_pack(pack_folder(name) / "evidence")
     cached = _pack(name)
     assert render_html(fresh) == render_html(cached)
     assert render_markdown(fresh, explain=True) == render_markdown(cached, explain=True)
@@ -963,15 +964,16 @@ def test_verification_status_codes() -> None:
 
 def _pack_copy(tmp_path: Path, name: str = "text-20-exact-signed") -> Path:
     target = tmp_path / "evidence"
-    shutil.copytree(PACKS / name / "evidence", target)
+    shutil.copytree(pack_folder(name) / "evidence", target)
     return target
 
 
 def test_text_mode_prints_the_markdown(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _pack_copy(tmp_path)
     monkeypatch.chdir(tmp_path)
-    plain = (PACKS / "text-20-exact-signed" / "report" / "plain.md").read_text(encoding="utf-8")
-    explain = (PACKS / "text-20-exact-signed" / "report" / "explain.md").read_text(encoding="utf-8")
+    reports = pack_folder("text-20-exact-signed") / "report"
+    plain = (reports / "plain.md").read_text(encoding="utf-8")
+    explain = (reports / "explain.md").read_text(encoding="utf-8")
     result = _run(["evidence", "--compat", "invarlock"])
     assert (result.exit_code, result.stdout) == (0, plain)
     result = _run(["evidence", "--explain", "--html", "r.html", "--compat", "invarlock"])
@@ -1102,7 +1104,7 @@ def test_tampered_and_inconsistent_packs_exit_2(
 ) -> None:
     monkeypatch.chdir(tmp_path)
     for variant in ("edited-subject-record", "extra-file", "resigned-lying-report"):
-        source = PACKS / "text-20-exact-signed" / "tampered" / variant
+        source = pack_folder("text-20-exact-signed") / "tampered" / variant
         shutil.copytree(source, tmp_path / variant)
         code, document = _refusal([variant, "--markdown", f"{variant}.md"])
         assert code == 2
@@ -1128,7 +1130,7 @@ def test_unknown_options_are_usage_errors(tmp_path: Path) -> None:
 
 def _canary_pack(tmp_path: Path, *, errored: bool) -> Path:
     """A signed pack whose records carry the canary everywhere a record can hold text."""
-    source = PACKS / "text-20-exact-signed"
+    source = pack_folder("text-20-exact-signed")
     request_dir = tmp_path / "request"
     shutil.copytree(source / "request", request_dir)
     for side in ("baseline", "subject"):

@@ -24,14 +24,13 @@ from sealeval.captured.report import (
     render_markdown,
 )
 from sealeval.cli.report import report_command
-from support.vectors import vectors_dir
+from support.vectors import pack_folder
 
-PACKS = vectors_dir() / "invarlock" / "packs"
 NAMES = ["text-200-multi-signed", "text-20-exact-signed", "missing-insufficient-signed"]
 
 
 def _pack(name: str) -> EvidencePack:
-    return read_evidence_pack(PACKS / name / "evidence")
+    return read_evidence_pack(pack_folder(name) / "evidence")
 
 
 def _extended(pack: EvidencePack, **members: Any) -> dict[str, Any]:
@@ -124,7 +123,7 @@ def test_report_cli_extension_option(tmp_path: Path) -> None:
         json.dumps({"format": EXTENSION_FORMAT, "policy_digest": pack.policy.digest}),
         encoding="utf-8",
     )
-    evidence = str(PACKS / name / "evidence")
+    evidence = str(pack_folder(name) / "evidence")
     result = CliRunner().invoke(report_command, [evidence, "--extension", str(extension)])
     assert result.exit_code == 0, result.output
     assert "## Extended statistics (sealeval)" in result.output

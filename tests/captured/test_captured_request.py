@@ -47,7 +47,15 @@ from sealeval.strict_yaml import INCLUDE_KEYS, load_strict_yaml
 from support.captured_request import (
     oracle_loader,
 )
-from support.vectors import PROJECT_ROOT, cases, decode_input, load, vectors_dir, writable_copy
+from support.vectors import (
+    PROJECT_ROOT,
+    cases,
+    decode_input,
+    load,
+    pack_folder,
+    vectors_dir,
+    writable_copy,
+)
 
 V = vectors_dir() / "invarlock"
 CANARY = "CANARYq7zx"
@@ -394,7 +402,7 @@ def test_request_digest_is_relocation_invariant(
 
 def _copy_pack_request(tmp_path: Path, name: str = "text-20-exact-signed") -> Path:
     root = tmp_path / "req"
-    writable_copy(V / "packs" / name / "request", root)
+    writable_copy(pack_folder(name) / "request", root)
     return root
 
 

@@ -18,10 +18,9 @@ from sealeval.captured.request import normalize_captured_request
 from sealeval.captured.run import Limits, Run, read_run
 from sealeval.captured.run_facts import RunFacts, read_run_facts
 from sealeval.errors import SealevalError
-from support.vectors import cases, decode_input, load, vectors_dir
+from support.vectors import cases, decode_input, load, pack_folder, vectors_dir
 
 V = vectors_dir() / "invarlock"
-PACKS = V / "packs"
 
 
 def _runs() -> list[Path]:
@@ -93,7 +92,9 @@ def test_request_vectors_exercise_the_outline_checks() -> None:
 
 def _policy(run: Run, *, pinned: bool) -> ComparisonPolicy:
     """A vector pack's policy with one slice selecting the run's first record's metadata."""
-    document = json.loads((PACKS / "text-20-exact-signed/evidence/inputs/policy.json").read_bytes())
+    document = json.loads(
+        (pack_folder("text-20-exact-signed") / "evidence/inputs/policy.json").read_bytes()
+    )
     document.pop("expected_case_set_digest", None)
     metadata = dict(run.records[0].metadata)
     where = dict(list(metadata.items())[:1]) or {"absent-key": "x"}

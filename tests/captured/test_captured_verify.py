@@ -57,12 +57,13 @@ from support.captured_verify import (
     MAIN,
     VERIFY_MESSAGES,
     V,
+    pack_dir_workspace,
     pack_workspace,
     private_cases,
     private_load,
     recipient_for,
 )
-from support.vectors import PROJECT_ROOT
+from support.vectors import PROJECT_ROOT, pack_case, pack_folder
 
 CANARY = "CANARYv9qk"
 KEYS = V / "keys"
@@ -148,8 +149,7 @@ def test_verify_vectors(
     """
     inputs, expected = case["input"], case["expected"]
     verify_evidence_pack = _verifier(streamed, monkeypatch)
-    name = inputs["pack_dir"].split("/")[1]
-    cwd = pack_workspace(name, tmp_path)
+    cwd, pack = pack_dir_workspace(inputs["pack_dir"], tmp_path)
     command = inputs["command"]
     if "--trust-profile" in command and "--policy" in command:
         # Mixing is refused by the command line (test_cli_evaluate_verify.py); the library
@@ -157,7 +157,6 @@ def test_verify_vectors(
         assert message_of(expected) == "--trust-profile cannot be mixed with --policy"
         assert expected["exit_code"] == 2
         return
-    pack = cwd / Path(inputs["pack_dir"]).relative_to(f"packs/{name}")
     receipt = str(option(command, "--receipt"))
     destination = cwd / receipt
     budget_text = option(command, "--max-bootstrap-draws")
@@ -394,7 +393,8 @@ def test_budget_equality_is_allowed_and_one_less_is_refused(tmp_path: Path) -> N
     work = pack_workspace("text-200-multi-signed", tmp_path)
     pack = read_evidence_pack(work / "evidence")
     required = required_draws(pack, pack.policy)
-    assert required == 2_760_704  # the reference's preflight figure for this pack
+    preflight = pack_case("text-200-multi-signed")["expected"]["evaluate_preflight"]
+    assert required == preflight["stdout_json"]["required_bootstrap_draws"]  # the reference's
     exact = recipient_for(work / "evidence", work / "trust", tmp_path, budget=required)
     assert verify_evidence_pack(work / "evidence", exact).status == 7
     unlimited = recipient_for(work / "evidence", work / "trust", tmp_path, budget=None)
@@ -520,7 +520,7 @@ def test_outcome_repr_shows_no_values(main: Path, tmp_path: Path) -> None:
 # Trust inputs: the profile's closed schema, paths, input checks in order
 
 GOOD_PROFILE: dict[str, Any] = json.loads(
-    (V / "packs" / MAIN / "trust" / "trust-inputs.json").read_bytes()
+    (pack_folder(MAIN) / "trust" / "trust-inputs.json").read_bytes()
 )
 
 

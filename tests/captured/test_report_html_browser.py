@@ -17,9 +17,7 @@ from selenium.webdriver.remote.webdriver import WebDriver
 from sealeval.captured.pack_reader import EvidencePack, read_evidence_pack
 from sealeval.captured.report import VerificationStatus, render_html
 from support.browser import headless_chromium, requested_urls
-from support.vectors import vectors_dir
-
-PACKS = vectors_dir() / "invarlock" / "packs"
+from support.vectors import pack_folder
 
 
 @pytest.fixture(scope="module")
@@ -117,7 +115,7 @@ def _check_page(browser: WebDriver, pack: EvidencePack, html_path: Path) -> None
 def test_html_report_in_headless_chromium(
     browser: WebDriver, tmp_path: Path, name: str, verification: VerificationStatus | None
 ) -> None:
-    pack = read_evidence_pack(PACKS / name / "evidence")
+    pack = read_evidence_pack(pack_folder(name) / "evidence")
     html_path = tmp_path / "report.html"
     html_path.write_text(render_html(pack, verification=verification), encoding="utf-8")
     _check_page(browser, pack, html_path)

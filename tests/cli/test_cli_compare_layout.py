@@ -20,7 +20,7 @@ from sealeval.captured.pack_reader import read_evidence_pack
 from sealeval.captured.report import render_html
 from sealeval.captured.scorers import BINARY_KINDS
 from sealeval.cli.compare import EXIT_POLICY_NOT_PASSED, compare_command
-from support.vectors import vectors_dir
+from support.vectors import pack_folder, vectors_dir
 
 PACKS = vectors_dir() / "invarlock" / "packs"
 WIDTHS = (80, 200)
@@ -166,7 +166,7 @@ def test_units_agree_with_the_html_report(evidence: Path) -> None:
 
 
 def test_insufficient_rows_show_means() -> None:
-    evidence = PACKS / "missing-insufficient-signed" / "evidence"
+    evidence = pack_folder("missing-insufficient-signed") / "evidence"
     if not evidence.is_dir():
         evidence = next(
             path.values[0]

@@ -18,15 +18,14 @@ from click.testing import CliRunner
 
 from sealeval.cli.compare import compare_command
 from support.captured_streaming import spy_held_runs
-from support.vectors import vectors_dir
+from support.vectors import pack_folder
 
-PACKS = vectors_dir() / "invarlock" / "packs"
 CANARY = "STREAMED-COMPARE-CANARY-5120"
 
 
 def _packs() -> list[Any]:
     names = ("missing-insufficient-signed", "text-200-multi-signed", "case-set-pinned-signed")
-    return [pytest.param(PACKS / name / "evidence", id=name) for name in names]
+    return [pytest.param(pack_folder(name) / "evidence", id=name) for name in names]
 
 
 def _invoke(*args: str | Path) -> Any:
@@ -62,7 +61,7 @@ def test_uncapped_compare_streams_to_the_same_output(
 
 
 def test_streamed_refusals_match_the_held_path(tmp_path: Path) -> None:
-    evidence = PACKS / "text-20-exact-signed" / "evidence"
+    evidence = pack_folder("text-20-exact-signed") / "evidence"
     good = evidence / "records" / "baseline.json"
     policy = evidence / "inputs" / "policy.json"
     broken_run = tmp_path / "broken.json"

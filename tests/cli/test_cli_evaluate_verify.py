@@ -26,11 +26,12 @@ from sealeval.cli.evaluate import evaluate_command
 from sealeval.cli.verify import dump_json, verify_command
 from support.captured_verify import (
     VERIFY_MESSAGES,
+    pack_dir_workspace,
     pack_workspace,
     private_cases,
     private_load,
 )
-from support.vectors import load, vectors_dir, writable_copy
+from support.vectors import load, pack_folder, vectors_dir, writable_copy
 
 V = vectors_dir() / "invarlock"
 MAIN = "text-20-exact-signed"
@@ -74,13 +75,12 @@ def real_cli(command: str, args: list[str], cwd: Path) -> subprocess.CompletedPr
 
 
 def _verify_workspace(case: dict[str, Any], tmp_path: Path) -> Path:
-    """``packs/<name>`` copied writable; the evidence argument made to point at pack_dir."""
+    """The case's pack folder copied writable; the evidence argument made to point at pack_dir."""
     inputs = case["input"]
-    name = inputs["pack_dir"].split("/")[1]
-    cwd = pack_workspace(name, tmp_path)
+    cwd, pack = pack_dir_workspace(inputs["pack_dir"], tmp_path)
     evidence = cwd / inputs["command"][1]
     if not evidence.exists():
-        shutil.copytree(cwd / Path(inputs["pack_dir"]).relative_to(f"packs/{name}"), evidence)
+        shutil.copytree(pack, evidence)
     return cwd
 
 
@@ -266,7 +266,7 @@ def test_explicit_options_from_the_environment(main: Path) -> None:
     }
     result = _invoke(verify_command, ["evidence", "--receipt", "out/r.json"], env=env)
     assert result.exit_code == 0
-    explicit = V / "packs" / MAIN / "verify" / "explicit-anchors.receipt.json"
+    explicit = pack_folder(MAIN) / "verify" / "explicit-anchors.receipt.json"
     assert (main / "out" / "r.json").read_bytes() == explicit.read_bytes()
 
 
@@ -376,8 +376,8 @@ def test_verify_never_echoes_canaries(main: Path) -> None:
 
 
 def _request_workspace(name: str, tmp_path: Path, pack: Path | None = None) -> Path:
-    """``packs/<name>`` (or ``pack``) copied writable, the signer key as signer.pem."""
-    cwd = writable_copy(pack or V / "packs" / name, tmp_path / name)
+    """Pack case ``name``'s folder (or ``pack``) copied writable, the signer key as signer.pem."""
+    cwd = writable_copy(pack or pack_folder(name), tmp_path / name)
     shutil.copyfile(SIGNER, cwd / "request" / "signer.pem")
     return cwd / "request"
 
@@ -503,7 +503,7 @@ def test_cli_vectors(case: dict[str, Any], tmp_path: Path) -> None:
         return
     if case["name"] == "evaluate-existing-destination":
         # The reference ran this after publishing the request's default destination.
-        shutil.copytree(V / "packs" / MAIN / "evidence", cwd / "evidence")
+        shutil.copytree(pack_folder(MAIN) / "evidence", cwd / "evidence")
     if "--freeze-cases" in command:
         _planned_cases(cwd, FROZEN_TEXT, duplicate="cases-dup.json" in command)
     if command[0] == "report":
@@ -514,7 +514,7 @@ def test_cli_vectors(case: dict[str, Any], tmp_path: Path) -> None:
         os.chdir(vector_root if "--markdown" not in command else tmp_path)
         args = command[1:]
         if "--markdown" in command:
-            shutil.copytree(V / "packs" / MAIN / "evidence", tmp_path / "evidence")
+            shutil.copytree(pack_folder(MAIN) / "evidence", tmp_path / "evidence")
             args = ["evidence", *command[2:]]
         result = _invoke(report_command, args)
         assert result.exit_code == expected["exit_code"] == 2
@@ -566,7 +566,7 @@ def test_cli_vectors(case: dict[str, Any], tmp_path: Path) -> None:
 @pytest.fixture
 def request_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     directory = _request_workspace(MAIN, tmp_path)
-    shutil.copytree(V / "packs" / MAIN / "evidence", directory / "evidence")
+    shutil.copytree(pack_folder(MAIN) / "evidence", directory / "evidence")
     monkeypatch.chdir(directory)
     return directory
 

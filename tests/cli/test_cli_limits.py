@@ -29,7 +29,7 @@ from sealeval.cli.evaluate import evaluate_command
 from sealeval.cli.report import report_command
 from sealeval.cli.verify import verify_command
 from support.captured_verify import pack_workspace
-from support.vectors import load, vectors_dir
+from support.vectors import load, pack_folder, vectors_dir
 
 PACK = "json-200-signed"
 
@@ -114,7 +114,7 @@ def test_report_over_the_envelope_names_uncapped(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _tight_packs(monkeypatch, report_module)
-    evidence = vectors_dir() / "invarlock" / "packs" / PACK / "evidence"
+    evidence = pack_folder(PACK) / "evidence"
     refused = _invoke(report_command, evidence)
     assert refused.exit_code == 2
     error, remedy = refused.stderr.splitlines()
@@ -168,7 +168,7 @@ def test_verify_over_the_envelope_and_over_the_budget_name_the_options(
 def test_evaluate_over_the_envelope_names_uncapped_and_its_default_budget(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    source = vectors_dir() / "invarlock" / "packs" / PACK / "request"
+    source = pack_folder(PACK) / "request"
     request = shutil.copytree(source, tmp_path / "request") / "request.yaml"
     monkeypatch.setattr(evaluate_module, "INVARLOCK_LIMITS", Limits(max_records=2))
     refused = _invoke(evaluate_command, request, "--unsigned", "--preflight")

@@ -22,7 +22,7 @@ from support.captured_verify import pack_workspace, recipient_for
 from support.refusals import CANARY
 from support.session_config import canary_bundle
 from support.terminal import on_pipe, on_terminal, sealeval_argv
-from support.vectors import load, vectors_dir
+from support.vectors import load, pack_folder, vectors_dir
 
 PACK = "json-200-signed"
 
@@ -68,7 +68,7 @@ def test_compare_progress_on_a_terminal_and_silence_on_a_pipe(tmp_path: Path) ->
 
 
 def test_report_progress_on_a_terminal_and_silence_on_a_pipe(tmp_path: Path) -> None:
-    evidence = vectors_dir() / "invarlock" / "packs" / PACK / "evidence"
+    evidence = pack_folder(PACK) / "evidence"
     argv = sealeval_argv("report", evidence, "--html", tmp_path / "report.html")
     status, _stdout, shown = on_terminal(argv)
     assert status == 0
@@ -104,7 +104,7 @@ def _drawn(run: Any) -> str:
 
 
 def test_evaluate_and_verify_report_their_phases(tmp_path: Path) -> None:
-    source = vectors_dir() / "invarlock" / "packs" / PACK / "request"
+    source = pack_folder(PACK) / "request"
     request = shutil.copytree(source, tmp_path / "request")
     shown = _drawn(
         lambda progress: evaluate_request(

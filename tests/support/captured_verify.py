@@ -21,7 +21,7 @@ from sealeval.captured.trust import (
 from sealeval.captured.verify import (
     VerificationError,
 )
-from support.vectors import refuse_empty, vectors_dir, writable_copy
+from support.vectors import pack_folder, refuse_empty, vectors_dir, writable_copy
 
 V = vectors_dir() / "invarlock"
 
@@ -133,8 +133,27 @@ def restore_symlinks(directory: Path) -> None:
 
 
 def pack_workspace(name: str, tmp_path: Path) -> Path:
-    """Copy ``packs/<name>`` (evidence, trust dirs, tamper variants) into a writable tree."""
-    target = writable_copy(V / "packs" / name, tmp_path / name)
+    """Copy the pack of ``invarlock/packs.json`` case ``name`` into a writable tree.
+
+    The whole pack folder is copied (evidence, request, trust dirs, tamper variants).
+    """
+    return _folder_workspace(pack_folder(name), tmp_path)
+
+
+def pack_dir_workspace(pack_dir: str, tmp_path: Path) -> tuple[Path, Path]:
+    """Copy the pack folder holding a vector case's ``pack_dir`` (``packs/<folder>/...``).
+
+    Returns the writable copy of the folder and ``pack_dir``'s place inside it.
+    """
+    parts = Path(pack_dir).parts
+    assert parts[:1] == ("packs",), "pack_dir outside packs/"
+    assert len(parts) >= 2, "pack_dir names no pack folder"
+    workspace = _folder_workspace(V.joinpath(*parts[:2]), tmp_path)
+    return workspace, workspace.joinpath(*parts[2:])
+
+
+def _folder_workspace(folder: Path, tmp_path: Path) -> Path:
+    target = writable_copy(folder, tmp_path / folder.name)
     restore_symlinks(target)
     return target
 

@@ -41,6 +41,24 @@ def load(relative: str) -> dict[str, Any]:
     return document
 
 
+def pack_case(name: str) -> dict[str, Any]:
+    """The ``invarlock/packs.json`` case named ``name`` (exactly one must exist)."""
+    found = [case for case in load("invarlock/packs.json")["cases"] if case["name"] == name]
+    assert len(found) == 1, f"invarlock/packs.json: no single case named {name}"
+    case: dict[str, Any] = found[0]
+    return case
+
+
+def pack_folder(name: str) -> Path:
+    """The folder of the ``invarlock/packs.json`` case ``name`` (the parent of its request).
+
+    A regenerated tree publishes a case's pack under another folder name while the
+    case keeps its name, so a test takes the folder from the case, never from
+    ``packs/<name>``.
+    """
+    return vectors_dir() / "invarlock" / Path(pack_case(name)["input"]["request_dir"]).parent
+
+
 def refuse_empty(relative: str, document: Any) -> None:
     """Fail unless ``document`` holds a non-empty ``cases`` list: an empty file tests nothing.
 

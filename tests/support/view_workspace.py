@@ -30,7 +30,7 @@ from support.integration_samples import (
     regressed_log,
     write_json,
 )
-from support.vectors import vectors_dir
+from support.vectors import pack_folder
 
 HOSTILE_OUTPUT = '<script>document.title="owned"</script><img src="http://192.0.2.1/x.png">'
 OUTSIDE_CANARY = "CANARY-outside-view-5e2c"
@@ -90,7 +90,7 @@ def build_workspace(base: Path) -> Workspace:
         ],
     )
     (gate / "comparison.json").write_bytes(compared.stdout_bytes)
-    reference = vectors_dir() / "invarlock" / "packs" / "json-200-signed"
+    reference = pack_folder("json-200-signed")
     shutil.copytree(reference / "evidence", root / "reference" / "evidence")
     shutil.copyfile(
         reference / "verify" / "trust-profile.receipt.json", root / "reference" / "receipt.json"
