@@ -31,12 +31,12 @@ from sealeval.captured import (
 from sealeval.errors import CanonicalError, OutputError
 from support.captured_case_set import (
     _GOOD_RUN,
-    ARTIFACT,
     CASE_SET_REFUSALS,
     SOURCE,
     _case,
     _run,
 )
+from support.digests import ARTIFACT
 from support.refusals import CANARY
 from support.vectors import PROJECT_ROOT, cases, load, reference_code
 

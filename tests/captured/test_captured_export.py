@@ -29,7 +29,6 @@ from sealeval.captured.export import BATCH_PROFILES, DELEGATING_PROFILES, SCALAR
 from sealeval.errors import CanonicalError, OutputError
 from support.captured_export import (
     _AUTOEVALS,
-    ARTIFACT,
     EXPORT_REFUSALS,
     PROFILES,
     SOURCE,
@@ -39,6 +38,7 @@ from support.captured_export import (
     _Raising,
     _simple_export,
 )
+from support.digests import ARTIFACT
 from support.refusals import CANARY
 from support.vectors import PROJECT_ROOT, cases, load, reference_code
 

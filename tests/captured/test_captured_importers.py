@@ -46,14 +46,12 @@ from sealeval.errors import OutputError, SealevalError
 from support.captured_importers import (
     _CASE_CODES,
     _MESSAGE_CODES,
-    ARTIFACT,
     CANARY,
     message_code,
 )
+from support.digests import ARTIFACT, CONFIG, TOKENIZER
 from support.vectors import cases, decode_input, load
 
-CONFIG = "sha256:" + "c0" * 32
-TOKENIZER = "sha256:" + "70" * 32
 SOURCE = {"name": "acme-harness", "version": "3.1.4"}
 IDENTITY = {"source": SOURCE, "run_id": "run-1", "artifact_digest": ARTIFACT}
 

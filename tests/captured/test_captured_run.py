@@ -49,13 +49,11 @@ from sealeval.captured import (
     write_run,
 )
 from sealeval.errors import CanonicalError, OutputError, SealevalError
+from support.digests import ARTIFACT, CONFIG, TOKENIZER
 from support.refusals import CANARY, assert_refused, rows_for
 from support.vectors import PROJECT_ROOT, load, vectors_dir
 
-ARTIFACT = "sha256:" + "a7" * 32
 OTHER = "sha256:" + "ab" * 32
-CONFIG = "sha256:" + "c0" * 32
-TOKENIZER = "sha256:" + "70" * 32
 SOURCE = {"name": "acme-harness", "version": "3.1.4"}
 RUN_SCHEMA = Draft202012Validator(
     json.loads(

@@ -21,13 +21,13 @@ from sealeval.captured import (
 )
 from sealeval.captured.service_identity import parse_utc_timestamp
 from support.captured_service_identity import (
-    ARTIFACT,
     IDENTITY_REFUSALS,
     _create_arguments,
     _window,
     _with_configuration,
     valid_identity,
 )
+from support.digests import ARTIFACT
 from support.refusals import assert_refused
 from support.vectors import PROJECT_ROOT, cases, load, reference_code
 

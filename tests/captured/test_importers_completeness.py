@@ -26,10 +26,10 @@ import sealeval.cli.imports as imports_module
 from sealeval.captured.importers import ImportOptions, ImportRefusalError, load_run
 from sealeval.cli.imports import import_command
 from sealeval.errors import SealevalError
+from support.digests import ARTIFACT
 from support.refusals import CANARY
 
 SAMPLES = Path(__file__).resolve().parents[2].parent / "shared" / "samples" / "evaluators"
-ARTIFACT = "sha256:" + "cd" * 32
 LM_EVAL = next(SAMPLES.glob("lm_eval/out/*"))
 INSPECT_LOG = next(SAMPLES.glob("inspect_ai/logs/*.json"))
 SHORT = "sealeval: error: file: incomplete_export\n"

@@ -23,9 +23,9 @@ from sealeval.captured.importers import (
 from sealeval.captured.importers.per_task import task_file_name
 from sealeval.cli.imports import import_command
 from sealeval.errors import OutputError
+from support.digests import ARTIFACT
 
 REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real" / "inspect_ai"
-ARTIFACT = "sha256:" + "ef" * 32
 LOGS = (  # three tasks, one with a slash in its name (log version 3)
     "log_images.json",
     "log_streaming.eval",

@@ -21,7 +21,6 @@ from click.testing import CliRunner
 from sealeval.captured.importers import ImportRefusalError
 from sealeval.cli.imports import import_command
 from support.captured_real_files import (
-    ARTIFACT,
     Counts,
     deepeval_test_run,
     garak_attempts,
@@ -38,6 +37,7 @@ from support.captured_real_files import (
     promptfoo_document,
     ragas_csv_rows,
 )
+from support.digests import ARTIFACT
 
 REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real"
 SAMPLES = Path(__file__).resolve().parents[2].parent / "shared" / "samples" / "evaluators"

@@ -18,10 +18,10 @@ from sealeval.captured import run_digest
 from sealeval.captured.importers import load_run
 from sealeval.captured.importers.base import ImportOptions, ImportRefusalError
 from sealeval.captured.importers.live import run_from_inspect_log, run_from_lm_eval_results
+from support.digests import ARTIFACT
 from support.vectors import vectors_dir
 
 SAMPLES = vectors_dir().parent / "samples" / "evaluators"
-ARTIFACT = "sha256:" + "ab" * 32
 CANARY = "CANARY-live-7d1f"
 
 

@@ -22,7 +22,8 @@ from sealeval.captured.importers.registry import detect_adapter
 from sealeval.cli import imports as imports_module
 from sealeval.cli._common import CONTEXT_SETTINGS
 from sealeval.cli.imports import PROGRESS_MIN_BYTES, import_command
-from support.captured_importers import ARTIFACT, CANARY, message_code
+from support.captured_importers import CANARY, message_code
+from support.digests import ARTIFACT
 from support.vectors import cases, decode_input, load
 
 _ERROR = re.compile(r"sealeval: error: ([A-Za-z0-9_.\[\]-]+): ([a-z0-9_]+)\n")

@@ -5,7 +5,9 @@ what a test needs at import time (parametrize tables, vector cases, the canary
 constant) lives here, one module per job:
 
 * ``support.refusals``: the canary and ``assert_refused``;
-* ``support.vectors``: golden-vector loading and the reference input conventions;
+* ``support.vectors``: golden-vector loading and the reference input conventions
+  (``pack_folder``: a pack case's folder, never ``packs/<name>``);
+* ``support.digests``: the neutral artifact, configuration and tokenizer digests;
 * ``support.postgres``: the throwaway PostgreSQL cluster behind the ``postgres_dsn`` fixture;
 * ``support.browser``: headless Chromium (the HTML report and viewer tests);
 * ``support.integration_samples`` and ``support.view_workspace``: evaluator

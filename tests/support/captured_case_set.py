@@ -18,9 +18,7 @@ from sealeval.captured import (
     validate_run_case_set,
     write_case_set,
 )
-
-ARTIFACT = "sha256:" + "a7" * 32
-
+from support.digests import ARTIFACT
 
 SOURCE = {"name": "acme-harness", "version": "3.1.4"}
 

@@ -24,11 +24,9 @@ from sealeval.captured import (
     read_evaluator_export,
     run_from_evaluator_export,
 )
+from support.digests import ARTIFACT
 from support.refusals import CANARY
 from support.vectors import load
-
-ARTIFACT = "sha256:" + "a7" * 32
-
 
 SOURCE = {"name": "acme-harness", "version": "3.1.4"}
 

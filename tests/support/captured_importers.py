@@ -6,9 +6,6 @@ from __future__ import annotations
 
 import pytest
 
-ARTIFACT = "sha256:" + "a7" * 32
-
-
 CANARY = "PHI-CANARY-7f3a-jane-doe-MRN-0042"
 
 

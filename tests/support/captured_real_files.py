@@ -22,8 +22,8 @@ import zstandard
 from click.testing import CliRunner
 
 from sealeval.cli.imports import import_command
+from support.digests import ARTIFACT
 
-ARTIFACT = "sha256:" + "ab" * 32
 _ZSTD_METHOD = 93  # ZIP compression method of Zstandard members
 
 Counts = tuple[int, int]  # records, errored records

@@ -17,10 +17,9 @@ from sealeval.captured import (
     evaluated_subject_digest,
     validate_service_identity,
 )
+from support.digests import ARTIFACT
 from support.refusals import rows_for
 from support.vectors import load
-
-ARTIFACT = "sha256:" + "a7" * 32
 
 
 def valid_identity(**changes: Any) -> dict[str, Any]:
