@@ -30,7 +30,13 @@ from sealeval.captured.receipt import (
 )
 from sealeval.captured.signing import load_signing_key
 from sealeval.captured.verify import REPLAY_NOT_STARTED, VerificationOutcome, verify_evidence_pack
-from support.captured_verify import MAIN, pack_workspace, private_cases, recipient_for
+from support.captured_verify import (
+    MAIN,
+    pack_dir_workspace,
+    pack_workspace,
+    private_cases,
+    recipient_for,
+)
 from support.vectors import PROJECT_ROOT, pack_folder, vectors_dir
 
 V = vectors_dir() / "invarlock"
@@ -48,7 +54,6 @@ SCHEMA = Draft202012Validator(
 _MAIN_CASE = json.loads((V / "receipts.json").read_bytes())["cases"][0]["input"]
 MAIN_RECEIPT = V / _MAIN_CASE["receipt"]
 MAIN_EVIDENCE = V / _MAIN_CASE["pack_dir"]
-MAIN_PACK = _MAIN_CASE["pack_dir"].split("/")[1]
 #: The rejection receipt's case (about the tampered copy of the shared main pack).
 _REJECTION_CASE = next(
     case["input"]
@@ -289,7 +294,7 @@ def test_valid_rejection_variants(path: str, value: Any) -> None:
 
 
 def test_issue_is_deterministic_and_refuses_unidentified_outcomes(tmp_path: Path) -> None:
-    work = pack_workspace(MAIN_PACK, tmp_path)
+    work, _ = pack_dir_workspace(_MAIN_CASE["pack_dir"], tmp_path)
     recipient = recipient_for(work / "evidence", work / "trust", tmp_path)
     outcome = verify_evidence_pack(work / "evidence", recipient)
     first = issue_receipt(outcome, recipient)
@@ -466,7 +471,7 @@ def _forged_positive(pack: Path, statement_edit: dict[str, Any] | None = None) -
 def test_positive_receipt_requires_a_consistent_pack(tmp_path: Path) -> None:
     unsigned = pack_folder("text-20-exact-unsigned") / "evidence"
     assert _code(_check(_forged_positive(unsigned), evidence=unsigned)) == ("pack_mismatch", "pack")
-    work = pack_workspace(MAIN_PACK, tmp_path)
+    work, _ = pack_dir_workspace(_MAIN_CASE["pack_dir"], tmp_path)
     evidence = work / "evidence"
     manifest = json.loads((evidence / "manifest.json").read_bytes())
     for edit in (

@@ -126,6 +126,21 @@ def _report(name: str) -> dict[str, Any]:
     return document
 
 
+def _g(value: float) -> str:
+    """A report value as the renderings print it: four significant digits (docs/reports.md)."""
+    return format(value, ".4g")
+
+
+def _overall(name: str, metric: str) -> dict[str, Any]:
+    """The pack's stored report entry of ``metric`` on the ``overall`` slice."""
+    found: dict[str, Any] = next(
+        entry
+        for entry in _report(name)["metrics"]
+        if (entry["name"], entry["slice"]) == (metric, "overall")
+    )
+    return found
+
+
 def _run(args: list[str]) -> Any:
     return CliRunner().invoke(report_command, args)
 
@@ -775,28 +790,35 @@ def test_interval_too_wide_is_explained() -> None:
 
     pack = _pack("text-20-exact-signed")
     policy = thaw_json(pack.policy.document)
-    policy["metrics"][0]["maximum_interval_width"] = 0.5
     report = _report("text-20-exact-signed")
+    interval = report["metrics"][0]["interval"]
+    width = interval["upper"] - interval["lower"]
+    limit = round(width / 2, 2)  # half the stored interval's width: too wide
+    policy["metrics"][0]["maximum_interval_width"] = limit
     too_wide(report)
     variant = _variant(pack, report=report, policy=policy)
     markdown = render_markdown(variant)
     assert "**Recorded policy result: More evidence needed**" in markdown
-    assert "| Interval width | 53.41 pp | &lt;= 50 pp | Not met |" in markdown
+    row = f"| Interval width | {_g(width * 100)} pp | &lt;= {_g(limit * 100)} pp | Not met |"
+    assert row in markdown
 
 
 def test_absolute_bounds_are_checked_and_explained() -> None:
     pack = _pack("text-20-exact-signed")
     policy = thaw_json(pack.policy.document)
-    policy["metrics"][0]["subject_minimum"] = 0.7
     report = _report("text-20-exact-signed")
+    mean = report["metrics"][0]["subject_mean"]
+    minimum = round(mean + 0.1, 2)  # above the subject's score: not met
+    policy["metrics"][0]["subject_minimum"] = minimum
     report["metrics"][0]["decision"] = "regression"
     report["metrics"][0]["reasons"] = ["subject mean fails absolute bounds"]
     report["decision"] = "regression"
     variant = _variant(pack, report=report, policy=policy)
     markdown = render_markdown(variant)
-    assert "| Subject minimum | 60% | &gt;= 70% | Not met |" in markdown
+    row = f"| Subject minimum | {_g(mean * 100)}% | &gt;= {_g(minimum * 100)}% | Not met |"
+    assert row in markdown
     assert "The subject score is outside the absolute bounds of the policy." in markdown
-    assert "at least 70%" in markdown
+    assert f"at least {_g(minimum * 100)}%" in markdown
     report["metrics"][0]["decision"] = "pass"
     report["decision"] = "pass"
     with pytest.raises(ReportError) as caught:
@@ -1133,6 +1155,8 @@ def _canary_pack(tmp_path: Path, *, errored: bool) -> Path:
     source = pack_folder("text-20-exact-signed")
     request_dir = tmp_path / "request"
     shutil.copytree(source / "request", request_dir)
+    subject_records = json.loads((request_dir / "inputs" / "subject.json").read_bytes())["records"]
+    errored_id = subject_records[len(subject_records) // 2]["id"]  # any subject record
     for side in ("baseline", "subject"):
         path = request_dir / "inputs" / f"{side}.json"
         document = json.loads(path.read_bytes())
@@ -1146,7 +1170,7 @@ def _canary_pack(tmp_path: Path, *, errored: bool) -> Path:
             record["context"] = {"prompt": f"{CANARY} context", "model": CANARY}
             record["metadata"] = {"note": f"{CANARY} metadata"}
             record["scores"] = {"judge_quality": 0.5}
-            if errored and side == "subject" and record_id == "q3":
+            if errored and side == "subject" and record_id == errored_id:
                 record["error"] = f"{CANARY} error"
         path.write_bytes(encode_invarlock(document))
     request = load_captured_request(request_dir / "request.yaml")
@@ -1165,7 +1189,7 @@ def _canary_pack(tmp_path: Path, *, errored: bool) -> Path:
             interval=None,
             decision="insufficient_evidence",
             reasons=["missing results"],
-            missing_ids=["q3"],
+            missing_ids=[errored_id],
         )
         report["decision"] = "insufficient_evidence"
     staged = prepare_pack(
@@ -1220,8 +1244,9 @@ def test_canary_never_appears_in_any_format(
         assert CANARY.encode() not in data
         assert b"PHI-CANARY" not in data
     if errored:
-        assert b"<li><code>q3</code></li>" in renderings[3]
-        assert b'"q3"' in renderings[1]
+        (missing_id,) = pack.report["metrics"][0]["missing_ids"]
+        assert f"<li><code>{missing_id}</code></li>".encode() in renderings[3]
+        assert f'"{missing_id}"'.encode() in renderings[1]
 
 
 def test_error_messages_never_echo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -1326,8 +1351,16 @@ def test_any_thresholds_render_consistently(data: st.DataObject, scales: list[fl
 def test_lower_direction_and_ratio_regressions_are_explained() -> None:
     policy = thaw_json(_pack("text-200-multi-signed").policy.document)
     by_name = {metric["name"]: metric for metric in policy["metrics"]}
-    by_name["latency"]["maximum_regression"] = 2.0  # overall upper 2.965 > 2, change 1.14
-    by_name["nll"]["ratio_max"] = 1.02  # overall upper 1.028 and ratio 1.022 > 1.02
+    latency_entry = _overall("text-200-multi-signed", "latency")
+    nll_entry = _overall("text-200-multi-signed", "nll")
+    # Latency: a limit between the observed change and the interval's upper bound.
+    latency_limit = round((latency_entry["delta"] + latency_entry["interval"]["upper"]) / 2, 2)
+    assert latency_entry["delta"] < latency_limit < latency_entry["interval"]["upper"]
+    by_name["latency"]["maximum_regression"] = latency_limit
+    # NLL: a ratio limit below the observed ratio (and above 1).
+    ratio_limit = round((nll_entry["interval"]["lower"] + nll_entry["ratio"]) / 2, 4)
+    assert 1.0 < ratio_limit < nll_entry["ratio"]
+    by_name["nll"]["ratio_max"] = ratio_limit
     pack = _redecided("text-200-multi-signed", policy)
     markdown = render_markdown(pack)
     latency = markdown.split("## latency: overall")[1].split("\n## ")[0]
@@ -1339,32 +1372,42 @@ def test_lower_direction_and_ratio_regressions_are_explained() -> None:
         )
         in latency
     )
-    assert "| Allowed change | 2.965 milliseconds | &lt;= 2 milliseconds | Not met |" in latency
+    upper, unit = _g(latency_entry["interval"]["upper"]), latency_entry["unit"]
+    row = f"| Allowed change | {upper} {unit} | &lt;= {_g(latency_limit)} {unit} | Not met |"
+    assert row in latency
     nll = markdown.split("## NLL: overall")[1].split("\n## ")[0]
     assert "The observed change was outside the range allowed by the policy." in nll
-    assert "| Maximum NLL ratio | 1.028 ratio | &lt;= 1.02 ratio | Not met |" in nll
+    upper = _g(nll_entry["interval"]["upper"])
+    assert f"| Maximum NLL ratio | {upper} ratio | &lt;= {_g(ratio_limit)} ratio | Not met |" in nll
 
 
 def test_single_entry_summaries() -> None:
     pack = _pack("text-20-exact-signed")
     policy = thaw_json(pack.policy.document)
-    policy["metrics"][0]["subject_maximum"] = 0.9
+    mean = _report("text-20-exact-signed")["metrics"][0]["subject_mean"]
+    maximum = 1.0 if mean < 1.0 else 1.5  # at or above the subject's score: passed
+    policy["metrics"][0]["subject_maximum"] = maximum
     markdown = render_markdown(_redecided("text-20-exact-signed", policy))
     assert (
         "No absolute minimum score is required by this policy. The policy also requires a "
         in markdown
     )
-    assert "subject score of at most 90%." in markdown
-    assert "| Subject maximum | 60% | &lt;= 90% | Passed |" in markdown
+    assert f"subject score of at most {_g(maximum * 100)}%." in markdown
+    row = f"| Subject maximum | {_g(mean * 100)}% | &lt;= {_g(maximum * 100)}% | Passed |"
+    assert row in markdown
     missing = _mutated("missing-insufficient-signed", lambda report: report["metrics"].pop())
     policy = thaw_json(missing.policy.document)
     policy["metrics"].pop()
     single = _variant(missing, policy=policy)
+    first = missing.report["metrics"][0]
+    assert first["baseline_mean"] is None  # the pack's first entry has no scores
+    required = policy["metrics"][0]["minimum_count"]
+    usable = first["count"] - len(first["missing_ids"])  # included pairs with both results
     assert render_markdown(single).split("\n")[4] == (
         "Some included cases are missing a baseline or subject result. Baseline and subject "
-        "scores for exact are unavailable across 16 usable pairs. No change estimate or "
-        "uncertainty interval is available. The policy requires at least 10 included pairs. "
-        "No absolute minimum score is required by this policy."
+        f"scores for {first['name']} are unavailable across {usable} usable pairs. "
+        "No change estimate or uncertainty interval is available. The policy requires at "
+        f"least {required} included pairs. No absolute minimum score is required by this policy."
     )
 
 
@@ -1374,7 +1417,9 @@ def test_extreme_thresholds_still_render() -> None:
     policy["metrics"][0]["maximum_regression"] = 10**400
     policy["metrics"][0]["maximum_interval_width"] = 10**400
     variant = _redecided("text-20-exact-signed", policy)
-    assert "| Allowed change | -4.453 pp | &gt;= -inf pp | Passed |" in render_markdown(variant)
+    lower = _report("text-20-exact-signed")["metrics"][0]["interval"]["lower"]
+    row = f"| Allowed change | {_g(lower * 100)} pp | &gt;= -inf pp | Passed |"
+    assert row in render_markdown(variant)
     assert "Policy bound ≥ -inf pp" in render_html(variant)
     flat = thaw_json(_pack("missing-insufficient-signed").policy.document)
     for metric in flat["metrics"]:

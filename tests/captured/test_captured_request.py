@@ -471,7 +471,9 @@ def test_preflight_runs_the_paired_check(tmp_path: Path) -> None:
         return {"required_bootstrap_draws": 0, "missing_id_bytes": 2}
 
     result = preflight(root / "request.yaml", unsigned=True, paired_check=paired)
-    assert seen == [40]
+    records = pack_folder(_PACK_REQUEST_CASE) / "evidence" / "records"
+    sides = [read_run(records / f"{side}.json") for side in ("baseline", "subject")]
+    assert seen == [sum(len(run.records) for run in sides)]
     assert result.paired is not None
     assert dict(result.paired) == {"required_bootstrap_draws": 0, "missing_id_bytes": 2}
 

@@ -153,7 +153,7 @@ def test_verify_text_output_matches_the_reference(tmp_path: Path) -> None:
     case = next(
         c for c in private_load("invarlock/cli.json")["cases"] if c["name"].startswith("verify-")
     )
-    cwd = pack_workspace("text-200-multi-signed", tmp_path)
+    cwd, _ = pack_dir_workspace(case["input"]["cwd"].split(" ")[0], tmp_path)
     os.chdir(cwd)
     result = _verify(case["input"]["command"][1:])
     expected = case["expected"]
@@ -448,8 +448,9 @@ def _cli_workspace(case: dict[str, Any], tmp_path: Path) -> Path:
     if cwd_text is None:
         tmp_path.mkdir(exist_ok=True)
         return tmp_path
-    name = cwd_text.split("/")[1]
-    request_dir = _request_workspace(name, tmp_path)
+    # cli.json is not regenerated: its cases name the shared pack folders they ran in.
+    folder = V / Path(cwd_text.split(" ")[0]).parent
+    request_dir = _request_workspace(folder.name, tmp_path, folder)
     if case["input"]["command"][0] == "verify":
         return request_dir.parent
     return request_dir
@@ -503,7 +504,7 @@ def test_cli_vectors(case: dict[str, Any], tmp_path: Path) -> None:
         return
     if case["name"] == "evaluate-existing-destination":
         # The reference ran this after publishing the request's default destination.
-        shutil.copytree(pack_folder(MAIN) / "evidence", cwd / "evidence")
+        shutil.copytree(cwd.parent / "evidence", cwd / "evidence")
     if "--freeze-cases" in command:
         _planned_cases(cwd, FROZEN_TEXT, duplicate="cases-dup.json" in command)
     if command[0] == "report":
@@ -514,7 +515,7 @@ def test_cli_vectors(case: dict[str, Any], tmp_path: Path) -> None:
         os.chdir(vector_root if "--markdown" not in command else tmp_path)
         args = command[1:]
         if "--markdown" in command:
-            shutil.copytree(pack_folder(MAIN) / "evidence", tmp_path / "evidence")
+            shutil.copytree(V / command[1], tmp_path / "evidence")
             args = ["evidence", *command[2:]]
         result = _invoke(report_command, args)
         assert result.exit_code == expected["exit_code"] == 2
