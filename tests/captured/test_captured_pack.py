@@ -83,7 +83,7 @@ from support.refusals import rows_for
 from support.vectors import (
     PROJECT_ROOT,
     cases,
-    load,
+    pack_case,
     pack_folder,
     tree_files,
     vectors_dir,
@@ -109,10 +109,6 @@ SIGNER = V / "keys" / "evidence-signer" / "private.pem"
 MAIN = "text-20-exact-signed"
 
 
-def _pack_case(name: str) -> dict[str, Any]:
-    return next(case for case in load("invarlock/packs.json")["cases"] if case["name"] == name)
-
-
 def _load(case: dict[str, Any], tmp_path: Path) -> tuple[CapturedRequest, bool]:
     inputs, expected = case["input"], case["expected"]
     root = tmp_path / "request"
@@ -129,7 +125,7 @@ def _load(case: dict[str, Any], tmp_path: Path) -> tuple[CapturedRequest, bool]:
 
 
 def _build(name: str, tmp_path: Path) -> PublishedPack:
-    case = _pack_case(name)
+    case = pack_case(name)
     request, unsigned = _load(case, tmp_path)
     report = (V / case["expected"]["evidence_dir"] / "reports/evaluation.report.json").read_bytes()
     key = None if unsigned else load_signing_key(SIGNER)
@@ -992,7 +988,7 @@ def test_manifest_and_report_helpers() -> None:
 
 @pytest.fixture(scope="module")
 def loaded_main(tmp_path_factory: pytest.TempPathFactory) -> tuple[CapturedRequest, bytes]:
-    case = _pack_case(MAIN)
+    case = pack_case(MAIN)
     request, _ = _load(case, tmp_path_factory.mktemp("main"))
     report = (V / case["expected"]["evidence_dir"] / "reports/evaluation.report.json").read_bytes()
     return request, report
@@ -1282,7 +1278,7 @@ def test_relative_destination_with_anchor(
 
 def test_evaluate_refuses_an_existing_request_destination(tmp_path: Path) -> None:
     published = _build(MAIN, tmp_path)
-    case = _pack_case(MAIN)
+    case = pack_case(MAIN)
     request, _ = _load(case, tmp_path / "again")
     (request.destination).mkdir()
     report = published.path / "reports" / "evaluation.report.json"

@@ -23,16 +23,12 @@ from sealeval.captured.run import Run
 from sealeval.captured.run_facts import RunFacts
 from sealeval.captured.signing import load_signing_key
 from support.captured_request import oracle_loader
-from support.vectors import cases, load, tree_files, vectors_dir, writable_copy
+from support.vectors import cases, pack_case, tree_files, vectors_dir, writable_copy
 
 V = vectors_dir() / "invarlock"
 SIGNER = V / "keys" / "evidence-signer" / "private.pem"
 MAIN = "text-20-exact-signed"
 SIDES = ("baseline", "subject")
-
-
-def _case(name: str) -> dict[str, Any]:
-    return next(case for case in load("invarlock/packs.json")["cases"] if case["name"] == name)
 
 
 def _copy_request(case: dict[str, Any], tmp_path: Path) -> Path:
@@ -113,7 +109,7 @@ def test_canonical_sides_are_copied_and_the_pack_keeps_its_bytes(
 
 
 def test_a_run_file_rewritten_after_loading_is_refused(tmp_path: Path) -> None:
-    case = _case(MAIN)
+    case = pack_case(MAIN)
     root = _copy_request(case, tmp_path)
     request = _load(case, root)
     assert set(request.copies) == set(SIDES)
@@ -130,7 +126,7 @@ def test_a_run_file_rewritten_after_loading_is_refused(tmp_path: Path) -> None:
 
 
 def test_a_non_canonical_run_file_is_encoded(tmp_path: Path, encoded: list[str]) -> None:
-    case = _case(MAIN)
+    case = pack_case(MAIN)
     root = _copy_request(case, tmp_path)
     path = root / "inputs" / "baseline.json"
     path.write_text(json.dumps(json.loads(path.read_bytes()), indent=1), encoding="utf-8")
@@ -143,7 +139,7 @@ def test_a_non_canonical_run_file_is_encoded(tmp_path: Path, encoded: list[str])
 
 
 def test_evaluate_and_preflight_close_the_kept_files(tmp_path: Path) -> None:
-    case = _case(MAIN)
+    case = pack_case(MAIN)
     root = _copy_request(case, tmp_path)
     checked = preflight_request(root / "request.yaml", signing_key=SIGNER).checked
     assert set(checked.request.copies) == set(SIDES)
@@ -155,7 +151,7 @@ def test_evaluate_and_preflight_close_the_kept_files(tmp_path: Path) -> None:
 
 
 def test_copy_sources_must_be_the_runs_files(tmp_path: Path) -> None:
-    case = _case(MAIN)
+    case = pack_case(MAIN)
     request = _load(case, _copy_request(case, tmp_path))
     arguments: dict[str, Any] = {
         "request": request.normalized,

@@ -52,6 +52,7 @@ from support.vectors import (
     cases,
     decode_input,
     load,
+    pack_case,
     pack_folder,
     vectors_dir,
     writable_copy,
@@ -348,10 +349,7 @@ _PACK_REQUEST_CASE = "text-20-exact-signed"
 
 def _pack_request() -> Path:
     """The request directory the ``packs.json`` case names (regenerated trees move it)."""
-    case = next(
-        case for case in load("invarlock/packs.json")["cases"] if case["name"] == _PACK_REQUEST_CASE
-    )
-    return V / case["input"]["request_dir"]
+    return V / pack_case(_PACK_REQUEST_CASE)["input"]["request_dir"]
 
 
 def _write_request(root: Path, baseline: str, subject: str, policy: str) -> None:
@@ -380,9 +378,7 @@ def _write_request(root: Path, baseline: str, subject: str, policy: str) -> None
 def test_request_digest_is_relocation_invariant(
     first: list[str], second: list[str], inner: list[str]
 ) -> None:
-    expected = next(
-        case for case in load("invarlock/packs.json")["cases"] if case["name"] == _PACK_REQUEST_CASE
-    )["expected"]["evaluate"]["stdout_json"]
+    expected = pack_case(_PACK_REQUEST_CASE)["expected"]["evaluate"]["stdout_json"]
     with tempfile.TemporaryDirectory() as scratch:
         here = Path(scratch, "a", *first)
         there = Path(scratch, "b", *second)

@@ -31,7 +31,7 @@ from support.captured_verify import (
     private_cases,
     private_load,
 )
-from support.vectors import load, pack_folder, vectors_dir, writable_copy
+from support.vectors import pack_folder, vectors_dir, writable_copy
 
 V = vectors_dir() / "invarlock"
 MAIN = "text-20-exact-signed"
@@ -942,10 +942,7 @@ def test_uncapped_native_sides_are_imported_streamed_with_the_same_pack(
     """`evaluate --uncapped` on jsonl sides: held and streamed (threshold 0) give one pack."""
     import sealeval.captured.evaluate as evaluate_module  # noqa: PLC0415
 
-    case = next(
-        c for c in load("invarlock/packs.json")["cases"] if c["name"] == "native-jsonl-signed"
-    )
-    cwd = writable_copy(V / Path(case["input"]["request_dir"]).parent, tmp_path / "pack")
+    cwd = writable_copy(pack_folder("native-jsonl-signed"), tmp_path / "pack")
     monkeypatch.chdir(cwd / "request")
     base = ["request.yaml", "--unsigned", "--uncapped", "--json"]
     held = _invoke(evaluate_command, [*base, "--output", "held"])
