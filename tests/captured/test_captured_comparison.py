@@ -32,6 +32,7 @@ from sealeval.captured.intervals import seed_row, shake256_bootstrap_interval
 from sealeval.captured.policy import ComparisonPolicyError, parse_comparison_policy
 from sealeval.errors import SealevalError
 from support.captured_comparison import _runtime_deviation, map_reference_error, vector_run
+from support.digests import ARTIFACT, SUBJECT_ARTIFACT
 from support.refusals import CANARY
 from support.vectors import PROJECT_ROOT, cases, load, vectors_dir
 
@@ -39,8 +40,6 @@ VECTORS = "invarlock/comparisons.json"
 SCHEMA_PATH = PROJECT_ROOT / "contracts" / "invarlock.multi-metric-comparison-v1.schema.json"
 SCHEMA = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
 VALIDATOR = Draft202012Validator(SCHEMA)
-ARTIFACT = "sha256:" + "1" * 64
-SUBJECT_ARTIFACT = "sha256:" + "2" * 64
 DEFAULT_DRAWS = 102_400_000
 
 # Each reference message SHAPE -> (our error class, our code, our field template). The

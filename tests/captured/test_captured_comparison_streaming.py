@@ -27,10 +27,11 @@ from sealeval.captured.comparison.streaming import compare_run_files
 from sealeval.captured.comparison.table import RowSpill, RunTable
 from sealeval.captured.policy import check_runtime, parse_comparison_policy
 from sealeval.errors import SealevalError
+from support.digests import ARTIFACT, SUBJECT_ARTIFACT
 from support.vectors import cases, vectors_dir
 
 VECTORS = "invarlock/comparisons.json"
-ARTIFACTS = ("sha256:" + "1" * 64, "sha256:" + "2" * 64)
+ARTIFACTS = (ARTIFACT, SUBJECT_ARTIFACT)
 PROVENANCE = {
     "kind": "measurement",
     "source": "meter",

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 #: The model artifact a test run was captured from (``--artifact-digest``).
 ARTIFACT = "sha256:" + "a7" * 32
+#: The subject's artifact where a comparison needs two distinct ones (``ARTIFACT``: the baseline).
+SUBJECT_ARTIFACT = "sha256:" + "5b" * 32
 #: A run's configuration digest (``configuration_digest``).
 CONFIG = "sha256:" + "c0" * 32
 #: A run's tokenizer digest (``tokenizer_digest``).
