@@ -33,6 +33,7 @@ from sealeval.captured.trust import parse_trust_profile
 from sealeval.errors import SealevalError
 from sealeval.manifest.components import TreeLimits, digest_tree
 from sealeval.strict_yaml import YamlLimits, load_strict_yaml
+from support.digests import ARTIFACT
 from support.vectors import pack_folder, vectors_dir
 
 V = vectors_dir() / "invarlock"
@@ -205,12 +206,12 @@ def test_importer_load_run(adapter: str, where: Path | str, tmp_path: Path) -> N
         if adapter == "invarlock"
         # an Inspect log states its own source version and run id (a contradicting
         # value is refused with identity_mismatch), so only the artifact is given
-        else {"artifact_digest": "sha256:" + "0" * 64}
+        else {"artifact_digest": ARTIFACT}
         if adapter == "inspect-eval"
         else {
             "source": {"name": "fuzz", "version": "1"},
             "run_id": "fuzz",
-            "artifact_digest": "sha256:" + "0" * 64,
+            "artifact_digest": ARTIFACT,
         }
     )
 

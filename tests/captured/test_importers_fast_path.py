@@ -23,12 +23,13 @@ from sealeval.captured.importers import (
     load_run,
 )
 from sealeval.captured.importers.native._common import iter_jsonl, iter_jsonl_rows
+from support.digests import ARTIFACT
 
 SAMPLES = Path(__file__).resolve().parents[2].parent / "shared" / "samples" / "evaluators"
 IDENTITY: dict[str, Any] = {
     "source": {"name": "lm-evaluation-harness", "version": "0.4.13"},
     "run_id": "fast-1",
-    "artifact_digest": "sha256:" + "12" * 32,
+    "artifact_digest": ARTIFACT,
 }
 
 

@@ -10,11 +10,12 @@ from typing import Any
 import pytest
 
 from sealeval.captured.importers import ImportOptions, ImportRefusalError, load_run
+from support.digests import ARTIFACT
 
 SAMPLES = Path(__file__).resolve().parents[2].parent / "shared" / "samples" / "evaluators"
 IDENTITY: dict[str, Any] = {  # the source (tool, version) is read from the results files
     "run_id": "folder-1",
-    "artifact_digest": "sha256:" + "cd" * 32,
+    "artifact_digest": ARTIFACT,
 }
 
 

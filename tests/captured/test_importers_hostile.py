@@ -21,13 +21,14 @@ from sealeval.captured.importers import load_run
 from sealeval.captured.importers.base import ImportRefusalError
 from sealeval.captured.importers.jsonl import MAX_CONTAINERS, bound_containers
 from sealeval.captured.importers.native.inspect_eval import MAX_ARCHIVE_ENTRIES
+from support.digests import ARTIFACT
 
 _ADDRESS_SPACE = 1 << 30  # 1 GiB: the undefended readers need several
 _WALL_SECONDS = 120
 _IDENTITY = {
     "source": {"name": "probe", "version": "1"},
     "run_id": "run-1",
-    "artifact_digest": "sha256:" + "0" * 64,
+    "artifact_digest": ARTIFACT,
 }
 
 

@@ -12,12 +12,13 @@ import pytest
 
 from sealeval.captured.importers import ImportRefusalError, load_run
 from sealeval.captured.importers.native.inspect_eval import MAX_ARCHIVE_ENTRIES, check_directory
+from support.digests import ARTIFACT
 
 SAMPLES = Path(__file__).resolve().parents[2].parent / "shared" / "samples" / "evaluators"
 IDENTITY: dict[str, Any] = {
     "source": {"name": "tool", "version": "1"},
     "run_id": "new-1",
-    "artifact_digest": "sha256:" + "ef" * 32,
+    "artifact_digest": ARTIFACT,
 }
 
 
