@@ -9,6 +9,7 @@ was, and a renamed, shortened run is still a run our reader accepts with the new
 
 from __future__ import annotations
 
+import base64
 import importlib.util
 import json
 import sys
@@ -224,3 +225,104 @@ def test_bounded_sizes_keep_the_policy_floor(renaming: ModuleType, count: int, f
         assert size == count
     else:
         assert max(count // 2 + 1, floor) <= size < count
+
+
+def _derived_id_cases(renaming: ModuleType) -> list[dict[str, Any]]:
+    """adapters.json's loaded runs whose format derives record ids from an integer member."""
+    return [
+        case
+        for case in load("invarlock/adapters.json")["cases"]
+        if case["input"]["adapter"] in renaming.DERIVED_ID_FORMATS and "run" in case["expected"]
+    ]
+
+
+def _case_file(given: dict[str, Any]) -> bytes:
+    if "file_b64" in given:
+        return base64.b64decode(given["file_b64"])
+    return str(given["file_text"]).encode("utf-8")
+
+
+def test_derived_ids_follow_their_renamed_integers(renaming: ModuleType, tmp_path: Path) -> None:
+    # adapters.json renames lm-eval's doc_id, Inspect's integer id and promptfoo's testIdx:
+    # the ids our reader derives must follow, and nothing else of a record may change.
+    found = _derived_id_cases(renaming)
+    assert {case["input"]["adapter"] for case in found} == set(renaming.DERIVED_ID_FORMATS)
+    ids = renaming.IntegerIds(7)
+    renamed_formats: set[str] = set()
+    for index, case in enumerate(found):
+        given = case["input"]
+        adapter, data = given["adapter"], _case_file(given)
+        assert renaming.rename_integer_members(adapter, data, lambda value: value) == data
+        pairs: dict[int, int] = {}
+
+        def rename(old: int, pairs: dict[int, int] = pairs) -> int:
+            pairs[old] = ids.integer_id(old)
+            return pairs[old]
+
+        renamed = renaming.rename_integer_members(adapter, data, rename)
+        if pairs:
+            renamed_formats.add(adapter)
+        declared = {key: given[key] for key in _LOAD_OPTIONS if key in given}
+        paths = [tmp_path / f"{index}-old", tmp_path / f"{index}-new"]
+        paths[0].write_bytes(data)
+        paths[1].write_bytes(renamed)
+        old, new = (_loaded(path, {**declared, "adapter": adapter}) for path in paths)
+        assert len(new.records) == len(old.records)
+        expected = []
+        for record in old.records:
+            head, colon, tail = record.id.partition(":")
+            derived = (
+                head.isdigit()
+                and int(head) in pairs
+                and (colon == "") == (adapter != "promptfoo-jsonl")
+            )
+            expected.append(f"{pairs[int(head)]}{colon}{tail}" if derived else record.id)
+        assert [record.id for record in new.records] == expected
+        assert (expected != [record.id for record in old.records]) == bool(pairs)
+        for before, after in zip(old.to_dict()["records"], new.to_dict()["records"], strict=True):
+            drop = ("id", "context")  # the context quotes the upstream record, id included
+            assert {k: v for k, v in after.items() if k not in drop} == {
+                k: v for k, v in before.items() if k not in drop
+            }
+    assert renamed_formats == set(renaming.DERIVED_ID_FORMATS)
+
+
+@pytest.mark.parametrize(
+    ("adapter", "data", "renamed"),
+    [
+        pytest.param("lm-eval-samples", b'{"doc_id": true}\n', None, id="bool-is-kept"),
+        pytest.param("inspect-json", b'{"samples": [{"id": 1.5}]}', None, id="float-is-kept"),
+        pytest.param("promptfoo-jsonl", b'{"prompt": "p"}', None, id="missing-member-is-kept"),
+        pytest.param(
+            "inspect-json",
+            b'{"samples": [{"id": "s"}, {"id": 3}]}\n',
+            b'{"samples": [{"id": "s"}, {"id": 4}]}\n',
+            id="only-integers-renamed",
+        ),
+    ],
+)
+def test_derived_id_members_other_than_integers_are_kept(
+    renaming: ModuleType, adapter: str, data: bytes, renamed: bytes | None
+) -> None:
+    # A refusal case (a float id, a missing doc_id) must stay the refusal it was.
+    result = renaming.rename_integer_members(adapter, data, lambda value: value + 1)
+    assert result == (data if renamed is None else renamed)
+
+
+@pytest.mark.parametrize(
+    ("adapter", "data"),
+    [
+        pytest.param("lm-eval-samples", b'{"doc_id": 1}\n\n{"doc_id": 2}\n', id="blank-line"),
+        pytest.param("promptfoo-jsonl", b'{"testIdx": 0,}\n', id="not-json"),
+        pytest.param("promptfoo-jsonl", b'{"testIdx": 0}\n\xff\n', id="not-utf8"),
+        pytest.param("lm-eval-samples", b'{ "doc_id" : 1 }\n', id="layout-not-reproduced"),
+        pytest.param("inspect-json", b'[{"id": 1}]', id="not-an-object"),
+        pytest.param("inspect-json", b'{"samples": {"id": 1}}', id="samples-not-a-list"),
+    ],
+)
+def test_derived_id_files_of_unknown_layout_are_refused(
+    renaming: ModuleType, adapter: str, data: bytes
+) -> None:
+    # The regenerator copies such a case unchanged rather than change what it tests.
+    with pytest.raises(renaming.UnknownLayoutError):
+        renaming.rename_integer_members(adapter, data, lambda value: value + 1)

@@ -5,9 +5,15 @@ one renaming for the whole file, every record id the shared file's runs carry an
 id a case declares: in the declared ``run_id`` and wherever the file's text states the id as
 a JSON string (``"id"``). The expected run, digests or refusal are invarlock's own output.
 
+Formats whose reference derives the record id from an integer member
+(``renaming.DERIVED_ID_FORMATS``: lm-eval's ``doc_id``, Inspect's integer sample ``id``,
+promptfoo's ``testIdx`` in ``"<testIdx>:<promptIdx>"``) get that member renamed to other
+distinct integers (``renaming.IntegerIds``, one renaming for the whole file), and the derived
+ids must follow.
+
 A case whose outcome would change beyond the renaming is copied unchanged and counted: a
-format that states ids outside JSON strings (CSV), or derives them from other fields, or a
-refusal that depends on the exact id. The script prints how many.
+format that states ids outside JSON strings (CSV), or a refusal that depends on the exact
+id. The script prints how many.
 
 Only the public facade ``invarlock.engine`` is used.
 """
@@ -17,12 +23,23 @@ from __future__ import annotations
 import base64
 import copy
 import json
+import re
 import tempfile
 from pathlib import Path
 from typing import Any
 
 from invarlock.engine import load_run, run_digest
-from renaming import Rewriter, canonical_text
+from renaming import (
+    DERIVED_ID_FORMATS,
+    IntegerIds,
+    Rewriter,
+    UnknownLayoutError,
+    canonical_text,
+    rename_integer_members,
+)
+
+#: A record id a derived-id format may have derived from an integer member (not renamed as text).
+DERIVED_ID = re.compile(r"[0-9]+(:[0-9]+)?")
 
 #: Keyword arguments of ``load_run`` a case may give.
 OPTIONS = (
@@ -82,6 +99,43 @@ def unrename(message: str, names: dict[str, str]) -> str:
     return message
 
 
+def rename_derived(adapter: str, data: bytes, ids: IntegerIds) -> tuple[bytes, dict[int, int]]:
+    """Return ``data`` with its derived-id integers renamed, and the integers renamed.
+
+    A file this renaming cannot write back is returned unchanged (no integers renamed).
+    """
+    if adapter not in DERIVED_ID_FORMATS:
+        return data, {}
+    renamed: dict[int, int] = {}
+
+    def rename(old: int) -> int:
+        renamed[old] = ids.integer_id(old)
+        return renamed[old]
+
+    try:
+        return rename_integer_members(adapter, data, rename), renamed
+    except UnknownLayoutError:
+        return data, {}
+
+
+def derived_names(adapter: str, old: dict[str, Any], renamed: dict[int, int]) -> dict[str, str]:
+    """Return old id -> new id for the record ids derived from a renamed integer.
+
+    lm-eval and Inspect state the integer as the id; promptfoo as ``"<testIdx>:<promptIdx>"``.
+    Error messages (no run) get each renamed integer's text.
+    """
+    if "error" in old:
+        return {str(before): str(after) for before, after in renamed.items()}
+    names: dict[str, str] = {}
+    for record in old["run"]["records"]:
+        head, colon, tail = record["id"].partition(":")
+        if adapter != "promptfoo-jsonl" and colon:
+            continue
+        if head.isdigit() and str(int(head)) == head and int(head) in renamed:
+            names[record["id"]] = f"{renamed[int(head)]}{colon}{tail}"
+    return names
+
+
 def same_outcome(old: dict[str, Any], new: dict[str, Any], names: dict[str, str]) -> bool:
     """Return whether two outcomes agree up to the renaming."""
     if "error" in old or "error" in new:
@@ -91,9 +145,15 @@ def same_outcome(old: dict[str, Any], new: dict[str, Any], names: dict[str, str]
             and unrename(new["error"]["message"], names) == old["error"]["message"]
         )
     renamed_ids = [names.get(record["id"], record["id"]) for record in old["run"]["records"]]
+    # Everything a record carries but its id (and the context quoting the file) must stay.
+    facts = [
+        [{k: v for k, v in record.items() if k not in ("id", "context")} for record in run]
+        for run in (old["run"]["records"], new["run"]["records"])
+    ]
     return (
         set(old) == set(new)
         and [record["id"] for record in new["run"]["records"]] == renamed_ids
+        and facts[0] == facts[1]
         and new["run"]["run_id"] == names.get(old["run"]["run_id"], old["run"]["run_id"])
     )
 
@@ -103,10 +163,13 @@ def regenerate_adapters(source: Path, output: Path, seed: int) -> tuple[int, int
     name = "adapters.json"
     document = json.loads((source / "invarlock" / name).read_text("utf-8"))
     rewriter = Rewriter(seed)
+    ids = IntegerIds(seed)
     names: dict[str, str] = {}
     for case in document["cases"]:
+        derived = case["input"]["adapter"] in DERIVED_ID_FORMATS
         for record in case["expected"].get("run", {}).get("records", []):
-            names[record["id"]] = rewriter.record_id(record["id"])
+            if not (derived and DERIVED_ID.fullmatch(record["id"])):  # follows its integer
+                names[record["id"]] = rewriter.record_id(record["id"])
     for case in document["cases"]:
         for run_id in (case["input"].get("run_id"), case["expected"].get("run", {}).get("run_id")):
             if isinstance(run_id, str) and run_id.strip() and run_id not in names:
@@ -120,14 +183,16 @@ def regenerate_adapters(source: Path, output: Path, seed: int) -> tuple[int, int
         renamed = copy.deepcopy(given)
         if isinstance(given.get("run_id"), str):
             renamed["run_id"] = names.get(given["run_id"], given["run_id"])
+        data, integers = rename_derived(given["adapter"], file_bytes(given), ids)
         if "file_b64" in given:
-            text = rename_text(file_bytes(given).decode("utf-8", "surrogateescape"), names)
+            text = rename_text(data.decode("utf-8", "surrogateescape"), names)
             data = text.encode("utf-8", "surrogateescape")
             renamed["file_b64"] = base64.b64encode(data).decode("ascii")
         else:
-            renamed["file_text"] = rename_text(given["file_text"], names)
+            renamed["file_text"] = rename_text(data.decode("utf-8"), names)
         expected = load(renamed)
-        if renamed == given or not same_outcome(case["expected"], expected, names):
+        derived = derived_names(given["adapter"], case["expected"], integers)
+        if renamed == given or not same_outcome(case["expected"], expected, {**names, **derived}):
             cases.append(case)
             kept += 1
             continue

@@ -23,7 +23,7 @@ docs/vectors.md lists what is regenerated and what cannot be.
 It runs inside the reference venv (``.interop/invarlock-venv/bin/python``), never imports
 sealeval, and uses only the reference's public facade ``invarlock.engine`` and its CLI.
 
-Usage: python regenerate.py --vectors ../shared/vectors --output DIR [--seed N]
+Usage: python regenerate.py --vectors ../shared/vectors --output DIR [--seed N] [--only FILE]
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ import hashlib
 import json
 import shutil
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -139,38 +140,60 @@ def check_encoding(source: Path) -> None:
         raise SystemExit("run encoding differs from the shared vectors: not regenerating")
 
 
+#: Each regenerated file and its regenerator, in the order they run; each returns
+#: (regenerated, copied) case counts.
+REGENERATORS: dict[str, Callable[[Path, Path, int], tuple[int, int]]] = {
+    "comparisons.json": lambda s, o, n: (regenerate_comparisons(s, o, n), 0),
+    "requests.json": lambda s, o, n: (regenerate_requests(s, o, n), 0),
+    "evaluator_exports.json": regenerate_exports,
+    "adapters.json": regenerate_adapters,
+    "packs.json": regenerate_packs,
+    "verify.json": regenerate_verify,
+    "receipts.json": regenerate_receipts,
+    "report.json": regenerate_report,
+}
+
+#: Files whose regeneration reads what another regenerator wrote (the regenerated packs,
+#: the receipts ``verify.json``'s regeneration re-issues): ``--only`` runs those too.
+NEEDS = {
+    "verify.json": ("packs.json",),
+    "report.json": ("packs.json",),
+    "receipts.json": ("packs.json", "verify.json"),
+}
+
+
 def main() -> int:
     """Copy the vector tree and regenerate the chosen files with other seeds, ids and sizes."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--vectors", type=Path, required=True, help="the shared vector tree")
     parser.add_argument("--output", type=Path, required=True, help="a new, absent directory")
     parser.add_argument("--seed", type=int, default=7, help="seed of the renaming and sizes")
+    parser.add_argument(
+        "--only",
+        action="append",
+        choices=sorted(REGENERATORS),
+        help="regenerate only this invarlock file (repeatable; files it needs run too)",
+    )
     arguments = parser.parse_args()
     source: Path = arguments.vectors
     output: Path = arguments.output
     if output.exists():
         parser.error("--output must not exist")
+    chosen = set(arguments.only or REGENERATORS)
+    for name in list(chosen):
+        chosen.update(NEEDS.get(name, ()))
     check_encoding(source)
     shutil.copytree(source, output, symlinks=True)
     for path in [output, *output.rglob("*")]:
         if not path.is_symlink():
             path.chmod(0o755 if path.is_dir() else 0o644)
-    count = regenerate_comparisons(source, output, arguments.seed)
-    print(f"invarlock/comparisons.json: {count} cases regenerated (seed {arguments.seed})")
-    count = regenerate_requests(source, output, arguments.seed)
-    print(f"invarlock/requests.json: {count} cases regenerated (seed {arguments.seed})")
-    count, kept = regenerate_exports(source, output, arguments.seed)
-    print(f"invarlock/evaluator_exports.json: {count} cases regenerated, {kept} copied")
-    count, kept = regenerate_adapters(source, output, arguments.seed)
-    print(f"invarlock/adapters.json: {count} cases regenerated, {kept} copied")
-    count, kept = regenerate_packs(source, output, arguments.seed)
-    print(f"invarlock/packs.json: {count} cases regenerated, {kept} copied")
-    count, kept = regenerate_verify(source, output, arguments.seed)
-    print(f"invarlock/verify.json: {count} cases regenerated, {kept} copied")
-    count, kept = regenerate_receipts(source, output, arguments.seed)
-    print(f"invarlock/receipts.json: {count} cases regenerated, {kept} copied")
-    count, kept = regenerate_report(source, output, arguments.seed)
-    print(f"invarlock/report.json: {count} cases regenerated, {kept} copied")
+    for name, regenerator in REGENERATORS.items():
+        if name in chosen:
+            count, kept = regenerator(source, output, arguments.seed)
+            print(
+                f"invarlock/{name}: {count} cases regenerated, {kept} copied"
+                f" (seed {arguments.seed})"
+            )
     print(f"alternate vectors: {output}")
     return 0
 

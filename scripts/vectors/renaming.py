@@ -249,3 +249,55 @@ def rename_native(
     return (
         dump([_renamed_record(record, member, kind, rename) for record in kept_records]) + ending
     ).encode("utf-8")
+
+
+#: Evaluator formats whose record id the reference derives from an integer member (found by
+#: comparing a case's file with its expected run): adapter -> (layout, member). lm-eval's id is
+#: ``doc_id``; Inspect's is the sample's ``id`` when it is an integer (a string ``id`` is
+#: renamed as a JSON string); promptfoo's is ``"<testIdx>:<promptIdx>"`` unless the test
+#: states ``invarlock_id``. ``samples`` is one JSON object whose ``samples`` list holds them.
+DERIVED_ID_FORMATS: dict[str, tuple[str, str]] = {
+    "lm-eval-samples": ("lines", "doc_id"),
+    "inspect-json": ("samples", "id"),
+    "promptfoo-jsonl": ("lines", "testIdx"),
+}
+
+
+def _renamed_integer(record: Any, member: str, rename: Callable[[int], int]) -> Any:
+    """Return ``record`` with ``member`` renamed if it is an integer (not a bool); else as is."""
+    if isinstance(record, dict) and type(record.get(member)) is int:
+        return {**record, member: rename(record[member])}
+    return record
+
+
+def rename_integer_members(adapter: str, data: bytes, rename: Callable[[int], int]) -> bytes:
+    """Return evaluator file ``data`` with each record's integer id member renamed.
+
+    ``adapter`` names the format (``DERIVED_ID_FORMATS``); ``rename`` maps an old integer to
+    its new one (``IntegerIds.integer_id``). Unlike ``rename_native`` a record whose member is
+    missing or not an integer is left as it is (a refusal case tests exactly that), and every
+    record is kept. The layout is kept as ``rename_native`` keeps it; a file that is not
+    UTF-8 JSON in the format's layout, or whose layout ``json.dumps`` cannot write back,
+    raises ``UnknownLayoutError`` so the caller copies the case unchanged.
+    """
+    layout, member = DERIVED_ID_FORMATS[adapter]
+    try:
+        text = data.decode("utf-8")
+        ending = "\n" if text.endswith("\n") else ""
+        body = text[: len(text) - len(ending)]
+        if layout == "lines":
+            renamed = []
+            for line in body.split("\n"):
+                if not line.strip():
+                    raise UnknownLayoutError("a blank line inside JSONL")
+                record = json.loads(line)
+                renamed.append(_dumper(record, line)(_renamed_integer(record, member, rename)))
+            return ("\n".join(renamed) + ending).encode("utf-8")
+        document = json.loads(body)
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise UnknownLayoutError("not JSON in the format's layout") from error
+    if not isinstance(document, dict) or not isinstance(document.get("samples"), list):
+        raise UnknownLayoutError("not an object with a samples list")
+    dump = _dumper(document, body)
+    samples = [_renamed_integer(sample, member, rename) for sample in document["samples"]]
+    return (dump({**document, "samples": samples}) + ending).encode("utf-8")

@@ -135,16 +135,14 @@ def test_adapter_vector(case: dict[str, Any], tmp_path: Path) -> None:
 
 
 def test_every_vector_message_is_mapped() -> None:
+    # message_code fails unless exactly one prefix matches the message (ids mapped by shape).
     used = {
         message_code(case["name"], case["expected"]["error"]["message"])
         for case in load("invarlock/adapters.json")["cases"]
         if "error" in case["expected"]
     }
+    assert used
     assert used <= {code for _, code in _MESSAGE_CODES} | set(_CASE_CODES.values())
-    for case in load("invarlock/adapters.json")["cases"]:
-        if "error" in case["expected"]:
-            message = case["expected"]["error"]["message"]
-            assert sum(message.startswith(prefix) for prefix, _ in _MESSAGE_CODES) == 1
 
 
 # ---------------------------------------------------------------------------
