@@ -132,7 +132,13 @@ VECTORS_ALT_TESTS := tests/captured/test_captured_comparison.py tests/cli/test_c
   tests/captured/test_captured_pipeline.py tests/captured/test_captured_pipeline_streamed.py \
   tests/captured/test_captured_verify.py tests/captured/test_captured_report.py \
   tests/captured/test_captured_receipt.py tests/test_vector_tamper.py \
-  tests/test_vector_regenerator.py
+  tests/test_vector_regenerator.py tests/test_fuzz_readers.py \
+  tests/captured/test_captured_extended_seal.py tests/captured/test_captured_extended_streamed.py \
+  tests/captured/test_captured_report_extended.py tests/captured/test_captured_run_facts.py \
+  tests/captured/test_captured_hostile.py tests/captured/test_captured_planning.py \
+  tests/captured/test_report_html_browser.py tests/captured/test_captured_pack_copies.py \
+  tests/cli/test_cli_limits.py tests/cli/test_cli_progress.py tests/cli/test_cli_compare_streamed.py \
+  tests/cli/test_cli_compare_layout.py
 vectors-alt: $(DEV_STAMP) $(INTEROP_INVARLOCK)/bin/python $(INTEROP_OPENMED)/bin/python
 	@alt=$$(mktemp -d) && trap 'rm -rf "$$alt"' EXIT && \
 	  $(INTEROP_INVARLOCK)/bin/python scripts/vectors/regenerate.py --vectors $(VECTORS_SOURCE) \

@@ -34,10 +34,10 @@ from sealeval.errors import SealevalError
 from sealeval.manifest.components import TreeLimits, digest_tree
 from sealeval.strict_yaml import YamlLimits, load_strict_yaml
 from support.digests import ARTIFACT
-from support.vectors import pack_folder, vectors_dir
+from support.vectors import pack_folder, samples_dir, vectors_dir
 
 V = vectors_dir() / "invarlock"
-SAMPLES = Path(os.environ.get("SEALEVAL_SAMPLES", V.parent.parent / "samples" / "evaluators"))
+SAMPLES = samples_dir()
 PACK = pack_folder("text-20-exact-signed")
 FUZZ = settings(
     max_examples=60,

@@ -11,14 +11,13 @@ reason. ``ALLOWED`` may only shrink: an entry no longer needed fails too.
 from __future__ import annotations
 
 import ast
-import importlib.util
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
 import sealeval
+from support.scripts import load_script
 from support.vectors import PROJECT_ROOT
 
 PACKAGE = Path(sealeval.__file__).resolve().parent
@@ -28,13 +27,7 @@ ARCHITECTURE = PROJECT_ROOT / "docs" / "architecture.md"
 
 @pytest.fixture(scope="module")
 def tree() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("architecture_tree", SCRIPT)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses resolve annotations through sys.modules
-    spec.loader.exec_module(module)
-    return module
+    return load_script("architecture_tree", SCRIPT)
 
 
 def test_the_architecture_page_is_generated(tree: ModuleType) -> None:

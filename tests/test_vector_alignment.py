@@ -9,7 +9,6 @@ vector files plant survives, and commit ids change in every form a case writes t
 
 from __future__ import annotations
 
-import importlib.util
 import random
 import sys
 from types import ModuleType
@@ -17,19 +16,14 @@ from typing import Any
 
 import pytest
 
+from support.scripts import load_script
 from support.vectors import PROJECT_ROOT
 
 FOLDER = PROJECT_ROOT / "scripts" / "vectors"
 
 
 def _load(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, FOLDER / f"{name}.py")
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script(name, FOLDER / f"{name}.py")
 
 
 @pytest.fixture(scope="module")

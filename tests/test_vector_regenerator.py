@@ -10,9 +10,7 @@ was, and a renamed, shortened run is still a run our reader accepts with the new
 from __future__ import annotations
 
 import base64
-import importlib.util
 import json
-import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -22,6 +20,7 @@ import pytest
 from sealeval.captured.importers import load_run
 from sealeval.captured.run import parse_run, run_digest
 from sealeval.strict_yaml import load_strict_yaml
+from support.scripts import load_script
 from support.vectors import PROJECT_ROOT, load, vectors_dir
 
 SCRIPT = PROJECT_ROOT / "scripts" / "vectors" / "renaming.py"
@@ -29,13 +28,7 @@ SCRIPT = PROJECT_ROOT / "scripts" / "vectors" / "renaming.py"
 
 @pytest.fixture(scope="module")
 def renaming() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("vectors_renaming", SCRIPT)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script("vectors_renaming", SCRIPT)
 
 
 def _tiny_run() -> tuple[Path, dict[str, object]]:

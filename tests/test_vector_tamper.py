@@ -10,35 +10,24 @@ reproduce (so a drifted rule stops the regeneration instead of writing a wrong v
 
 from __future__ import annotations
 
-import importlib.util
 import shutil
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
+from support.scripts import load_script
 from support.vectors import PROJECT_ROOT, load, vectors_dir
 
 SCRIPTS = PROJECT_ROOT / "scripts" / "vectors"
 V = vectors_dir() / "invarlock"
 
 
-def _load(name: str, path: Path) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(scope="module")
 def tamper() -> ModuleType:
     # The script imports its sibling ``renaming`` by that name, as the regenerator runs it.
-    _load("renaming", SCRIPTS / "renaming.py")
-    return _load("vectors_invarlock_tamper", SCRIPTS / "invarlock_tamper.py")
+    load_script("renaming", SCRIPTS / "renaming.py")
+    return load_script("vectors_invarlock_tamper", SCRIPTS / "invarlock_tamper.py")
 
 
 def _tampered_roots() -> list[str]:

@@ -32,6 +32,7 @@ from typing import Any
 
 import yaml
 from invarlock.engine import load_run, run_digest
+from invarlock_adapters import OPTIONS  # the load_run options a request side may give
 from invarlock_requests import planned_case_set_digest
 from renaming import (
     NATIVE_FORMATS,
@@ -45,15 +46,6 @@ from renaming import (
 )
 
 SIDES = ("baseline", "subject")
-#: Members of a request side that are ``load_run`` options.
-OPTIONS = (
-    "source",
-    "run_id",
-    "artifact_digest",
-    "service_identity",
-    "score_provenance",
-    "input_projection",
-)
 
 
 def authored(request: Path) -> dict[str, Any]:

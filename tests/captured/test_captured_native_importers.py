@@ -40,16 +40,9 @@ from sealeval.captured.importers.native import NATIVE_IMPORTERS
 from sealeval.captured.importers.native._common import scan
 from sealeval.captured.importers.native.inspect_eval import sample_record
 from sealeval.captured.run import Record
+from support.vectors import samples_dir
 
-
-def _samples_dir() -> Path:
-    configured = os.environ.get("SEALEVAL_SAMPLES")
-    if configured:
-        return Path(configured)
-    return Path(__file__).resolve().parents[3] / "shared" / "samples" / "evaluators"
-
-
-SAMPLES = _samples_dir()
+SAMPLES = samples_dir()
 BY_NAME: dict[str, Importer] = {importer.name: importer for importer in NATIVE_IMPORTERS}
 EVAL_LOG = SAMPLES / "inspect_ai/logs/2026-11-29T23-07-14-00-00_toy-qa_iUjwkQTDhpo2DYBcxeiYFT.eval"
 JSON_LOG = SAMPLES / "inspect_ai/logs/2026-11-29T23-07-13-00-00_toy-qa_iHpKXeqXKnTtaFucDy6AsA.json"

@@ -28,8 +28,9 @@ from sealeval.cli.imports import import_command
 from sealeval.errors import SealevalError
 from support.digests import ARTIFACT
 from support.refusals import CANARY
+from support.vectors import samples_dir
 
-SAMPLES = Path(__file__).resolve().parents[2].parent / "shared" / "samples" / "evaluators"
+SAMPLES = samples_dir()
 LM_EVAL = next(SAMPLES.glob("lm_eval/out/*"))
 INSPECT_LOG = next(SAMPLES.glob("inspect_ai/logs/*.json"))
 SHORT = "sealeval: error: file: incomplete_export\n"

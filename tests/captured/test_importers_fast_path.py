@@ -24,8 +24,9 @@ from sealeval.captured.importers import (
 )
 from sealeval.captured.importers.native._common import iter_jsonl, iter_jsonl_rows
 from support.digests import ARTIFACT
+from support.vectors import samples_dir
 
-SAMPLES = Path(__file__).resolve().parents[2].parent / "shared" / "samples" / "evaluators"
+SAMPLES = samples_dir()
 IDENTITY: dict[str, Any] = {
     "source": {"name": "lm-evaluation-harness", "version": "0.4.13"},
     "run_id": "fast-1",

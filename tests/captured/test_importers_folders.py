@@ -11,8 +11,9 @@ import pytest
 
 from sealeval.captured.importers import ImportOptions, ImportRefusalError, load_run
 from support.digests import ARTIFACT
+from support.vectors import samples_dir
 
-SAMPLES = Path(__file__).resolve().parents[2].parent / "shared" / "samples" / "evaluators"
+SAMPLES = samples_dir()
 IDENTITY: dict[str, Any] = {  # the source (tool, version) is read from the results files
     "run_id": "folder-1",
     "artifact_digest": ARTIFACT,

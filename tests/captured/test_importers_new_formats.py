@@ -13,8 +13,9 @@ import pytest
 from sealeval.captured.importers import ImportRefusalError, load_run
 from sealeval.captured.importers.native.inspect_eval import MAX_ARCHIVE_ENTRIES, check_directory
 from support.digests import ARTIFACT
+from support.vectors import samples_dir
 
-SAMPLES = Path(__file__).resolve().parents[2].parent / "shared" / "samples" / "evaluators"
+SAMPLES = samples_dir()
 IDENTITY: dict[str, Any] = {
     "source": {"name": "tool", "version": "1"},
     "run_id": "new-1",

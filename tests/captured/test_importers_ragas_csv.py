@@ -31,8 +31,9 @@ from sealeval.captured.importers.native import NATIVE_IMPORTERS, ragas_csv
 from sealeval.captured.run import Record
 from sealeval.cli.imports import import_command
 from support.refusals import CANARY, assert_refused
+from support.vectors import samples_dir
 
-SAMPLES = Path(__file__).resolve().parents[3] / "shared" / "samples" / "evaluators"
+SAMPLES = samples_dir()
 REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real" / "ragas"
 CSV_SAMPLE = SAMPLES / "ragas/evaluation_result.csv"
 TWIN = SAMPLES / "ragas/evaluation_result.records.jsonl"

@@ -38,9 +38,10 @@ from support.captured_real_files import (
     ragas_csv_rows,
 )
 from support.digests import ARTIFACT
+from support.vectors import samples_dir
 
 REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real"
-SAMPLES = Path(__file__).resolve().parents[2].parent / "shared" / "samples" / "evaluators"
+SAMPLES = samples_dir()
 # (file, independent reader) for files holding per-sample results
 IMPORTED: list[tuple[Path, Callable[[Path], Counts]]] = [
     (

@@ -19,9 +19,9 @@ from sealeval.captured.importers import load_run
 from sealeval.captured.importers.base import ImportOptions, ImportRefusalError
 from sealeval.captured.importers.live import run_from_inspect_log, run_from_lm_eval_results
 from support.digests import ARTIFACT
-from support.vectors import vectors_dir
+from support.vectors import samples_dir
 
-SAMPLES = vectors_dir().parent / "samples" / "evaluators"
+SAMPLES = samples_dir()
 CANARY = "CANARY-live-7d1f"
 
 

@@ -8,6 +8,7 @@ constant) lives here, one module per job:
 * ``support.vectors``: golden-vector loading and the reference input conventions
   (``pack_folder``: a pack case's folder, never ``packs/<name>``);
 * ``support.digests``: the neutral artifact, configuration and tokenizer digests;
+* ``support.scripts``: a script of ``scripts/`` loaded as a module (``load_script``);
 * ``support.postgres``: the throwaway PostgreSQL cluster behind the ``postgres_dsn`` fixture;
 * ``support.browser``: headless Chromium (the HTML report and viewer tests);
 * ``support.integration_samples`` and ``support.view_workspace``: evaluator

@@ -15,9 +15,9 @@ from typing import Any
 from inspect_ai.log import EvalLog, read_eval_log, write_eval_log
 from inspect_ai.model import ModelOutput
 
-from support.vectors import vectors_dir
+from support.vectors import samples_dir
 
-SAMPLES = vectors_dir().parent / "samples" / "evaluators"
+SAMPLES = samples_dir()
 BASELINE_ARTIFACT = "sha256:" + "ab" * 32
 CANDIDATE_ARTIFACT = "sha256:" + "cd" * 32
 #: The sample the regressed candidate gets wrong.

@@ -31,6 +31,14 @@ def vectors_dir() -> Path:
     return PROJECT_ROOT.parent / "shared" / "vectors"
 
 
+def samples_dir() -> Path:
+    """Real evaluator outputs: ``$SEALEVAL_SAMPLES`` (default ``../shared/samples/evaluators``)."""
+    configured = os.environ.get("SEALEVAL_SAMPLES")
+    if configured:
+        return Path(configured)
+    return PROJECT_ROOT.parent / "shared" / "samples" / "evaluators"
+
+
 @functools.cache
 def load(relative: str) -> dict[str, Any]:
     path = vectors_dir() / relative
