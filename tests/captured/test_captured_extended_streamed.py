@@ -45,7 +45,7 @@ from sealeval.captured.run_facts import RunFacts
 from sealeval.cli import cli
 from support.captured_extended import _policy, _runs
 from support.captured_streaming import spy_held_runs
-from support.vectors import pack_folder, vectors_dir
+from support.vectors import pack_folder, vectors_dir, writable_copy
 
 NAMES = ["text-200-multi-signed", "text-20-exact-signed", "missing-insufficient-signed"]
 SIGNER = vectors_dir() / "invarlock" / "keys" / "evidence-signer" / "private.pem"
@@ -204,14 +204,7 @@ def test_extend_report_refuses_values_or_a_report_of_something_else() -> None:
 
 def test_a_pack_run_replaced_after_reading_is_refused(tmp_path: Path) -> None:
     evidence = tmp_path / "evidence"
-    source = pack_folder("text-20-exact-signed") / "evidence"
-    for path in sorted(source.rglob("*")):
-        target = evidence / path.relative_to(source)
-        if path.is_dir():
-            target.mkdir(parents=True)
-        else:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(path.read_bytes())
+    writable_copy(pack_folder("text-20-exact-signed") / "evidence", evidence)
     pack = read_evidence_pack(evidence)
     run = evidence / "records" / "subject.json"
     data = run.read_bytes()
@@ -428,14 +421,7 @@ def test_a_pack_run_rewritten_between_the_passes_is_refused(
     import sealeval.captured.report.extended as report_extended  # noqa: PLC0415
 
     evidence = tmp_path / "evidence"
-    source = pack_folder("text-20-exact-signed") / "evidence"
-    for path in sorted(source.rglob("*")):
-        target = evidence / path.relative_to(source)
-        if path.is_dir():
-            target.mkdir(parents=True)
-        else:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(path.read_bytes())
+    writable_copy(pack_folder("text-20-exact-signed") / "evidence", evidence)
     pack = read_evidence_pack(evidence)
     run = evidence / "records" / "subject.json"
     calls = _rewriting(
